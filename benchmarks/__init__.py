@@ -1,0 +1,29 @@
+"""The benchmark kinds: each module validates its uploads and builds its result document."""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from types import ModuleType
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A benchmark kind: the module that validates its files and the extension its uploads are stored under."""
+
+    module_name: str
+    extension: str
+
+    @property
+    def module(self) -> ModuleType:
+        """The kind's module (imported on first use)."""
+        return importlib.import_module(self.module_name)
+
+
+KINDS: dict[str, Kind] = {
+    "dialogue": Kind("benchmarks.dialogue", ".jsonl"),
+}
+
+
+def detect_kind(head: bytes, filename: str = "") -> str:
+    """Guess the benchmark kind from the start of a file and its name (only dialogue exists so far)."""
+    return "dialogue"

@@ -1,0 +1,25 @@
+"""Thin Flask blueprints over the plain modules: pages, JSON API, CLI and error handlers."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from flask import current_app
+
+from ingest import upload_path
+from jobs import Runner
+from store import Store
+
+
+def get_store() -> Store:
+    """The application's store."""
+    return current_app.extensions["store"]
+
+
+def get_runner() -> Runner:
+    """The application's evaluation runner."""
+    return current_app.extensions["runner"]
+
+
+def file_of(upload: dict) -> Path:
+    """Path of an upload's stored file."""
+    return upload_path(current_app.config["UPLOAD_FOLDER"], upload["sha256"], upload["kind"])

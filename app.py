@@ -1,0 +1,75 @@
+"""PersonaSteer Bench: the application factory; `python app.py` serves the dashboard."""
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+from flask import Flask
+from flask_wtf.csrf import CSRFProtect
+
+import translations
+from jobs import Runner
+from store import Store
+from web import api, cli, errors, pages
+
+ROOT = Path(__file__).resolve().parent
+csrf = CSRFProtect()
+
+
+def _secret_key(instance: Path) -> str:
+    """A secret key kept in the instance folder, so sessions survive a restart."""
+    path = instance / "secret_key"
+    if not path.exists():
+        path.write_text(secrets.token_hex(32))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+def create_app(config: dict | None = None) -> Flask:
+    """Build the Flask application with its store, job runner, blueprints and translations."""
+    app = Flask(__name__, instance_relative_config=True)
+    instance = Path(app.instance_path)
+    instance.mkdir(parents=True, exist_ok=True)
+    app.config.update(
+        DATABASE=str(instance / "personasteer.sqlite"),
+        UPLOAD_FOLDER=str(ROOT / "uploads"),
+        RESULTS_FOLDER=str(ROOT / "results"),
+        MAX_CONTENT_LENGTH=int(float(os.environ.get("MAX_UPLOAD_MB", "50")) * 1024 * 1024),
+        RESUME_ON_START=True,
+        JUDGE_ENV=os.environ,
+    )
+    app.config.update(config or {})
+    if not app.config.get("SECRET_KEY"):
+        app.config["SECRET_KEY"] = _secret_key(instance)
+
+    app.json.sort_keys = False  # method order is meaningful (display order, chosen by the user)
+    store = Store(app.config["DATABASE"])
+    runner = Runner(store, app.config["UPLOAD_FOLDER"], app.config["RESULTS_FOLDER"], app.config["JUDGE_ENV"])
+    app.extensions["store"] = store
+    app.extensions["runner"] = runner
+
+    csrf.init_app(app)
+    translations.init_app(app)
+    app.register_blueprint(pages.bp)
+    app.register_blueprint(api.bp)
+    csrf.exempt(api.bp)
+    errors.register(app)
+    cli.register(app)
+
+    if app.config["RESUME_ON_START"]:
+        # On the first request rather than here, so that CLI commands never pick up a server's work.
+        resumed = []
+
+        @app.before_request
+        def resume_once() -> None:
+            if not resumed:
+                resumed.append(runner.resume())
+    return app
+
+
+if __name__ == "__main__":
+    application = create_app()
+    application.extensions["runner"].resume()
+    application.run(host=os.environ.get("HOST", "127.0.0.1"), port=int(os.environ.get("PORT", "5000")),
+                    threaded=True, use_reloader=False)

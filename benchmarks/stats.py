@@ -1,0 +1,185 @@
+"""Shared statistics: least squares, normalisation and bootstrap intervals.
+
+Every function returns plain Python floats (or None where a number does not exist), never numpy
+scalars or NaN, so results can go straight into a JSON document.
+
+Bootstrap functions resample *items* (for example sessions) with replacement. They take either
+``n_boot``/``seed`` or a precomputed ``weights`` matrix from :func:`resample_weights`, so a caller
+that needs several intervals over the same items can build the matrix once.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+DEFAULT_N_BOOT = 1000
+DEFAULT_LEVEL = 0.95
+
+
+class Fit(NamedTuple):
+    """Result of an ordinary least squares line fit y = intercept + slope * x."""
+
+    slope: float | None
+    intercept: float | None
+    r2: float | None
+
+
+class PairedDifference(NamedTuple):
+    """Mean of paired differences a - b with its bootstrap interval."""
+
+    diff: float | None
+    ci95: list[float] | None
+    significant: bool
+    n: int
+
+
+def as_float(value) -> float | None:
+    """Return value as a plain float, or None for None, NaN and infinities."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def ols(x: Sequence[float], y: Sequence[float]) -> Fit:
+    """Least squares y = a + b x; slope/intercept None if < 2 distinct x, r2 None if SS_tot = 0."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError("ols needs two 1-D sequences of the same length")
+    if np.unique(x).size < 2:
+        return Fit(None, None, None)
+    x_mean, y_mean = x.mean(), y.mean()
+    slope = float(np.sum((x - x_mean) * (y - y_mean)) / np.sum((x - x_mean) ** 2))
+    intercept = float(y_mean - slope * x_mean)
+    # Test for a flat y exactly: y - mean(y) can leave rounding dust even when all y are equal.
+    if np.ptp(y) == 0:
+        return Fit(slope, intercept, None)
+    ss_res = float(np.sum((y - (intercept + slope * x)) ** 2))
+    ss_tot = float(np.sum((y - y_mean) ** 2))
+    return Fit(slope, intercept, 1.0 - ss_res / ss_tot)
+
+
+def min_max_normalise(values: Sequence[float]) -> list[float]:
+    """Scale values to [0, 1] by (v - min) / (max - min); all 0.0 when max == min."""
+    arr = np.asarray(values, dtype=float)
+    if arr.size == 0:
+        return []
+    low, high = arr.min(), arr.max()
+    if high == low:
+        return [0.0] * arr.size
+    return [float(v) for v in (arr - low) / (high - low)]
+
+
+def resample_indices(n: int, n_boot: int = DEFAULT_N_BOOT, seed: int = 0) -> np.ndarray:
+    """Return an (n_boot, n) array of item indices drawn with replacement, reproducible by seed."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, n, size=(n_boot, n))
+
+
+def resample_weights(n: int, n_boot: int = DEFAULT_N_BOOT, seed: int = 0) -> np.ndarray:
+    """Return an (n_boot, n) float matrix: how often each item is drawn in each resample."""
+    indices = resample_indices(n, n_boot, seed)
+    # One bincount over row-offset indices instead of n_boot separate bincounts.
+    offsets = (indices + n * np.arange(n_boot)[:, None]).ravel()
+    return np.bincount(offsets, minlength=n_boot * n).reshape(n_boot, n).astype(float)
+
+
+def percentile_interval(
+    samples: Sequence[float], level: float = DEFAULT_LEVEL
+) -> list[float] | None:
+    """Return the central percentile interval [lo, hi] of samples, None if there are none."""
+    arr = np.asarray(samples, dtype=float)
+    if arr.size == 0:
+        return None
+    tail = (1.0 - level) / 2.0 * 100.0
+    lo, hi = np.percentile(arr, [tail, 100.0 - tail])
+    return [float(lo), float(hi)]
+
+
+def _weights_for(n: int, n_boot: int, seed: int, weights: np.ndarray | None) -> np.ndarray:
+    if weights is None:
+        return resample_weights(n, n_boot, seed)
+    if weights.ndim != 2 or weights.shape[1] != n:
+        raise ValueError(f"weights must have shape (n_boot, {n}), got {weights.shape}")
+    return weights
+
+
+def bootstrap_ci(
+    values: Sequence[float],
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = 0,
+    level: float = DEFAULT_LEVEL,
+    weights: np.ndarray | None = None,
+) -> list[float] | None:
+    """Percentile bootstrap interval of the mean of values; None with fewer than 2 values."""
+    arr = np.asarray(values, dtype=float)
+    if arr.size < 2:
+        return None
+    w = _weights_for(arr.size, n_boot, seed, weights)
+    means = (w @ arr) / arr.size
+    # A mean lies within [min, max]; clipping only removes float dust, so constant data
+    # gives exactly [v, v].
+    return percentile_interval(np.clip(means, arr.min(), arr.max()), level)
+
+
+def bootstrap_curve_mean_ci(
+    sums,
+    counts,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = 0,
+    level: float = DEFAULT_LEVEL,
+    weights: np.ndarray | None = None,
+) -> list[float] | None:
+    """Bootstrap interval of mean_k(sum_i sums[i,k] / sum_i counts[i,k]), resampling rows i.
+
+    Rows are items (sessions), columns are points of a curve (rounds). In each resample a column's
+    value is the pooled mean of the drawn rows that have data there, and the statistic averages the
+    columns that have any data in that resample, so ragged rows are handled as in the point
+    estimate.
+    With a single column this is the bootstrap of a pooled mean sum(sums) / sum(counts).
+    Rows without any count are dropped first; None when fewer than 2 rows remain.
+    """
+    sums = np.asarray(sums, dtype=float)
+    counts = np.asarray(counts, dtype=float)
+    if sums.ndim == 1:
+        sums, counts = sums[:, None], counts[:, None]
+    if sums.shape != counts.shape:
+        raise ValueError("sums and counts must have the same shape")
+    keep = counts.sum(axis=1) > 0
+    if weights is not None and not keep.all():
+        raise ValueError("with precomputed weights every row must have data")
+    sums, counts = sums[keep], counts[keep]
+    if sums.shape[0] < 2:
+        return None
+    w = _weights_for(sums.shape[0], n_boot, seed, weights)
+    boot_sums, boot_counts = w @ sums, w @ counts
+    present = boot_counts > 0
+    column_means = np.divide(boot_sums, boot_counts, out=np.zeros_like(boot_sums), where=present)
+    stats = column_means.sum(axis=1) / present.sum(axis=1)
+    cell_means = sums[counts > 0] / counts[counts > 0]
+    return percentile_interval(np.clip(stats, cell_means.min(), cell_means.max()), level)
+
+
+def paired_difference(
+    a: Sequence[float],
+    b: Sequence[float],
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = 0,
+    level: float = DEFAULT_LEVEL,
+    weights: np.ndarray | None = None,
+) -> PairedDifference:
+    """Mean of a[i] - b[i] with a bootstrap CI over pairs; significant when the CI excludes 0."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError("paired_difference needs two 1-D sequences of the same length")
+    if a.size == 0:
+        return PairedDifference(None, None, False, 0)
+    diffs = a - b
+    ci = bootstrap_ci(diffs, n_boot, seed, level, weights)
+    significant = ci is not None and (ci[0] > 0 or ci[1] < 0)
+    return PairedDifference(float(diffs.mean()), ci, significant, int(a.size))

@@ -1,0 +1,65 @@
+"""Plotly figure builders; every chart of a result gets the same colour for the same method."""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+from plotly.colors import qualitative
+
+from store import DIMENSIONS
+from translations import _
+
+PALETTE = qualitative.Plotly + qualitative.D3
+
+
+def method_colours(methods: list[str]) -> dict[str, str]:
+    """A fixed colour per method, by its position in the result."""
+    return {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(methods)}
+
+
+def dimension_labels() -> dict[str, str]:
+    """Translated names of the five fine-score dimensions."""
+    return {"style": _("Style"), "content": _("Content"), "naturalness": _("Naturalness"),
+            "personalization": _("Personalization"), "conversation": _("Conversation")}
+
+
+def _layout(title: str, x_title: str, y_title: str, y_range: list[float]) -> dict:
+    return {"title": {"text": title}, "xaxis": {"title": {"text": x_title}, "dtick": 1},
+            "yaxis": {"title": {"text": y_title}, "range": y_range}, "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
+            "legend": {"orientation": "h", "y": -0.2}, "template": "plotly_white"}
+
+
+def curve_figure(result: dict, key: str, title: str, y_title: str) -> dict:
+    """Line chart of a per-round curve (AL(k) or BAR(k)) for every method."""
+    colours = method_colours(list(result["methods"]))
+    fig = go.Figure(layout=_layout(title, _("Round k"), y_title, [0, 100]))
+    for name, m in result["methods"].items():
+        points = m[key]
+        fig.add_trace(go.Scatter(x=[p["round"] for p in points], y=[p["value"] for p in points], name=name,
+                                 mode="lines+markers", line={"color": colours[name]},
+                                 customdata=[p.get("n") for p in points],
+                                 hovertemplate="k=%{x}: %{y:.1f} (n=%{customdata})<extra>" + name + "</extra>"))
+    return fig.to_plotly_json()
+
+
+def radar_figure(result: dict) -> dict:
+    """Radar of the five dimension means (x5, on 0-100) for every method."""
+    colours = method_colours(list(result["methods"]))
+    labels = dimension_labels()
+    theta = [labels[d] for d in DIMENSIONS]
+    fig = go.Figure(layout={"title": {"text": _("Dimension scores (0-100)")}, "template": "plotly_white",
+                            "polar": {"radialaxis": {"range": [0, 100]}}, "legend": {"orientation": "h"},
+                            "margin": {"l": 40, "r": 40, "t": 60, "b": 40}})
+    for name, m in result["methods"].items():
+        values = [None if m["dimensions"][d] is None else 5 * m["dimensions"][d] for d in DIMENSIONS]
+        fig.add_trace(go.Scatterpolar(r=values + values[:1], theta=theta + theta[:1], name=name, fill="toself",
+                                      opacity=0.6, line={"color": colours[name]}))
+    return fig.to_plotly_json()
+
+
+def dialogue_figures(result: dict) -> dict:
+    """All charts of a dialogue result page."""
+    return {
+        "al_curve": curve_figure(result, "al_curve", _("AL(k): fine score by round"), _("Mean fine score (0-100)")),
+        "binary_curve": curve_figure(result, "binary_curve", _("BAR(k): share who want to keep chatting"),
+                                     _("Keep-chatting rate (%)")),
+        "radar": radar_figure(result),
+    }

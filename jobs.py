@@ -1,0 +1,251 @@
+"""Evaluations: create them, run them in the background, cancel and resume them."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Iterator, Mapping
+
+from benchmarks import dialogue
+from benchmarks.dialogue_result import build_result
+from evaluator import MODES, DialogueContext, Judge, JudgeConfig, Verdict
+from ingest import new_id, upload_path
+from store import DIMENSIONS, JudgeCache, Store
+from translations import _
+
+log = logging.getLogger(__name__)
+
+# Settings a request may override per evaluation; the API key only ever comes from the environment.
+JUDGE_OVERRIDES = ("base_url", "model", "concurrency", "temperature", "language", "max_tokens", "timeout_s",
+                   "max_retries")
+FLUSH_EVERY = 200
+FLUSH_SECONDS = 0.5
+
+
+class RequestError(ValueError):
+    """A request to create or change an evaluation that cannot be honoured; the message says why."""
+
+
+def iter_sessions_with_offsets(path: str | Path) -> Iterator[tuple[int, int, dialogue.Session]]:
+    """(index, byte offset, session) for every session of an already validated dialogue file."""
+    offset = 0
+    idx = 0
+    with open(path, "rb") as f:
+        for line in f:
+            start, offset = offset, offset + len(line)
+            if start == 0 and line.startswith(b"\xef\xbb\xbf"):
+                line, start = line[3:], 3
+            if not line.strip():
+                continue
+            yield idx, start, dialogue.parse_session(json.loads(line))
+            idx += 1
+
+
+def read_session(path: str | Path, offset: int) -> dialogue.Session:
+    """The session stored on the line starting at a byte offset."""
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return dialogue.parse_session(json.loads(f.readline()))
+
+
+def judge_config(settings: Mapping, environ: Mapping[str, str]) -> JudgeConfig:
+    """The judge configuration of an evaluation: environment first, then its stored overrides."""
+    return JudgeConfig.from_env(environ, **{k: settings.get(k) for k in JUDGE_OVERRIDES})
+
+
+def create_evaluation(store: Store, upload_id: str, methods: list[str] | None = None,
+                      judge: Mapping | None = None, environ: Mapping[str, str] = os.environ) -> dict:
+    """Check a request and record a queued evaluation; raises RequestError with a readable reason."""
+    upload = store.get_upload(upload_id or "")
+    if upload is None:
+        raise RequestError(_("Upload '%(id)s' does not exist. Upload the file first.", id=upload_id))
+    available = upload["summary"]["methods"]
+    methods = list(methods or available)
+    unknown = [m for m in methods if m not in available]
+    if unknown:
+        raise RequestError(_("Unknown methods: %(unknown)s. This file has: %(available)s.",
+                             unknown=", ".join(unknown), available=", ".join(available)))
+    overrides = dict(judge or {})
+    if "api_key" in overrides:
+        raise RequestError(_("The judge's API key cannot be sent with a request; set JUDGE_API_KEY in the "
+                             "server's environment."))
+    bad = sorted(set(overrides) - set(JUDGE_OVERRIDES))
+    if bad:
+        raise RequestError(_("Unknown judge settings: %(bad)s. Allowed: %(allowed)s.", bad=", ".join(bad),
+                             allowed=", ".join(JUDGE_OVERRIDES)))
+    try:
+        config = judge_config(overrides, environ)
+    except ValueError as exc:
+        raise RequestError(str(exc)) from exc
+    problem = config.problem()
+    if problem:
+        raise RequestError(problem)
+    evaluation = {"id": new_id(), "upload_id": upload_id, "kind": upload["kind"], "methods": methods,
+                  "settings": {**{k: v for k, v in config.public().items() if k in JUDGE_OVERRIDES},
+                               "modes": list(MODES)},
+                  "total": upload["summary"]["rounds"] * len(methods) * len(MODES)}
+    store.add_evaluation(evaluation)
+    return store.get_evaluation(evaluation["id"])
+
+
+class Runner:
+    """Runs evaluations on background threads; the database holds every bit of their state."""
+
+    def __init__(self, store: Store, upload_folder: str | Path, results_folder: str | Path,
+                 environ: Mapping[str, str] = os.environ):
+        self.store = store
+        self.upload_folder = Path(upload_folder)
+        self.results_folder = Path(results_folder)
+        self.environ = environ
+        self._cancelled: set[str] = set()
+        self._threads: dict[str, threading.Thread] = {}
+        self._lock = threading.Lock()
+
+    def start(self, evaluation_id: str) -> None:
+        """Run an evaluation on a background thread (no-op when it is already running here)."""
+        with self._lock:
+            thread = self._threads.get(evaluation_id)
+            if thread and thread.is_alive():
+                return
+            self._cancelled.discard(evaluation_id)
+            thread = threading.Thread(target=self.run, args=(evaluation_id,), name=f"eval-{evaluation_id}",
+                                      daemon=True)
+            self._threads[evaluation_id] = thread
+            thread.start()
+
+    def resume(self) -> list[str]:
+        """Start again every evaluation that was queued or running when the server stopped."""
+        ids = self.store.unfinished_evaluations()
+        for evaluation_id in ids:
+            self.start(evaluation_id)
+        return ids
+
+    def cancel(self, evaluation_id: str) -> bool:
+        """Ask a queued or running evaluation to stop; False when it is not running."""
+        evaluation = self.store.get_evaluation(evaluation_id, with_result=False)
+        if evaluation is None or evaluation["status"] not in ("queued", "running"):
+            return False
+        self._cancelled.add(evaluation_id)
+        thread = self._threads.get(evaluation_id)
+        if thread is None or not thread.is_alive():
+            self.store.set_status(evaluation_id, "cancelled")
+        return True
+
+    def wait(self, evaluation_id: str, timeout: float | None = None) -> None:
+        """Block until the evaluation's background thread has finished."""
+        thread = self._threads.get(evaluation_id)
+        if thread:
+            thread.join(timeout)
+
+    def run(self, evaluation_id: str, on_progress: Callable[[dict], None] | None = None) -> None:
+        """Run one evaluation to its end in this thread, recording a failure instead of raising."""
+        try:
+            self._run(evaluation_id, on_progress)
+        except Exception as exc:  # the job must end in a visible state, whatever went wrong
+            log.exception("evaluation %s failed", evaluation_id)
+            self.store.set_status(evaluation_id, "failed", _("The evaluation stopped on an internal error: "
+                                                             "%(error)s", error=f"{type(exc).__name__}: {exc}"))
+
+    def _run(self, evaluation_id: str, on_progress: Callable[[dict], None] | None) -> None:
+        evaluation = self.store.get_evaluation(evaluation_id, with_result=False)
+        upload = self.store.get_upload(evaluation["upload_id"])
+        path = upload_path(self.upload_folder, upload["sha256"], upload["kind"])
+        if not path.exists():
+            self.store.set_status(evaluation_id, "failed",
+                                  _("The uploaded file is missing from the uploads folder; upload it again."))
+            return
+        config = judge_config(evaluation["settings"], self.environ)
+        problem = config.problem()
+        if problem:
+            self.store.set_status(evaluation_id, "failed", problem)
+            return
+        self.store.set_status(evaluation_id, "running")
+        self._plan(evaluation, upload, path)
+        pending = self.store.pending_keys(evaluation_id)
+        judge = Judge(config, cache=JudgeCache(self.store))
+        try:
+            self._judge_pending(evaluation, path, pending, judge, on_progress)
+        finally:
+            judge.close()
+        cancelled = evaluation_id in self._cancelled
+        document = self.result_document(evaluation_id)
+        self._write_result_file(evaluation_id, document)
+        self.store.set_result(evaluation_id, document, status="cancelled" if cancelled else "done")
+
+    def _plan(self, evaluation: dict, upload: dict, path: Path) -> None:
+        """Record every judgment the evaluation needs as pending (once; a resumed run skips this)."""
+        if self.store.progress(evaluation["id"])["total"]:
+            return
+        offsets = []
+        rows = []
+        for idx, offset, session in iter_sessions_with_offsets(path):
+            offsets.append((idx, session.session_id, offset))
+            rows.extend((idx, session.session_id, rnd.number, method, mode)
+                        for rnd in session.rounds for method in evaluation["methods"] for mode in MODES)
+        if not self.store.count_sessions(upload["id"]):
+            self.store.set_session_offsets(upload["id"], offsets)
+        self.store.add_pending(evaluation["id"], rows)
+        self.store.set_total(evaluation["id"], len(rows))
+
+    def _items(self, evaluation: dict, path: Path, pending: set) -> Iterator[tuple[tuple, str, DialogueContext]]:
+        """Judge requests for the pending judgments, built lazily one session at a time."""
+        for idx, _offset, session in iter_sessions_with_offsets(path):
+            for position, rnd in enumerate(session.rounds):
+                for method in evaluation["methods"]:
+                    history = [(r.user_message, r.responses[method]) for r in session.rounds[:position]]
+                    ctx = DialogueContext(session.user_profile, session.user_personality, history,
+                                          rnd.user_message, rnd.responses[method])
+                    for mode in MODES:
+                        key = (idx, rnd.number, method, mode)
+                        if key in pending:
+                            yield key, mode, ctx
+
+    def _judge_pending(self, evaluation: dict, path: Path, pending: set, judge: Judge,
+                       on_progress: Callable[[dict], None] | None) -> None:
+        evaluation_id = evaluation["id"]
+        batch: list = []
+        last_flush = time.monotonic()
+
+        def flush() -> None:
+            nonlocal last_flush
+            if batch:
+                self.store.save_judgments(evaluation_id, batch)
+                batch.clear()
+            last_flush = time.monotonic()
+            if on_progress:
+                on_progress(self.store.progress(evaluation_id))
+
+        for key, verdict in judge.run(self._items(evaluation, path, pending),
+                                      should_stop=lambda: evaluation_id in self._cancelled):
+            batch.append((key, verdict_fields(verdict)))
+            if len(batch) >= FLUSH_EVERY or time.monotonic() - last_flush >= FLUSH_SECONDS:
+                flush()
+        flush()
+
+    def result_document(self, evaluation_id: str) -> dict:
+        """Build the result document from everything judged so far."""
+        evaluation = self.store.get_evaluation(evaluation_id, with_result=False)
+        upload = self.store.get_upload(evaluation["upload_id"])
+        config = judge_config(evaluation["settings"], self.environ)
+        return build_result(evaluation, upload, self.store.judgments(evaluation_id),
+                            self.store.usage(evaluation_id), config)
+
+    def _write_result_file(self, evaluation_id: str, document: dict) -> None:
+        """Write results/<id>.json atomically, so a crash never leaves half a file."""
+        self.results_folder.mkdir(parents=True, exist_ok=True)
+        target = self.results_folder / f"{evaluation_id}.json"
+        tmp = target.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(document, ensure_ascii=False, indent=1), encoding="utf-8")
+        os.replace(tmp, target)
+
+
+def verdict_fields(verdict: Verdict) -> dict:
+    """The database columns of one judgment's outcome."""
+    dims = verdict.dims or {}
+    return {"status": verdict.status, "total": verdict.total, "verdict": verdict.verdict,
+            **{d: dims.get(d) for d in DIMENSIONS}, "answer": verdict.answer, "error": verdict.error,
+            "prompt_tokens": verdict.prompt_tokens, "completion_tokens": verdict.completion_tokens,
+            "cached": int(verdict.cached)}

@@ -1,0 +1,33 @@
+// Result page: draw the charts, and poll progress until the evaluation ends.
+(function () {
+  "use strict";
+  var figures = document.getElementById("figures");
+  if (figures && window.Plotly) {
+    var data = JSON.parse(figures.textContent);
+    var config = {responsive: true, displaylogo: false,
+                  toImageButtonOptions: {format: "png", filename: "personasteer-chart"}};
+    [["chart-al", "al_curve"], ["chart-binary", "binary_curve"], ["chart-radar", "radar"]].forEach(function (pair) {
+      var el = document.getElementById(pair[0]);
+      if (el && data[pair[1]]) { Plotly.newPlot(el, data[pair[1]].data, data[pair[1]].layout, config); }
+    });
+  }
+
+  var progress = document.getElementById("progress");
+  if (!progress) { return; }
+  var bar = progress.querySelector("progress");
+  function poll() {
+    fetch(progress.dataset.url, {headers: {"Accept": "application/json"}})
+      .then(function (r) { return r.json(); })
+      .then(function (body) {
+        if (["queued", "running"].indexOf(body.status) < 0) { window.location.reload(); return; }
+        var p = body.progress;
+        bar.max = p.total || 1;
+        bar.value = p.done;
+        document.getElementById("progress-text").textContent = p.done + " / " + p.total;
+        document.getElementById("progress-failed").textContent = "✕ " + p.failed;
+        setTimeout(poll, 1000);
+      })
+      .catch(function () { setTimeout(poll, 3000); });
+  }
+  setTimeout(poll, 1000);
+})();

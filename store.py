@@ -1,0 +1,312 @@
+"""SQLite persistence: uploads, evaluations, judgments, the judge cache and result documents."""
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable, Iterator
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS uploads (
+    id TEXT PRIMARY KEY,
+    sha256 TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    filename TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    summary TEXT NOT NULL,
+    warnings TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS uploads_sha ON uploads (sha256, kind);
+CREATE TABLE IF NOT EXISTS sessions (
+    upload_id TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    session_id TEXT NOT NULL,
+    offset INTEGER NOT NULL,
+    PRIMARY KEY (upload_id, idx)
+);
+CREATE TABLE IF NOT EXISTS evaluations (
+    id TEXT PRIMARY KEY,
+    upload_id TEXT NOT NULL REFERENCES uploads (id),
+    kind TEXT NOT NULL,
+    status TEXT NOT NULL,
+    methods TEXT NOT NULL,
+    settings TEXT NOT NULL,
+    error TEXT,
+    total INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL,
+    started_at TEXT,
+    finished_at TEXT,
+    result TEXT
+);
+CREATE TABLE IF NOT EXISTS judgments (
+    evaluation_id TEXT NOT NULL,
+    session_idx INTEGER NOT NULL,
+    session_id TEXT NOT NULL,
+    round INTEGER NOT NULL,
+    method TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending',
+    total REAL,
+    style INTEGER,
+    content INTEGER,
+    naturalness INTEGER,
+    personalization INTEGER,
+    conversation INTEGER,
+    verdict INTEGER,
+    answer TEXT,
+    error TEXT,
+    prompt_tokens INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    cached INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (evaluation_id, session_idx, round, method, mode)
+);
+CREATE INDEX IF NOT EXISTS judgments_status ON judgments (evaluation_id, status);
+CREATE TABLE IF NOT EXISTS judge_cache (
+    key TEXT PRIMARY KEY,
+    answer TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    created_at TEXT NOT NULL
+);
+"""
+
+DIMENSIONS = ("style", "content", "naturalness", "personalization", "conversation")
+UNFINISHED = ("queued", "running")
+_JSON_COLUMNS = {"summary", "warnings", "methods", "settings", "result"}
+_RESULT_COLUMNS = ("status", "total", *DIMENSIONS, "verdict", "answer", "error",
+                   "prompt_tokens", "completion_tokens", "cached")
+
+
+def now() -> str:
+    """Current UTC time as an ISO 8601 string."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _decode(row: sqlite3.Row | None) -> dict | None:
+    if row is None:
+        return None
+    out = dict(row)
+    for key in _JSON_COLUMNS & out.keys():
+        if out[key] is not None:
+            out[key] = json.loads(out[key])
+    return out
+
+
+class Store:
+    """All database access; one short-lived connection per call, safe across threads."""
+
+    def __init__(self, path: str | Path):
+        self.path = str(path)
+        self._write_lock = threading.Lock()
+        with self._connect() as con:
+            con.execute("PRAGMA journal_mode=WAL")
+            con.executescript(SCHEMA)
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        con = sqlite3.connect(self.path, timeout=30)
+        con.row_factory = sqlite3.Row
+        try:
+            with con:
+                yield con
+        finally:
+            con.close()
+
+    @contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        # One writer at a time inside this process keeps SQLite from returning "database is locked".
+        with self._write_lock, self._connect() as con:
+            yield con
+
+    # uploads -----------------------------------------------------------------
+    def add_upload(self, upload: dict) -> None:
+        """Insert an upload record (summary and warnings as JSON)."""
+        with self._writing() as con:
+            con.execute(
+                "INSERT INTO uploads (id, sha256, kind, filename, size, summary, warnings, created_at)"
+                " VALUES (:id, :sha256, :kind, :filename, :size, :summary, :warnings, :created_at)",
+                {**upload, "summary": json.dumps(upload["summary"]),
+                 "warnings": json.dumps(upload["warnings"]), "created_at": upload.get("created_at") or now()},
+            )
+
+    def get_upload(self, upload_id: str) -> dict | None:
+        """One upload by id, or None."""
+        with self._connect() as con:
+            return _decode(con.execute("SELECT * FROM uploads WHERE id = ?", (upload_id,)).fetchone())
+
+    def find_upload(self, sha256: str, kind: str) -> dict | None:
+        """The first upload of the same content and kind, or None."""
+        with self._connect() as con:
+            return _decode(con.execute(
+                "SELECT * FROM uploads WHERE sha256 = ? AND kind = ? ORDER BY created_at LIMIT 1",
+                (sha256, kind)).fetchone())
+
+    def set_session_offsets(self, upload_id: str, rows: Iterable[tuple[int, str, int]]) -> None:
+        """Record (index, session id, byte offset) of every session of an upload."""
+        with self._writing() as con:
+            con.execute("DELETE FROM sessions WHERE upload_id = ?", (upload_id,))
+            con.executemany("INSERT INTO sessions (upload_id, idx, session_id, offset) VALUES (?, ?, ?, ?)",
+                            ((upload_id, *row) for row in rows))
+
+    def session_offsets(self, upload_id: str, start: int, limit: int, query: str = "") -> list[dict]:
+        """A page of sessions of an upload (index, id, byte offset), optionally filtered by id."""
+        with self._connect() as con:
+            rows = con.execute(
+                "SELECT idx, session_id, offset FROM sessions WHERE upload_id = ? AND session_id LIKE ?"
+                " ORDER BY idx LIMIT ? OFFSET ?", (upload_id, f"%{query}%", limit, start)).fetchall()
+            return [dict(r) for r in rows]
+
+    def count_sessions(self, upload_id: str, query: str = "") -> int:
+        """Number of sessions of an upload, optionally filtered by id."""
+        with self._connect() as con:
+            return con.execute("SELECT COUNT(*) FROM sessions WHERE upload_id = ? AND session_id LIKE ?",
+                               (upload_id, f"%{query}%")).fetchone()[0]
+
+    # evaluations -------------------------------------------------------------
+    def add_evaluation(self, evaluation: dict) -> None:
+        """Insert a queued evaluation."""
+        with self._writing() as con:
+            con.execute(
+                "INSERT INTO evaluations (id, upload_id, kind, status, methods, settings, total, created_at)"
+                " VALUES (:id, :upload_id, :kind, 'queued', :methods, :settings, :total, :created_at)",
+                {**evaluation, "methods": json.dumps(evaluation["methods"]),
+                 "settings": json.dumps(evaluation["settings"]), "created_at": now()},
+            )
+
+    def get_evaluation(self, evaluation_id: str, with_result: bool = True) -> dict | None:
+        """One evaluation by id (with its result document unless asked not to), or None."""
+        columns = "*" if with_result else "id, upload_id, kind, status, methods, settings, error, total, " \
+                                          "created_at, started_at, finished_at"
+        with self._connect() as con:
+            return _decode(con.execute(f"SELECT {columns} FROM evaluations WHERE id = ?",
+                                       (evaluation_id,)).fetchone())
+
+    def list_evaluations(self, limit: int = 200) -> list[dict]:
+        """Newest evaluations first, without their result documents."""
+        with self._connect() as con:
+            rows = con.execute(
+                "SELECT e.id, e.upload_id, e.kind, e.status, e.methods, e.total, e.error, e.created_at,"
+                " e.finished_at, u.filename FROM evaluations e JOIN uploads u ON u.id = e.upload_id"
+                " ORDER BY e.created_at DESC, e.rowid DESC LIMIT ?", (limit,)).fetchall()
+            return [_decode(r) for r in rows]
+
+    def unfinished_evaluations(self) -> list[str]:
+        """Ids of evaluations that were queued or running (to resume after a restart)."""
+        with self._connect() as con:
+            rows = con.execute("SELECT id FROM evaluations WHERE status IN (?, ?) ORDER BY created_at",
+                               UNFINISHED).fetchall()
+            return [r[0] for r in rows]
+
+    def set_status(self, evaluation_id: str, status: str, error: str | None = None) -> None:
+        """Move an evaluation to a new status, stamping start and finish times."""
+        stamp = {"running": "started_at = COALESCE(started_at, :now),",
+                 "done": "finished_at = :now,", "failed": "finished_at = :now,",
+                 "cancelled": "finished_at = :now,"}.get(status, "")
+        with self._writing() as con:
+            con.execute(f"UPDATE evaluations SET {stamp} status = :status, error = :error WHERE id = :id",
+                        {"now": now(), "status": status, "error": error, "id": evaluation_id})
+
+    def set_total(self, evaluation_id: str, total: int) -> None:
+        """Record how many judgments the evaluation needs."""
+        with self._writing() as con:
+            con.execute("UPDATE evaluations SET total = ? WHERE id = ?", (total, evaluation_id))
+
+    def set_result(self, evaluation_id: str, document: dict, status: str = "done") -> None:
+        """Store the result document and the final status in one transaction."""
+        with self._writing() as con:
+            con.execute("UPDATE evaluations SET result = ?, status = ?, error = NULL, finished_at = ?"
+                        " WHERE id = ?", (json.dumps(document, ensure_ascii=False), status, now(), evaluation_id))
+
+    # judgments ---------------------------------------------------------------
+    def add_pending(self, evaluation_id: str, rows: Iterable[tuple[int, str, int, str, str]]) -> int:
+        """Insert pending judgments (session index, session id, round, method, mode); returns how many."""
+        with self._writing() as con:
+            cur = con.executemany(
+                "INSERT OR IGNORE INTO judgments (evaluation_id, session_idx, session_id, round, method, mode)"
+                " VALUES (?, ?, ?, ?, ?, ?)", ((evaluation_id, *row) for row in rows))
+            return cur.rowcount
+
+    def pending_keys(self, evaluation_id: str) -> set[tuple[int, int, str, str]]:
+        """(session index, round, method, mode) of judgments not made yet."""
+        with self._connect() as con:
+            rows = con.execute("SELECT session_idx, round, method, mode FROM judgments"
+                               " WHERE evaluation_id = ? AND status = 'pending'", (evaluation_id,))
+            return {tuple(r) for r in rows}
+
+    def save_judgments(self, evaluation_id: str, results: list[tuple[tuple[int, int, str, str], dict]]) -> None:
+        """Write a batch of finished judgments ((key, fields) pairs) in one transaction."""
+        sets = ", ".join(f"{c} = :{c}" for c in _RESULT_COLUMNS)
+        with self._writing() as con:
+            con.executemany(
+                f"UPDATE judgments SET {sets} WHERE evaluation_id = :eid AND session_idx = :s AND round = :r"
+                " AND method = :m AND mode = :mode",
+                ({**{c: fields.get(c) for c in _RESULT_COLUMNS}, "eid": evaluation_id,
+                  "s": key[0], "r": key[1], "m": key[2], "mode": key[3]} for key, fields in results))
+
+    def progress(self, evaluation_id: str) -> dict:
+        """Counts of judgments by status: done (not pending), failed, unparsed, cached, total."""
+        with self._connect() as con:
+            rows = con.execute("SELECT status, COUNT(*), SUM(cached) FROM judgments WHERE evaluation_id = ?"
+                               " GROUP BY status", (evaluation_id,)).fetchall()
+        counts = {r[0]: r[1] for r in rows}
+        total = sum(counts.values())
+        return {"done": total - counts.get("pending", 0), "total": total,
+                "failed": counts.get("failed", 0), "unparsed": counts.get("unparsed", 0),
+                "cached": sum(r[2] or 0 for r in rows)}
+
+    def judgments(self, evaluation_id: str, session_indexes: Iterable[int] | None = None) -> list[dict]:
+        """All judgments of an evaluation, or of some of its sessions."""
+        sql = "SELECT * FROM judgments WHERE evaluation_id = ?"
+        args: list = [evaluation_id]
+        if session_indexes is not None:
+            idx = list(session_indexes)
+            sql += f" AND session_idx IN ({','.join('?' * len(idx))})"
+            args += idx
+        with self._connect() as con:
+            return [dict(r) for r in con.execute(sql + " ORDER BY session_idx, round, method, mode", args)]
+
+    def usage(self, evaluation_id: str) -> list[dict]:
+        """Per method and mode: calls made, cache hits, failures, unparsed answers and tokens."""
+        with self._connect() as con:
+            rows = con.execute(
+                "SELECT method, mode, SUM(status != 'pending' AND cached = 0) AS calls, SUM(cached) AS cache_hits,"
+                " SUM(status = 'failed') AS failed, SUM(status = 'unparsed') AS unparsed,"
+                " SUM(CASE WHEN cached = 0 THEN prompt_tokens ELSE 0 END) AS prompt_tokens,"
+                " SUM(CASE WHEN cached = 0 THEN completion_tokens ELSE 0 END) AS completion_tokens"
+                " FROM judgments WHERE evaluation_id = ? GROUP BY method, mode", (evaluation_id,))
+            return [dict(r) for r in rows]
+
+    # judge cache -------------------------------------------------------------
+    def cache_get(self, key: str) -> dict | None:
+        """A cached judge answer, or None."""
+        with self._connect() as con:
+            row = con.execute("SELECT answer, prompt_tokens, completion_tokens FROM judge_cache WHERE key = ?",
+                              (key,)).fetchone()
+            return dict(row) if row else None
+
+    def cache_put(self, key: str, value: dict) -> None:
+        """Store a judge answer under its cache key."""
+        with self._writing() as con:
+            con.execute("INSERT OR REPLACE INTO judge_cache (key, answer, prompt_tokens, completion_tokens,"
+                        " created_at) VALUES (?, ?, ?, ?, ?)",
+                        (key, value["answer"], value.get("prompt_tokens", 0), value.get("completion_tokens", 0),
+                         now()))
+
+
+class JudgeCache:
+    """The judge's cache interface (get/put) backed by the store."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def get(self, key: str) -> dict | None:
+        """Cached answer for key, or None."""
+        return self.store.cache_get(key)
+
+    def put(self, key: str, value: dict) -> None:
+        """Remember a parsed answer."""
+        self.store.cache_put(key, value)

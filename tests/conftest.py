@@ -1,0 +1,81 @@
+"""Shared fixtures: an app on a temporary store, its clients, and the local judge server."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from app import create_app
+from tests.judge_server import judge_server  # noqa: F401  (fixture)
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+@pytest.fixture
+def make_app(tmp_path):
+    """Factory for apps on a fresh database and folders; judge settings come from `env`."""
+    def make(env: dict | None = None, **config):
+        return create_app({
+            "TESTING": True,
+            "SECRET_KEY": "test",
+            "DATABASE": str(tmp_path / "test.sqlite"),
+            "UPLOAD_FOLDER": str(tmp_path / "uploads"),
+            "RESULTS_FOLDER": str(tmp_path / "results"),
+            "RESUME_ON_START": False,
+            "WTF_CSRF_ENABLED": False,
+            "JUDGE_ENV": env or {},
+            **config,
+        })
+    return make
+
+
+@pytest.fixture
+def judge_env(judge_server):  # noqa: F811
+    """Environment that points the judge at the local server."""
+    return {"JUDGE_BASE_URL": judge_server.url, "JUDGE_API_KEY": "sk-test-secret-key", "JUDGE_MODEL": "judge-test",
+            "JUDGE_CONCURRENCY": "4", "JUDGE_MAX_RETRIES": "2", "JUDGE_TIMEOUT_S": "5"}
+
+
+@pytest.fixture
+def app(make_app, judge_env):
+    """An app whose judge is the local server."""
+    return make_app(judge_env)
+
+
+@pytest.fixture
+def client(app):
+    """Flask test client."""
+    return app.test_client()
+
+
+@pytest.fixture
+def runner(app):
+    """Flask CLI runner."""
+    return app.test_cli_runner()
+
+
+def session_line(session_id: str = "s1", rounds: int = 3, methods=("A", "B"), **extra) -> dict:
+    """A valid dialogue session with replies that carry [[score=..]] markers for the local judge."""
+    return {"session_id": session_id, "user_profile": "A 30-year-old nurse who runs marathons.",
+            "user_personality": "Cheerful and direct.",
+            "rounds": [{"round": k, "user_message": f"message {k}",
+                        "responses": {m: f"reply {k} from {m}" for m in methods}} for k in range(1, rounds + 1)],
+            **extra}
+
+
+def jsonl(*sessions: dict) -> bytes:
+    """Sessions as JSONL bytes."""
+    return "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in sessions).encode("utf-8")
+
+
+def wait_for(client, evaluation_id: str, timeout: float = 30.0) -> dict:
+    """Poll the API until the evaluation leaves queued/running; returns the last body."""
+    deadline = time.monotonic() + timeout
+    while True:
+        body = client.get(f"/api/evaluations/{evaluation_id}").get_json()
+        if body["status"] not in ("queued", "running") or time.monotonic() > deadline:
+            return body
+        time.sleep(0.05)

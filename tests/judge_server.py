@@ -1,0 +1,380 @@
+"""A local OpenAI-compatible judge server for tests and benchmarks, and the `judge_server` fixture.
+
+It serves POST /v1/chat/completions and GET /v1/models over HTTP/1.1 keep-alive and answers judge
+prompts deterministically. The reply under judgment (the `reply` block of the prompt) may carry
+markers: `[[score=NN]]` sets the fine total (split over the five dimensions so they sum to NN) and
+`[[keep=0|1]]` sets the binary verdict; without markers the answer is derived from a hash of the reply.
+
+Knobs (safe to set from the test thread while requests are served):
+    latency_s       seconds to wait before answering each chat request
+    retry_after_s   value of the Retry-After header sent with a "429" fault
+    hang_s          how long a "timeout" fault holds the request before closing the connection
+    fail_next(n, kind)  the next n chat requests get fault `kind`
+    fail_always(kind)   every chat request gets `kind` (None to turn off)
+    hook            None or a callable(request: dict) -> kind | None, consulted first
+Fault kinds: FAULTS below. Counters: requests, requests_by_mode, in_flight, max_in_flight,
+last_request (the parsed JSON body), last_authorization.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import socket
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+FAULTS = ("429", "500", "503", "401", "timeout", "drop", "malformed", "out_of_range", "empty")
+DIMENSIONS = ("Style", "Content", "Naturalness", "Personalization", "Conversation")
+
+_REPLY_RE = re.compile(r"<<<reply #(\w+)>>>\n(.*?)\n<<<end reply #\1>>>", re.DOTALL)
+_SCORE_RE = re.compile(r"\[\[score=(\d+)\]\]")
+_KEEP_RE = re.compile(r"\[\[keep=([01])\]\]")
+
+
+def detect_mode(messages: list[dict]) -> str:
+    """'fine', 'binary' or 'other', from the answer format the prompt asks for."""
+    text = "\n".join(str(m.get("content", "")) for m in messages)
+    if "Personalization: n/20" in text:
+        return "fine"
+    if "\\boxed{1}" in text and "\\boxed{0}" in text:
+        return "binary"
+    return "other"
+
+
+def reply_under_judgment(messages: list[dict]) -> str:
+    """The text of the last `reply` block of the prompt ("" when there is none)."""
+    text = "\n".join(str(m.get("content", "")) for m in messages)
+    blocks = _REPLY_RE.findall(text)
+    return blocks[-1][1] if blocks else ""
+
+
+def _stable_int(text: str) -> int:
+    """A process-independent hash of text."""
+    return int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:12], 16)
+
+
+def split_total(total: int) -> list[int]:
+    """Five integer scores as even as possible that sum to total."""
+    base, extra = divmod(total, 5)
+    return [base + (1 if i < extra else 0) for i in range(5)]
+
+
+def fine_answer(reply: str, out_of_range: bool = False) -> str:
+    """A fine-mode answer: short reasoning, five dimension lines and the boxed total."""
+    marker = _SCORE_RE.search(reply)
+    total = int(marker.group(1)) if marker else 40 + _stable_int(reply) % 56
+    scores = split_total(total)
+    if out_of_range:
+        scores[0] = 25
+    lines = [f"The reply is {'strong' if total >= 70 else 'uneven'}: it addresses the message "
+             "and mostly fits the user's profile.", ""]
+    lines += [f"{name}: {score}/20" for name, score in zip(DIMENSIONS, scores)]
+    lines.append(f"Total: \\boxed{{{total}}}")
+    return "\n".join(lines)
+
+
+def binary_answer(reply: str, out_of_range: bool = False) -> str:
+    """A binary-mode answer: one line per criterion and the boxed verdict."""
+    marker = _KEEP_RE.search(reply)
+    keep = int(marker.group(1)) if marker else _stable_int(reply) % 2
+    verdict = 2 if out_of_range else keep
+    status = "pass" if keep else "fail"
+    criteria = ("Naturalness", "Relevance", "Logical consistency", "Interest", "Information value")
+    lines = [f"{c}: {status if i == 4 else 'pass'}" for i, c in enumerate(criteria)]
+    lines.append(f"\\boxed{{{verdict}}}")
+    return "\n".join(lines)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False  # stop() must not wait for hung handlers
+    request_queue_size = 256  # listen backlog: bursts of new keep-alive connections
+    allow_reuse_address = True
+
+    def __init__(self, owner: JudgeServer) -> None:
+        self.owner = owner
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Stay quiet about clients that went away (timeouts, abandoned runs); report the rest."""
+        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive; every response carries Content-Length
+    disable_nagle_algorithm = True
+    server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.owner._track(self.connection, True)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.owner._track(self.connection, False)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        pass
+
+    def _send_json(self, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
+        body = json.dumps(payload).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _drop(self) -> None:
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+        if self.path.rstrip("/").endswith("/models"):
+            self._send_json(200, {"object": "list", "data": [
+                {"id": "test-judge", "object": "model", "created": 0, "owned_by": "tests"}]})
+        else:
+            self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+            return
+        try:
+            body = json.loads(raw or b"{}")
+            messages = list(body["messages"])
+        except (ValueError, KeyError, TypeError):
+            self._send_json(400, {"error": {"message": "invalid JSON body", "type": "invalid_request_error"}})
+            return
+        owner = self.server.owner
+        mode = detect_mode(messages)
+        request = {"mode": mode, "body": body, "authorization": self.headers.get("Authorization", "")}
+        fault = owner._begin(request)
+        try:
+            self._answer(owner, request, messages, fault)
+        finally:
+            owner._end()
+
+    def _answer(self, owner: JudgeServer, request: dict, messages: list[dict], fault: str | None) -> None:
+        if owner.latency_s > 0 and owner._stopping.wait(owner.latency_s):
+            self._drop()
+            return
+        if fault == "timeout":
+            owner._stopping.wait(owner.hang_s)
+            self._drop()
+            return
+        if fault == "drop":
+            self._drop()
+            return
+        if fault in ("429", "500", "503", "401"):
+            self._send_error_fault(owner, request, int(fault))
+            return
+        mode = request["mode"]
+        reply = reply_under_judgment(messages)
+        if fault == "malformed":
+            content = "The reply seems fine overall, I would rate it fairly well."
+        elif fault == "empty":
+            content = ""
+        elif mode == "fine":
+            content = fine_answer(reply, out_of_range=fault == "out_of_range")
+        elif mode == "binary":
+            content = binary_answer(reply, out_of_range=fault == "out_of_range")
+        else:
+            content = "OK"
+        prompt_chars = sum(len(str(m.get("content", ""))) for m in messages)
+        usage = {"prompt_tokens": max(1, prompt_chars // 4), "completion_tokens": len(content) // 4}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        self._send_json(200, {
+            "id": f"chatcmpl-test-{owner.requests}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request["body"].get("model", "test-judge"),
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": content}}],
+            "usage": usage,
+        })
+
+    def _send_error_fault(self, owner: JudgeServer, request: dict, status: int) -> None:
+        if status == 429:
+            self._send_json(429, {"error": {"message": "Rate limit reached (simulated).",
+                                            "type": "rate_limit_error", "code": "rate_limit_exceeded"}},
+                            {"Retry-After": f"{owner.retry_after_s:g}"})
+        elif status == 401:
+            # Like a careless gateway: echoes the key back, so tests can check it is scrubbed.
+            token = request["authorization"].removeprefix("Bearer ")
+            self._send_json(401, {"error": {"message": f"Invalid API key: {token}",
+                                            "type": "invalid_request_error"}})
+        else:
+            self._send_json(status, {"error": {"message": f"Simulated server error {status}.",
+                                               "type": "server_error"}})
+
+
+class JudgeServer:
+    """A deterministic OpenAI-compatible judge on 127.0.0.1 with latency and fault knobs."""
+
+    def __init__(self, latency_s: float = 0.0, retry_after_s: float = 1.0, hang_s: float = 30.0) -> None:
+        self._defaults = (latency_s, retry_after_s, hang_s)
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._connections: set[socket.socket] = set()
+        self._httpd: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self.reset()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> JudgeServer:
+        """Listen on a free port and serve in a background thread."""
+        if self._httpd is not None:
+            return self
+        self._stopping.clear()
+        self._httpd = _Server(self)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+            name="judge-server", daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, release hung requests and close every open connection."""
+        if self._httpd is None:
+            return
+        self._stopping.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        with self._lock:
+            connections = list(self._connections)
+        for conn in connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._httpd = None
+        self._thread = None
+
+    def __enter__(self) -> JudgeServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        """The port listened on."""
+        if self._httpd is None:
+            raise RuntimeError("JudgeServer is not started")
+        return self._httpd.server_address[1]
+
+    @property
+    def url(self) -> str:
+        """The base URL for the openai SDK, e.g. http://127.0.0.1:PORT/v1."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # -- knobs -------------------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Counters to zero, faults and hook cleared, knobs back to the constructor values."""
+        with self._lock:
+            self.latency_s, self.retry_after_s, self.hang_s = self._defaults
+            self.hook: Callable[[dict], str | None] | None = None
+            self._faults: deque[str] = deque()
+            self._always: str | None = None
+            self.requests = 0
+            self.requests_by_mode = {"fine": 0, "binary": 0, "other": 0}
+            self.in_flight = 0
+            self.max_in_flight = 0
+            self.last_request: dict | None = None
+            self.last_authorization: str | None = None
+
+    def fail_next(self, n: int, kind: str) -> None:
+        """Give the next n chat requests the fault `kind` (one of FAULTS)."""
+        _check_kind(kind)
+        with self._lock:
+            self._faults.extend([kind] * n)
+
+    def fail_always(self, kind: str | None) -> None:
+        """Give every chat request the fault `kind`; None turns it off."""
+        if kind is not None:
+            _check_kind(kind)
+        with self._lock:
+            self._always = kind
+
+    # -- bookkeeping used by the handler -----------------------------------------------------
+
+    def _track(self, conn: socket.socket, opened: bool) -> None:
+        with self._lock:
+            (self._connections.add if opened else self._connections.discard)(conn)
+
+    def _begin(self, request: dict) -> str | None:
+        """Count the request and choose its fault."""
+        hook = self.hook
+        fault = hook(request) if hook is not None else None
+        if fault is not None:
+            _check_kind(fault)
+        with self._lock:
+            self.requests += 1
+            self.requests_by_mode[request["mode"]] += 1
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            self.last_request = request["body"]
+            self.last_authorization = request["authorization"]
+            if fault is None and self._faults:
+                fault = self._faults.popleft()
+            if fault is None:
+                fault = self._always
+        return fault
+
+    def _end(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in FAULTS:
+        raise ValueError(f"unknown fault {kind!r}; expected one of {', '.join(FAULTS)}")
+
+
+@pytest.fixture
+def judge_server() -> Iterator[JudgeServer]:
+    """A started JudgeServer, stopped after the test."""
+    with JudgeServer() as server:
+        yield server
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve until interrupted: python -m tests.judge_server [--latency S]; prints the URL first."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
+    args = parser.parse_args(argv)
+    with JudgeServer(latency_s=args.latency) as server:
+        print(server.url, flush=True)
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""The HTML pages through the Flask test client."""
+from __future__ import annotations
+
+import io
+import re
+
+from tests.conftest import jsonl, session_line, wait_for
+
+XSS = "<script>alert(1)</script><img src=x onerror=alert(2)></script>"
+
+
+def post_file(client, data: bytes, name: str = "log.jsonl"):
+    return client.post("/uploads", data={"file": (io.BytesIO(data), name)}, content_type="multipart/form-data")
+
+
+def finished_evaluation(client, data: bytes) -> str:
+    upload_id = post_file(client, data).headers["Location"].rsplit("/", 1)[-1]
+    resp = client.post(f"/uploads/{upload_id}/evaluate", data={"methods": ["A", "B"]})
+    assert resp.status_code == 302
+    evaluation_id = resp.headers["Location"].rsplit("/", 1)[-1]
+    assert wait_for(client, evaluation_id)["status"] == "done"
+    return evaluation_id
+
+
+def test_home_page_has_form_and_sample_link(client):
+    resp = client.get("/")
+    assert resp.status_code == 200
+    html = resp.get_data(as_text=True)
+    assert 'enctype="multipart/form-data"' in html and "/sample_data.jsonl" in html
+    assert "not configured" not in html
+
+
+def test_home_page_says_what_to_configure_without_judge(make_app):
+    html = make_app({}).test_client().get("/").get_data(as_text=True)
+    assert "The judge is not configured yet." in html and "JUDGE_API_KEY" in html
+
+
+def test_sample_data_downloads_and_validates(client):
+    resp = client.get("/sample_data.jsonl")
+    assert resp.status_code == 200
+    assert post_file(client, resp.data, "sample_data.jsonl").status_code == 302
+
+
+def test_invalid_upload_lists_problems_inline(client):
+    resp = post_file(client, jsonl(session_line("a"), session_line("a")))
+    assert resp.status_code == 400
+    html = resp.get_data(as_text=True)
+    assert "was rejected" in html and "<td>2</td>" in html and "session_id" in html
+
+
+def test_upload_form_without_file(client):
+    resp = client.post("/uploads", data={}, content_type="multipart/form-data")
+    assert resp.status_code == 400
+    assert "Choose a file" in resp.get_data(as_text=True)
+
+
+def test_upload_detail_shows_summary_and_warnings(client):
+    s = session_line("p", 2)
+    del s["user_personality"]
+    resp = post_file(client, jsonl(s))
+    page = client.get(resp.headers["Location"]).get_data(as_text=True)
+    assert "The file is valid." in page and "Warnings" in page and "user_personality" in page
+    assert 'name="methods" value="A"' in page
+
+
+def test_result_page_shows_table_charts_and_detail(client):
+    evaluation_id = finished_evaluation(client, jsonl(session_line("r1", 3)))
+    html = client.get(f"/evaluations/{evaluation_id}").get_data(as_text=True)
+    assert 'id="chart-al"' in html and 'id="chart-radar"' in html and "/vendor/plotly.min.js" in html
+    assert "Pairwise comparisons" in html and "r1" in html and "reasoning" in html
+    assert client.get("/vendor/plotly.min.js").status_code == 200
+
+
+def test_result_page_while_running_shows_progress(client, judge_server):
+    judge_server.latency_s = 0.5
+    upload_id = post_file(client, jsonl(session_line("slow", 4))).headers["Location"].rsplit("/", 1)[-1]
+    evaluation_id = client.post(f"/uploads/{upload_id}/evaluate", data={}).headers["Location"].rsplit("/", 1)[-1]
+    html = client.get(f"/evaluations/{evaluation_id}").get_data(as_text=True)
+    assert "<progress" in html and "Cancel" in html
+    client.post(f"/evaluations/{evaluation_id}/cancel")
+    assert wait_for(client, evaluation_id)["status"] == "cancelled"
+
+
+def test_user_text_is_escaped_everywhere(client):
+    s = session_line(XSS, 2, methods=("A", "B"))
+    s["user_profile"] = XSS
+    s["rounds"][0]["user_message"] = XSS
+    s["rounds"][0]["responses"]["A"] = XSS
+    evaluation_id = finished_evaluation(client, jsonl(s))
+    for url in (f"/evaluations/{evaluation_id}", "/evaluations"):
+        html = client.get(url).get_data(as_text=True)
+        assert "<script>alert(1)" not in html and "<img src=x" not in html, url
+    assert "&lt;script&gt;alert(1)" in client.get(f"/evaluations/{evaluation_id}").get_data(as_text=True)
+
+
+def test_exports(client):
+    evaluation_id = finished_evaluation(client, jsonl(session_line("e1", 2)))
+    data = client.get(f"/evaluations/{evaluation_id}.json").get_json()
+    assert data["kind"] == "dialogue" and set(data["methods"]) == {"A", "B"}
+    csv_resp = client.get(f"/evaluations/{evaluation_id}.csv")
+    text = csv_resp.data.decode("utf-8")
+    assert text.startswith("\ufeffmethod,avg,")
+    assert len(text.strip().splitlines()) == 3
+
+
+def test_evaluations_list(client):
+    evaluation_id = finished_evaluation(client, jsonl(session_line("l1", 2)))
+    html = client.get("/evaluations").get_data(as_text=True)
+    assert f"/evaluations/{evaluation_id}" in html and "done" in html
+
+
+def test_language_switch_sets_cookie_and_translates(client):
+    resp = client.get("/lang/zh", headers={"Referer": "http://localhost/evaluations"})
+    assert resp.status_code == 302 and resp.headers["Location"].endswith("/evaluations")
+    assert "lang=zh" in resp.headers["Set-Cookie"]
+    html = client.get("/").get_data(as_text=True)
+    assert '<html lang="zh">' in html and "上传" in html
+
+
+def test_language_from_accept_language(client):
+    html = client.get("/", headers={"Accept-Language": "ko-KR,ko;q=0.9"}).get_data(as_text=True)
+    assert '<html lang="ko">' in html and "업로드" in html
+
+
+def test_language_switch_refuses_foreign_redirect(client):
+    resp = client.get("/lang/en", headers={"Referer": "http://evil.example/x"})
+    assert resp.headers["Location"] == "/"
+
+
+def test_unknown_pages_are_404_pages(client):
+    for url in ("/evaluations/nope", "/uploads/nope", "/evaluations/nope.csv"):
+        resp = client.get(url)
+        assert resp.status_code == 404
+        assert "Not found" in resp.get_data(as_text=True)
+
+
+def test_forms_carry_csrf_tokens_and_require_them(make_app, judge_env):
+    app = make_app(judge_env, WTF_CSRF_ENABLED=True)
+    client = app.test_client()
+    html = client.get("/").get_data(as_text=True)
+    token = re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
+    rejected = post_file(client, jsonl(session_line()))
+    assert rejected.status_code == 400 and "Reload the page" in rejected.get_data(as_text=True)
+    accepted = client.post("/uploads", data={"file": (io.BytesIO(jsonl(session_line())), "x.jsonl"),
+                                             "csrf_token": token}, content_type="multipart/form-data")
+    assert accepted.status_code == 302

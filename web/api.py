@@ -1,0 +1,95 @@
+"""The JSON API (DESIGN.md section 6)."""
+from __future__ import annotations
+
+from flask import Blueprint, abort, current_app, jsonify, request, url_for
+
+from ingest import InvalidUpload, ingest
+from jobs import RequestError, create_evaluation
+from translations import _
+from web import get_runner, get_store
+from web.payloads import evaluation_status, session_page, upload_json
+
+bp = Blueprint("api", __name__, url_prefix="/api")
+
+
+def problem_response(exc: InvalidUpload):
+    """400 with every problem of a rejected file."""
+    report = exc.report
+    return jsonify({"error": _("The file was rejected: %(count)s problem(s) found. Fix them and upload again.",
+                               count=len(report.problems)),
+                    "problems": [p.to_dict() for p in report.problems], "truncated": report.truncated}), 400
+
+
+@bp.post("/uploads")
+def create_upload():
+    """Upload a file (multipart field `file`, optional `kind`)."""
+    file = request.files.get("file")
+    if file is None or not file.filename:
+        return jsonify({"error": _("Send the file as multipart form field 'file'."), "problems": []}), 400
+    try:
+        upload = ingest(file.stream, file.filename, get_store(),
+                        current_app.config["UPLOAD_FOLDER"], request.form.get("kind") or None)
+    except InvalidUpload as exc:
+        return problem_response(exc)
+    return jsonify(upload_json(upload)), 201
+
+
+@bp.get("/uploads/<upload_id>")
+def get_upload(upload_id: str):
+    """One upload's summary and warnings."""
+    upload = get_store().get_upload(upload_id) or abort(404)
+    return jsonify(upload_json(upload))
+
+
+@bp.post("/evaluations")
+def create():
+    """Start an evaluation of an upload: `{upload_id, methods?, judge?}`."""
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        return jsonify({"error": _("Send a JSON object such as {\"upload_id\": \"...\"}.")}), 400
+    methods = body.get("methods")
+    if methods is not None and not (isinstance(methods, list) and all(isinstance(m, str) for m in methods)):
+        return jsonify({"error": _("'methods' must be a list of method names.")}), 400
+    judge = body.get("judge")
+    if judge is not None and not isinstance(judge, dict):
+        return jsonify({"error": _("'judge' must be an object of judge settings.")}), 400
+    try:
+        evaluation = create_evaluation(get_store(), body.get("upload_id"), methods, judge,
+                                       current_app.config["JUDGE_ENV"])
+    except RequestError as exc:
+        return jsonify({"error": str(exc)}), 400
+    get_runner().start(evaluation["id"])
+    return jsonify({"id": evaluation["id"], "status": evaluation["status"],
+                    "url": url_for("pages.evaluation", evaluation_id=evaluation["id"], _external=True)}), 202
+
+
+@bp.get("/evaluations")
+def list_evaluations():
+    """All evaluations, newest first."""
+    return jsonify([{k: e[k] for k in ("id", "upload_id", "kind", "status", "methods", "created_at",
+                                       "finished_at", "filename")} for e in get_store().list_evaluations()])
+
+
+@bp.get("/evaluations/<evaluation_id>")
+def get_evaluation(evaluation_id: str):
+    """Status, progress and (when there is one) the result document."""
+    evaluation = get_store().get_evaluation(evaluation_id) or abort(404)
+    return jsonify({**evaluation_status(evaluation), "result": evaluation.get("result")})
+
+
+@bp.post("/evaluations/<evaluation_id>/cancel")
+def cancel(evaluation_id: str):
+    """Stop a queued or running evaluation; what was judged so far is kept."""
+    store = get_store()
+    store.get_evaluation(evaluation_id, with_result=False) or abort(404)
+    if not get_runner().cancel(evaluation_id):
+        return jsonify({"error": _("This evaluation is not running.")}), 409
+    return jsonify(evaluation_status(store.get_evaluation(evaluation_id, with_result=False))), 202
+
+
+@bp.get("/evaluations/<evaluation_id>/sessions")
+def sessions(evaluation_id: str):
+    """A page of per-session detail: messages, replies, scores and the judge's reasoning."""
+    evaluation = get_store().get_evaluation(evaluation_id, with_result=False) or abort(404)
+    return jsonify(session_page(evaluation, request.args))
+

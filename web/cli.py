@@ -1,0 +1,68 @@
+"""The `flask --app app score FILE` command: the same pipeline as the dashboard, in the foreground."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from flask import Flask, current_app
+from flask.cli import with_appcontext
+
+from ingest import InvalidUpload, ingest
+from jobs import RequestError, create_evaluation
+from web import get_runner, get_store
+
+
+def _progress(progress: dict) -> None:
+    done, total = progress["done"], progress["total"] or 1
+    click.echo(f"\r{done}/{progress['total']} judged ({100 * done / total:.0f}%), "
+               f"{progress['failed']} failed, {progress['unparsed']} unparsed", nl=False, err=True)
+
+
+@click.command("score")
+@with_appcontext
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--kind", help="Benchmark kind (detected from the file when omitted).")
+@click.option("--reference", help="Reference set, path or name (mobility only).")
+@click.option("--methods", help="Comma-separated method names to score (default: all).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the result here instead of stdout.")
+def score(file: Path, kind: str | None, reference: str | None, methods: str | None, out: Path | None) -> None:
+    """Validate and score FILE, then print the result document as JSON."""
+    if reference:
+        raise click.UsageError("--reference applies to the mobility kind, which this version does not score yet.")
+    try:
+        with file.open("rb") as stream:
+            upload = ingest(stream, file.name, get_store(), current_app.config["UPLOAD_FOLDER"], kind)
+    except InvalidUpload as exc:
+        for p in exc.report.problems:
+            where = f"line {p.line}" if p.line else "file"
+            click.echo(f"{file}: {where}{' ' + p.path if p.path else ''}: {p.message}", err=True)
+        if exc.report.truncated:
+            click.echo("(more problems were found; fix these first)", err=True)
+        sys.exit(1)
+    for w in upload["warnings"]:
+        click.echo(f"warning: line {w['line']}: {w['message']}", err=True)
+    chosen = [m.strip() for m in methods.split(",") if m.strip()] if methods else None
+    try:
+        evaluation = create_evaluation(get_store(), upload["id"], chosen, None, current_app.config["JUDGE_ENV"])
+    except RequestError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    get_runner().run(evaluation["id"], on_progress=_progress)
+    click.echo("", err=True)
+    record = get_store().get_evaluation(evaluation["id"])
+    if record["status"] != "done":
+        click.echo(f"error: evaluation {record['status']}: {record['error']}", err=True)
+        sys.exit(1)
+    text = json.dumps(record["result"], ensure_ascii=False, indent=1)
+    if out:
+        out.write_text(text + "\n", encoding="utf-8")
+        click.echo(f"result written to {out}", err=True)
+    else:
+        click.echo(text)
+
+
+def register(app: Flask) -> None:
+    """Add the CLI commands to the app."""
+    app.cli.add_command(score)

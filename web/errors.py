@@ -1,0 +1,49 @@
+"""Error pages and JSON errors: a clear message for every failure, never a traceback."""
+from __future__ import annotations
+
+import logging
+
+from flask import Flask, jsonify, render_template, request
+from flask_wtf.csrf import CSRFError
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+
+from translations import _
+
+log = logging.getLogger(__name__)
+
+
+def _wants_json() -> bool:
+    return request.path.startswith("/api/") or request.path.endswith(".json")
+
+
+def respond(status: int, message: str):
+    """An error as JSON for the API, as a page for people."""
+    if _wants_json():
+        return jsonify({"error": message}), status
+    return render_template("error.html", status=status, message=message), status
+
+
+def register(app: Flask) -> None:
+    """Install the error handlers."""
+
+    @app.errorhandler(RequestEntityTooLarge)
+    def too_large(exc):
+        limit = app.config["MAX_CONTENT_LENGTH"] / (1024 * 1024)
+        return respond(413, _("The file is larger than the upload limit of %(limit)s MB. Split it into smaller "
+                              "files, or start the server with a higher MAX_UPLOAD_MB.", limit=f"{limit:g}"))
+
+    @app.errorhandler(CSRFError)
+    def csrf_failed(exc):
+        return respond(400, _("The form expired or did not come from this site. Reload the page and try again."))
+
+    @app.errorhandler(HTTPException)
+    def http_error(exc):
+        messages = {404: _("Not found. The link may be wrong, or the item was deleted."),
+                    405: _("This address does not accept that method.")}
+        return respond(exc.code or 500, messages.get(exc.code, exc.description or exc.name))
+
+    @app.errorhandler(Exception)
+    def unexpected(exc):
+        log.exception("unhandled error on %s", request.path)
+        return respond(500, _("Something went wrong on the server; the details are in its log. Nothing you "
+                              "uploaded was lost."))

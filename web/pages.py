@@ -1,0 +1,161 @@
+"""HTML pages: upload, upload detail, evaluation list, result page, exports, language switch."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import plotly
+from flask import (Blueprint, Response, abort, current_app, redirect, render_template, request,
+                   send_from_directory, url_for)
+
+import charts
+from evaluator import JudgeConfig
+from ingest import InvalidUpload, ingest
+from jobs import RequestError, create_evaluation
+from translations import COOKIE, LANGUAGES, _
+from web import get_runner, get_store
+from web.payloads import evaluation_status, session_page
+
+bp = Blueprint("pages", __name__)
+ROOT = Path(__file__).resolve().parent.parent
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data"
+CSV_COLUMNS = ("avg", "ci95_avg_low", "ci95_avg_high", "slope", "intercept", "r2", "n_ir", "n_r2", "binary_rate",
+               "ci95_binary_rate_low", "ci95_binary_rate_high", "binary_avg", "binary_n_ir", "binary_n_r2",
+               "style", "content", "naturalness", "personalization", "conversation", "sessions", "judged",
+               "unparsed", "failed")
+
+
+def judge_problem() -> str | None:
+    """What is missing from the judge's configuration, or None when it can be used."""
+    try:
+        return JudgeConfig.from_env(current_app.config["JUDGE_ENV"]).problem()
+    except ValueError as exc:
+        return str(exc)
+
+
+@bp.get("/")
+def index():
+    """The upload page."""
+    return render_template("upload.html", judge_problem=judge_problem(),
+                           max_mb=current_app.config["MAX_CONTENT_LENGTH"] / (1024 * 1024))
+
+
+@bp.post("/uploads")
+def upload():
+    """Receive the upload form; show its problems inline or go on to the upload's page."""
+    file = request.files.get("file")
+    if file is None or not file.filename:
+        return render_template("upload.html", error=_("Choose a file to upload."), judge_problem=judge_problem(),
+                               max_mb=current_app.config["MAX_CONTENT_LENGTH"] / (1024 * 1024)), 400
+    try:
+        record = ingest(file.stream, file.filename, get_store(), current_app.config["UPLOAD_FOLDER"])
+    except InvalidUpload as exc:
+        return render_template("upload.html", report=exc.report, filename=file.filename,
+                               judge_problem=judge_problem(),
+                               max_mb=current_app.config["MAX_CONTENT_LENGTH"] / (1024 * 1024)), 400
+    return redirect(url_for("pages.upload_detail", upload_id=record["id"]))
+
+
+@bp.get("/uploads/<upload_id>")
+def upload_detail(upload_id: str, error: str | None = None, status: int = 200):
+    """An upload's summary and warnings, with the form that starts an evaluation."""
+    record = get_store().get_upload(upload_id) or abort(404)
+    return render_template("upload_detail.html", upload=record, error=error, judge_problem=judge_problem(),
+                           defaults=JudgeConfig()), status
+
+
+@bp.post("/uploads/<upload_id>/evaluate")
+def evaluate(upload_id: str):
+    """Start an evaluation from the form and go to its result page."""
+    form = request.form
+    overrides = {k: form[k].strip() for k in ("model", "temperature", "language") if form.get(k, "").strip()}
+    try:
+        evaluation = create_evaluation(get_store(), upload_id, form.getlist("methods") or None, overrides,
+                                       current_app.config["JUDGE_ENV"])
+    except RequestError as exc:
+        return upload_detail(upload_id, error=str(exc), status=400)
+    get_runner().start(evaluation["id"])
+    return redirect(url_for("pages.evaluation", evaluation_id=evaluation["id"]))
+
+
+@bp.get("/evaluations")
+def evaluations():
+    """Every evaluation, newest first."""
+    return render_template("evaluations.html", evaluations=get_store().list_evaluations())
+
+
+@bp.get("/evaluations/<evaluation_id>")
+def evaluation(evaluation_id: str):
+    """The result page; shows live progress until the evaluation ends."""
+    record = get_store().get_evaluation(evaluation_id) or abort(404)
+    result = record.get("result")
+    figures = charts.dialogue_figures(result) if result else None
+    return render_template("result.html", evaluation=record, status=evaluation_status(record), result=result,
+                           figures=figures, detail=session_page(record, request.args) if result else None,
+                           colours=charts.method_colours(record["methods"]),
+                           dimension_labels=charts.dimension_labels())
+
+
+@bp.post("/evaluations/<evaluation_id>/cancel")
+def cancel(evaluation_id: str):
+    """Cancel from the result page."""
+    get_store().get_evaluation(evaluation_id, with_result=False) or abort(404)
+    get_runner().cancel(evaluation_id)
+    return redirect(url_for("pages.evaluation", evaluation_id=evaluation_id))
+
+
+def _result_or_404(evaluation_id: str) -> dict:
+    record = get_store().get_evaluation(evaluation_id) or abort(404)
+    return record.get("result") or abort(404)
+
+
+@bp.get("/evaluations/<evaluation_id>.json")
+def export_json(evaluation_id: str):
+    """The result document as a JSON download."""
+    body = json.dumps(_result_or_404(evaluation_id), ensure_ascii=False, indent=1)
+    return Response(body, mimetype="application/json",
+                    headers={"Content-Disposition": f"attachment; filename={evaluation_id}.json"})
+
+
+@bp.get("/evaluations/<evaluation_id>.csv")
+def export_csv(evaluation_id: str):
+    """Per-method metrics as CSV (UTF-8 with BOM so spreadsheet programs read Chinese correctly)."""
+    result = _result_or_404(evaluation_id)
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(("method", *CSV_COLUMNS))
+    for name, m in result["methods"].items():
+        ci_avg = m["ci95"]["avg"] or [None, None]
+        ci_bin = m["ci95"]["binary_rate"] or [None, None]
+        flat = {**m, **m["dimensions"], "ci95_avg_low": ci_avg[0], "ci95_avg_high": ci_avg[1],
+                "ci95_binary_rate_low": ci_bin[0], "ci95_binary_rate_high": ci_bin[1]}
+        writer.writerow((name, *("" if flat.get(c) is None else flat[c] for c in CSV_COLUMNS)))
+    return Response("\ufeff" + out.getvalue(), mimetype="text/csv; charset=utf-8",
+                    headers={"Content-Disposition": f"attachment; filename={evaluation_id}.csv"})
+
+
+@bp.get("/lang/<code>")
+def set_language(code: str):
+    """Switch the interface language (kept in a cookie) and go back where the user was."""
+    target = request.referrer or url_for("pages.index")
+    if urlsplit(target).netloc not in ("", request.host):
+        target = url_for("pages.index")
+    response = redirect(target)
+    if code in LANGUAGES:
+        response.set_cookie(COOKIE, code, max_age=365 * 24 * 3600, samesite="Lax")
+    return response
+
+
+@bp.get("/sample_data.jsonl")
+def sample_data():
+    """The sample file, ready to upload."""
+    return send_from_directory(ROOT, "sample_data.jsonl", as_attachment=True, mimetype="application/jsonl")
+
+
+@bp.get("/vendor/plotly.min.js")
+def plotly_js():
+    """Plotly's JavaScript, served from the installed package (no CDN, works offline)."""
+    return send_from_directory(PLOTLY_JS, "plotly.min.js", mimetype="text/javascript", max_age=86400)

@@ -1,0 +1,68 @@
+"""Data shaped for display, shared by the pages and the JSON API."""
+from __future__ import annotations
+
+from typing import Mapping
+
+from jobs import read_session
+from store import DIMENSIONS
+from web import file_of, get_store
+
+PER_PAGE = 20
+MAX_PER_PAGE = 200
+
+
+def upload_json(upload: dict) -> dict:
+    """What the API says about an upload."""
+    return {k: upload[k] for k in ("id", "kind", "filename", "size", "summary", "warnings", "created_at")}
+
+
+def evaluation_status(evaluation: dict) -> dict:
+    """Status and progress of an evaluation (no result document)."""
+    progress = get_store().progress(evaluation["id"])
+    if not progress["total"]:
+        progress["total"] = evaluation["total"]
+    return {k: evaluation[k] for k in ("id", "upload_id", "kind", "status", "methods", "error", "created_at",
+                                       "started_at", "finished_at")} | {"progress": progress}
+
+
+def _int_arg(args: Mapping, name: str, default: int, low: int, high: int) -> int:
+    try:
+        return min(max(int(args.get(name, default)), low), high)
+    except (TypeError, ValueError):
+        return default
+
+
+def _judgment_view(j: dict) -> dict:
+    view = {k: j[k] for k in ("status", "answer", "error", "cached")}
+    if j["mode"] == "fine":
+        view |= {"total": j["total"], "dims": {d: j[d] for d in DIMENSIONS}}
+    else:
+        view["verdict"] = j["verdict"]
+    return view
+
+
+def session_page(evaluation: dict, args: Mapping) -> dict:
+    """One page of sessions with every round's replies and judgments; `q` filters by session id."""
+    store = get_store()
+    upload = store.get_upload(evaluation["upload_id"])
+    per_page = _int_arg(args, "per_page", PER_PAGE, 1, MAX_PER_PAGE)
+    query = str(args.get("q", ""))[:200]
+    total = store.count_sessions(upload["id"], query)
+    pages = max(1, -(-total // per_page))
+    page = _int_arg(args, "page", 1, 1, pages)
+    rows = store.session_offsets(upload["id"], (page - 1) * per_page, per_page, query)
+    judged: dict[tuple[int, int, str], dict] = {}
+    for j in store.judgments(evaluation["id"], [r["idx"] for r in rows]):
+        judged.setdefault((j["session_idx"], j["round"], j["method"]), {})[j["mode"]] = _judgment_view(j)
+    path = file_of(upload)
+    sessions = []
+    for row in rows:
+        session = read_session(path, row["offset"])
+        sessions.append({
+            "index": row["idx"], "session_id": session.session_id, "user_profile": session.user_profile,
+            "user_personality": session.user_personality,
+            "rounds": [{"round": r.number, "user_message": r.user_message,
+                        "methods": {m: {"reply": r.responses[m], **judged.get((row["idx"], r.number, m), {})}
+                                    for m in evaluation["methods"]}}
+                       for r in session.rounds]})
+    return {"page": page, "pages": pages, "per_page": per_page, "total": total, "q": query, "sessions": sessions}
