@@ -13,7 +13,8 @@ Knobs (safe to set from the test thread while requests are served):
     fail_always(kind)   every chat request gets `kind` (None to turn off)
     hook            None or a callable(request: dict) -> kind | None, consulted first
 Fault kinds: FAULTS below. Counters: requests, requests_by_mode, in_flight, max_in_flight,
-last_request (the parsed JSON body), last_authorization.
+last_request (the parsed JSON body), last_authorization; stats() and GET <url>/_stats return the counts.
+`python -m tests.judge_server [--latency S]` serves until interrupted and prints its URL first.
 """
 from __future__ import annotations
 
@@ -145,7 +146,9 @@ class _Handler(BaseHTTPRequestHandler):
             pass
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
-        if self.path.rstrip("/").endswith("/models"):
+        if self.path.rstrip("/").endswith("/_stats"):
+            self._send_json(200, self.server.owner.stats())
+        elif self.path.rstrip("/").endswith("/models"):
             self._send_json(200, {"object": "list", "data": [
                 {"id": "test-judge", "object": "model", "created": 0, "owned_by": "tests"}]})
         else:
@@ -305,6 +308,12 @@ class JudgeServer:
             self.max_in_flight = 0
             self.last_request: dict | None = None
             self.last_authorization: str | None = None
+
+    def stats(self) -> dict:
+        """The counters as a dict (also served at GET <url>/_stats for a server in another process)."""
+        with self._lock:
+            return {"requests": self.requests, "requests_by_mode": dict(self.requests_by_mode),
+                    "in_flight": self.in_flight, "max_in_flight": self.max_in_flight}
 
     def fail_next(self, n: int, kind: str) -> None:
         """Give the next n chat requests the fault `kind` (one of FAULTS)."""
