@@ -39,37 +39,37 @@ _MAX_ERROR_CHARS = 300
 def _as_text(name: str, value: object) -> str:
     """A non-empty string setting."""
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+        raise ValueError(_("%(name)s must be a non-empty string, got %(value)s", name=name, value=repr(value)))
     return value.strip()
 
 
 def _as_int(name: str, value: object, minimum: int) -> int:
     """An integer setting >= minimum, from an int or its decimal string."""
-    if isinstance(value, bool):
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    try:
-        number = int(value.strip()) if isinstance(value, str) else int(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}") from None
-    if isinstance(value, float) and value != number:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    if number < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    number = None
+    if not isinstance(value, bool):
+        try:
+            number = int(value.strip()) if isinstance(value, str) else int(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            pass
+    if number is None or (isinstance(value, float) and value != number) or number < minimum:
+        raise ValueError(_("%(name)s must be an integer >= %(minimum)s, got %(value)s", name=name, minimum=minimum,
+                           value=repr(value)))
     return number
 
 
 def _as_float(name: str, value: object, low: float, high: float, low_inclusive: bool) -> float:
     """A finite float setting in [low, high], or in (low, high] when low itself is not allowed."""
-    bounds = f"{'[' if low_inclusive else '('}{low:g}, {high:g}]"
-    if isinstance(value, bool):
-        raise ValueError(f"{name} must be a number in {bounds}, got {value!r}")
-    try:
-        number = float(value.strip()) if isinstance(value, str) else float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number in {bounds}, got {value!r}") from None
+    number = math.nan
+    if not isinstance(value, bool):
+        try:
+            number = float(value.strip()) if isinstance(value, str) else float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            pass
     too_low = number < low if low_inclusive else number <= low
     if not math.isfinite(number) or too_low or number > high:
-        raise ValueError(f"{name} must be a number in {bounds}, got {value!r}")
+        bounds = f"{'[' if low_inclusive else '('}{low:g}, {high:g}]"
+        raise ValueError(_("%(name)s must be a number in %(bounds)s, got %(value)s", name=name, bounds=bounds,
+                           value=repr(value)))
     return number
 
 
@@ -79,14 +79,15 @@ def _as_language(name: str, value: object) -> str:
         base = re.split(r"[-_]", value.strip().lower(), maxsplit=1)[0]
         if base in LANGUAGES:
             return base
-    raise ValueError(f"{name} must be one of {', '.join(LANGUAGES)}, got {value!r}")
+    raise ValueError(_("%(name)s must be one of %(choices)s, got %(value)s", name=name, choices=", ".join(LANGUAGES),
+                         value=repr(value)))
 
 
 def _as_base_url(name: str, value: object) -> str:
     """An http(s) base URL."""
     text = _as_text(name, value)
     if not re.match(r"^https?://[^\s/]+", text):
-        raise ValueError(f"{name} must be an http:// or https:// URL, got {value!r}")
+        raise ValueError(_("%(name)s must be an http:// or https:// URL, got %(value)s", name=name, value=repr(value)))
     return text
 
 

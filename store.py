@@ -101,6 +101,7 @@ class Store:
 
     def __init__(self, path: str | Path):
         self.path = str(path)
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._write_lock = threading.Lock()
         with self._connect() as con:
             con.execute("PRAGMA journal_mode=WAL")

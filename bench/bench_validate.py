@@ -4,18 +4,24 @@
 
 Generates realistic dialogue JSONL files in a temporary directory, then checks that
 (a) validate() runs at >= 1/3 the speed of reading the lines and json.loads-ing each one, and
-(b) validate()'s peak traced memory does not grow with the file size.
+(b) validate()'s peak traced memory does not grow with the file size, and
+(c) a real dashboard server's peak resident memory grows by far less than the file when the big file
+    is uploaded after the small one (upload streamed over HTTP; stored and validated line by line).
 Exits 1 when a check fails.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import socket
+import subprocess
 import sys
 import tempfile
 import time
 import tracemalloc
+import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -115,6 +121,76 @@ def peak_memory(path: Path) -> int:
         tracemalloc.stop()
 
 
+SERVER = """
+import sys
+from app import create_app
+folder = sys.argv[1]
+app = create_app({"DATABASE": folder + "/db.sqlite", "UPLOAD_FOLDER": folder + "/uploads",
+                  "RESULTS_FOLDER": folder + "/results", "MAX_CONTENT_LENGTH": 1 << 30})
+app.run(port=int(sys.argv[2]), threaded=True, use_reloader=False)
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _peak_rss(pid: int) -> int:
+    """The process's peak resident memory (VmHWM) in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmHWM")
+
+
+def _post_file(url: str, path: Path) -> int:
+    """POST a file as multipart without reading it into memory; returns the HTTP status."""
+    boundary = "benchboundary7d3f"
+    head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{path.name}\"\r\n"
+            "Content-Type: application/octet-stream\r\n\r\n").encode()
+    tail = f"\r\n--{boundary}--\r\n".encode()
+
+    def body():
+        yield head
+        with path.open("rb") as f:
+            while chunk := f.read(1 << 20):
+                yield chunk
+        yield tail
+
+    request = urllib.request.Request(url, data=body(), method="POST", headers={
+        "Content-Type": f"multipart/form-data; boundary={boundary}",
+        "Content-Length": str(len(head) + path.stat().st_size + len(tail))})
+    with urllib.request.urlopen(request, timeout=300) as response:
+        return response.status
+
+
+def server_memory_growth(small: Path, big: Path, folder: Path) -> tuple[int, int]:
+    """Peak RSS of a real server after uploading the small file, then after the big one."""
+    port = _free_port()
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen([sys.executable, "-c", SERVER, str(folder), str(port)], cwd=root,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ})
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        url = f"http://127.0.0.1:{port}/api/uploads"
+        if _post_file(url, small) != 201:
+            raise SystemExit("small upload failed")
+        after_small = _peak_rss(proc.pid)
+        if _post_file(url, big) != 201:
+            raise SystemExit("big upload failed")
+        return after_small, _peak_rss(proc.pid)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
 def verdict(passed: bool) -> str:
     return "PASS" if passed else "FAIL"
 
@@ -150,7 +226,14 @@ def main(argv: list[str] | None = None) -> int:
               f"{peak_small / MB:.2f} MB for {small_size / MB:.1f} MB "
               f"(need < {limit / MB:.2f} MB and < 10% of the file): {verdict(memory_ok)}")
 
-    passed = speed_ok and memory_ok
+        after_small, after_big = server_memory_growth(small, big, Path(tmp) / "server")
+        growth = after_big - after_small
+        server_ok = growth < big_size / 10
+        print(f"(d) server peak RSS: {after_small / MB:.1f} MB after the {small_size / MB:.0f} MB upload, "
+              f"{after_big / MB:.1f} MB after the {big_size / MB:.0f} MB upload: growth {growth / MB:.1f} MB "
+              f"(need < 10% of the file, {big_size / MB / 10:.1f} MB): {verdict(server_ok)}")
+
+    passed = speed_ok and memory_ok and server_ok
     print(verdict(passed))
     return 0 if passed else 1
 

@@ -11,13 +11,15 @@ from flask.cli import with_appcontext
 
 from ingest import InvalidUpload, ingest
 from jobs import RequestError, create_evaluation
+from translations import _
 from web import get_runner, get_store
 
 
 def _progress(progress: dict) -> None:
     done, total = progress["done"], progress["total"] or 1
-    click.echo(f"\r{done}/{progress['total']} judged ({100 * done / total:.0f}%), "
-               f"{progress['failed']} failed, {progress['unparsed']} unparsed", nl=False, err=True)
+    click.echo("\r" + _("%(done)s/%(total)s judged (%(percent)s%%), %(failed)s failed, %(unparsed)s unparsed",
+                        done=done, total=progress["total"], percent=round(100 * done / total),
+                        failed=progress["failed"], unparsed=progress["unparsed"]), nl=False, err=True)
 
 
 @click.command("score")
@@ -30,35 +32,36 @@ def _progress(progress: dict) -> None:
 def score(file: Path, kind: str | None, reference: str | None, methods: str | None, out: Path | None) -> None:
     """Validate and score FILE, then print the result document as JSON."""
     if reference:
-        raise click.UsageError("--reference applies to the mobility kind, which this version does not score yet.")
+        raise click.UsageError(_("--reference applies to the mobility kind, which this version does not score yet."))
     try:
         with file.open("rb") as stream:
             upload = ingest(stream, file.name, get_store(), current_app.config["UPLOAD_FOLDER"], kind)
     except InvalidUpload as exc:
         for p in exc.report.problems:
-            where = f"line {p.line}" if p.line else "file"
+            where = _("line %(line)s", line=p.line) if p.line else _("file")
             click.echo(f"{file}: {where}{' ' + p.path if p.path else ''}: {p.message}", err=True)
         if exc.report.truncated:
-            click.echo("(more problems were found; fix these first)", err=True)
+            click.echo(_("(more problems were found; fix these first)"), err=True)
         sys.exit(1)
     for w in upload["warnings"]:
-        click.echo(f"warning: line {w['line']}: {w['message']}", err=True)
+        click.echo(_("warning: %(message)s", message=w["message"]), err=True)
     chosen = [m.strip() for m in methods.split(",") if m.strip()] if methods else None
     try:
         evaluation = create_evaluation(get_store(), upload["id"], chosen, None, current_app.config["JUDGE_ENV"])
     except RequestError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(_("error: %(message)s", message=exc), err=True)
         sys.exit(2)
     get_runner().run(evaluation["id"], on_progress=_progress)
     click.echo("", err=True)
     record = get_store().get_evaluation(evaluation["id"])
     if record["status"] != "done":
-        click.echo(f"error: evaluation {record['status']}: {record['error']}", err=True)
+        click.echo(_("error: the evaluation ended %(status)s: %(message)s", status=record["status"],
+                     message=record["error"] or ""), err=True)
         sys.exit(1)
     text = json.dumps(record["result"], ensure_ascii=False, indent=1)
     if out:
         out.write_text(text + "\n", encoding="utf-8")
-        click.echo(f"result written to {out}", err=True)
+        click.echo(_("result written to %(path)s", path=out), err=True)
     else:
         click.echo(text)
 

@@ -93,7 +93,9 @@ def evaluation(evaluation_id: str):
     record = get_store().get_evaluation(evaluation_id) or abort(404)
     result = record.get("result")
     figures = charts.dialogue_figures(result) if result else None
-    return render_template("result.html", evaluation=record, status=evaluation_status(record), result=result,
+    upload = get_store().get_upload(record["upload_id"])
+    return render_template("result.html", evaluation=record, upload=upload, status=evaluation_status(record),
+                           result=result,
                            figures=figures, detail=session_page(record, request.args) if result else None,
                            colours=charts.method_colours(record["methods"]),
                            dimension_labels=charts.dimension_labels())

@@ -23,8 +23,10 @@
         var p = body.progress;
         bar.max = p.total || 1;
         bar.value = p.done;
-        document.getElementById("progress-text").textContent = p.done + " / " + p.total;
-        document.getElementById("progress-failed").textContent = "✕ " + p.failed;
+        var values = {done: p.done, total: p.total, failed: p.failed, unparsed: p.unparsed,
+                      percent: Math.floor(100 * p.done / (p.total || 1))};
+        document.getElementById("progress-text").textContent =
+          progress.dataset.template.replace(/\{(\w+)\}/g, function (_, key) { return values[key]; });
         setTimeout(poll, 1000);
       })
       .catch(function () { setTimeout(poll, 3000); });

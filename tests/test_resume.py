@@ -1,0 +1,118 @@
+"""A server killed with SIGKILL in the middle of an evaluation resumes it on restart, paying for nothing twice."""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections import Counter
+
+from tests.conftest import ROOT, jsonl, session_line
+
+SERVE = """
+import sys, json
+from app import create_app
+config = json.loads(sys.argv[1])
+app = create_app(config)
+app.extensions["runner"].resume()
+app.run(port=int(sys.argv[2]), threaded=True, use_reloader=False)
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server(config: dict, port: int, env: dict) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", SERVE, json.dumps(config), str(port)], cwd=ROOT,
+                            env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/evaluations", timeout=1)
+            return proc
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise AssertionError("server did not start: " + proc.stderr.read().decode())
+
+
+def call(port: int, path: str, body: bytes | None = None, headers: dict | None = None) -> dict:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, headers=headers or {})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def upload(port: int, data: bytes) -> str:
+    boundary = "resumetest"
+    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"log.jsonl\"\r\n"
+            "Content-Type: application/octet-stream\r\n\r\n").encode() + data + f"\r\n--{boundary}--\r\n".encode()
+    return call(port, "/api/uploads", body, {"Content-Type": f"multipart/form-data; boundary={boundary}"})["id"]
+
+
+def test_kill_9_mid_run_then_restart_finishes_without_paying_twice(tmp_path, judge_server):
+    prompts: Counter = Counter()
+    lock = threading.Lock()
+
+    def record(request: dict):
+        with lock:
+            prompts[hashlib.sha256(json.dumps(request["body"], sort_keys=True).encode()).hexdigest()] += 1
+        return None
+
+    judge_server.hook = record
+    judge_server.latency_s = 0.05
+    concurrency = 4
+    env = {"JUDGE_BASE_URL": judge_server.url, "JUDGE_API_KEY": "sk-test", "JUDGE_MODEL": "judge-test",
+           "JUDGE_CONCURRENCY": str(concurrency), "JUDGE_MAX_RETRIES": "0"}
+    config = {"DATABASE": str(tmp_path / "db.sqlite"), "UPLOAD_FOLDER": str(tmp_path / "uploads"),
+              "RESULTS_FOLDER": str(tmp_path / "results"), "SECRET_KEY": "x"}
+    sessions = [session_line(f"s{i:02d}", 5, user_profile=f"profile {i}") for i in range(30)]
+    total = 30 * 5 * 2 * 2
+    port = free_port()
+
+    server = start_server(config, port, env)
+    try:
+        upload_id = upload(port, jsonl(*sessions))
+        created = call(port, "/api/evaluations", json.dumps({"upload_id": upload_id}).encode(),
+                       {"Content-Type": "application/json"})
+        deadline = time.monotonic() + 30
+        while call(port, f"/api/evaluations/{created['id']}")["progress"]["done"] < total // 3:
+            assert time.monotonic() < deadline, "no progress before the kill"
+            time.sleep(0.05)
+        server.send_signal(signal.SIGKILL)
+        server.wait(10)
+        time.sleep(0.3)  # let answers to calls that were in flight arrive at a dead client
+        paid_before_restart = sum(prompts.values())
+        assert paid_before_restart < total
+    finally:
+        if server.poll() is None:
+            server.kill()
+
+    server = start_server(config, port, env)
+    try:
+        deadline = time.monotonic() + 60
+        while (body := call(port, f"/api/evaluations/{created['id']}"))["status"] in ("queued", "running"):
+            assert time.monotonic() < deadline, body
+            time.sleep(0.1)
+    finally:
+        server.kill()
+        server.wait(10)
+
+    assert body["status"] == "done", body
+    assert body["progress"] == {"done": total, "total": total, "failed": 0, "unparsed": 0,
+                                "cached": body["progress"]["cached"]}
+    assert len(prompts) == total  # every judgment was asked for
+    repeated = sum(n - 1 for n in prompts.values())
+    # Only calls that were in flight at the moment of the kill can have been paid twice.
+    assert repeated <= concurrency, repeated
+    result = body["result"]
+    assert all(m["judged"] == 30 * 5 * 2 for m in result["methods"].values())
