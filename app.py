@@ -10,6 +10,7 @@ from flask_wtf.csrf import CSRFProtect
 
 import translations
 from jobs import Runner
+from judge_settings import JudgeSettings
 from store import Store
 from web import api, cli, errors, pages
 
@@ -45,9 +46,11 @@ def create_app(config: dict | None = None) -> Flask:
 
     app.json.sort_keys = False  # method order is meaningful (display order, chosen by the user)
     store = Store(app.config["DATABASE"])
-    runner = Runner(store, app.config["UPLOAD_FOLDER"], app.config["RESULTS_FOLDER"], app.config["JUDGE_ENV"])
+    judge_settings = JudgeSettings(store, instance / "judge_api_key", app.config["JUDGE_ENV"])
+    runner = Runner(store, app.config["UPLOAD_FOLDER"], app.config["RESULTS_FOLDER"], judge_settings.environ)
     app.extensions["store"] = store
     app.extensions["runner"] = runner
+    app.extensions["judge_settings"] = judge_settings
 
     csrf.init_app(app)
     translations.init_app(app)

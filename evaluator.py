@@ -1,25 +1,34 @@
-"""The LLM judge: versioned prompts, the OpenAI-compatible client, bounded concurrency, cache, parsing.
+"""The LLM judge: versioned prompts, the OpenAI-compatible client, bounded concurrency, retries, cache, parsing.
 
-Knows nothing about Flask. One judgment is one chat completion; retries with backoff (honouring
-Retry-After on 429/5xx and retrying timeouts and dropped connections) are the openai SDK's own.
+Knows nothing about Flask. One judgment is one chat completion. The SDK's own retries are off
+(`max_retries=0`); `Judge` retries timeouts, connection errors, 408/409/429 and 5xx itself with
+exponential backoff and full jitter, honouring Retry-After, so that it can count attempts and so that
+a call waiting to be retried does not hold one of the endpoint's concurrency slots. All `Judge`s of
+one process that call the same endpoint share one budget of calls in flight (`endpoint_limiter`).
 """
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import math
 import os
+import queue
+import random
 import re
+import threading
+import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
-from queue import SimpleQueue
+from dataclasses import dataclass, field, replace
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx2  # the openai SDK's HTTP client
 import openai
 
-from translations import _
+from translations import _, ngettext
 
 PROMPT_VERSION = "psb-judge-2026.11-1"
 DIMENSIONS = ("style", "content", "naturalness", "personalization", "conversation")
@@ -30,6 +39,10 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Local OpenAI-compatible servers (vLLM, Ollama, ...) accept any key; the SDK insists on one.
 PLACEHOLDER_API_KEY = "EMPTY"
 _MAX_ERROR_CHARS = 300
+# No wait between two attempts is longer than this, whatever Retry-After asks for.
+MAX_WAIT_S = 60.0
+# HTTP statuses worth another attempt besides 5xx: request timeout, conflict (lock), rate limit.
+RETRYABLE_STATUSES = frozenset({408, 409, 429})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -83,6 +96,18 @@ def _as_language(name: str, value: object) -> str:
                          value=repr(value)))
 
 
+def _as_bool(name: str, value: object) -> bool:
+    """A yes/no setting from a bool or 1/0, true/false, yes/no, on/off."""
+    if isinstance(value, bool):
+        return value
+    text = value.strip().lower() if isinstance(value, str) else None
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(_("%(name)s must be true or false (1/0, on/off), got %(value)s", name=name, value=repr(value)))
+
+
 def _as_base_url(name: str, value: object) -> str:
     """An http(s) base URL."""
     text = _as_text(name, value)
@@ -100,6 +125,9 @@ _CONVERTERS: dict[str, tuple[str, Callable[[str, object], Any]]] = {
     "temperature": ("JUDGE_TEMPERATURE", lambda n, v: _as_float(n, v, 0.0, 2.0, True)),
     "max_tokens": ("JUDGE_MAX_TOKENS", lambda n, v: _as_int(n, v, 1)),
     "language": ("JUDGE_LANGUAGE", _as_language),
+    "retry_base_s": ("JUDGE_RETRY_BASE_S", lambda n, v: _as_float(n, v, 0.0, MAX_WAIT_S, True)),
+    "retry_max_s": ("JUDGE_RETRY_MAX_S", lambda n, v: _as_float(n, v, 0.0, MAX_WAIT_S, True)),
+    "use_cache": ("JUDGE_CACHE", _as_bool),
 }
 
 
@@ -125,6 +153,9 @@ class JudgeConfig:
     temperature: float = 0.0
     max_tokens: int = 1024
     language: str = "en"
+    retry_base_s: float = 0.5  # the first retry waits up to this long, the k-th up to base * 2**(k-1)
+    retry_max_s: float = 30.0  # cap of that exponential backoff
+    use_cache: bool = True  # False: never read the cache (answers are still written to it)
 
     def __post_init__(self) -> None:
         if self.base_url is not None:
@@ -176,6 +207,9 @@ class JudgeConfig:
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "language": self.language,
+            "retry_base_s": self.retry_base_s,
+            "retry_max_s": self.retry_max_s,
+            "use_cache": self.use_cache,
         }
 
 
@@ -207,6 +241,7 @@ class Verdict:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached: bool = False
+    attempts: int = 1  # HTTP calls made for this judgment (0 when it came from the cache)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -458,54 +493,222 @@ def _verdict_from_answer(mode: str, answer: str, prompt_tokens: int, completion_
 
 
 # ---------------------------------------------------------------------------------------------
-# The judge
+# Errors and retries
 
 
-def _describe_error(exc: BaseException, secret: str | None) -> str:
-    """'Class: HTTP status: message', short, with the API key scrubbed."""
-    parts = [type(exc).__name__]
-    status = getattr(exc, "status_code", None)
-    if status is not None:
-        parts.append(f"HTTP {status}")
-    body = getattr(exc, "body", None)
-    message = body.get("message") if isinstance(body, Mapping) else None
-    if not isinstance(message, str) or not message:
-        message = str(exc)
-    cause = exc.__cause__ or exc.__context__
-    if isinstance(exc, openai.APIConnectionError) and cause is not None:
-        detail = f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__
-        message = f"{message} ({detail})"
-    parts.append(message)
-    text = ": ".join(p for p in parts if p)
+def _safe_url(url: str) -> str:
+    """The URL without any user:password@ part."""
+    return re.sub(r"(?<=://)[^/@\s]*@", "", url)
+
+
+def _scrub(text: str, secret: str | None) -> str:
+    """text on one line and of readable length, with the API key replaced by ***."""
     if secret:
         text = text.replace(secret, "***")
     text = " ".join(text.split())
     return text if len(text) <= _MAX_ERROR_CHARS else text[: _MAX_ERROR_CHARS - 3] + "..."
 
 
-class Judge:
-    """Calls the judge model; `cache` is any object with get(key) -> dict | None and put(key, value)."""
+def _server_message(exc: BaseException) -> str:
+    """The error message of an HTTP error's JSON body, else the exception's own text."""
+    body = getattr(exc, "body", None)
+    message = body.get("message") if isinstance(body, Mapping) else None
+    return message if isinstance(message, str) and message else str(exc)
 
-    def __init__(self, config: JudgeConfig, cache: Any = None) -> None:
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """The exceptions that exc was raised from or during, innermost last."""
+    seen: set[int] = set()
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        yield cause
+        cause = cause.__cause__ or cause.__context__
+
+
+def _describe_error(exc: BaseException, url: str, secret: str | None, timeout_s: float) -> str:
+    """Why a call failed, readably: what happened, the HTTP status and the server's message; no API key."""
+    url = _safe_url(url)
+    status = getattr(exc, "status_code", None)
+    if isinstance(exc, openai.APITimeoutError):
+        text = _("APITimeoutError: no answer from %(url)s within %(seconds)s s", url=url, seconds=f"{timeout_s:g}")
+    elif isinstance(exc, openai.APIConnectionError):
+        causes = list(_causes(exc))
+        if any(isinstance(c, ConnectionRefusedError) for c in causes):
+            text = _("connection refused at %(url)s", url=url)
+        else:
+            detail = next((f"{type(c).__name__}: {c}" for c in causes if str(c)), type(exc).__name__)
+            text = _("APIConnectionError: connection to %(url)s failed (%(detail)s)", url=url, detail=detail)
+    elif isinstance(exc, openai.AuthenticationError):
+        text = _("the API key was rejected (HTTP 401: %(message)s); check JUDGE_API_KEY (or OPENAI_API_KEY)",
+                 message=_server_message(exc))
+    elif status is not None:
+        text = f"{type(exc).__name__}: HTTP {status}: {_server_message(exc)}"
+    else:
+        text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return _scrub(text, secret)
+
+
+def _is_retryable(exc: BaseException) -> bool:
+    """Timeouts, connection errors, 408/409/429 and 5xx are worth another attempt; other errors are not."""
+    if isinstance(exc, openai.APIConnectionError):  # timeouts included
+        return True
+    if not isinstance(exc, openai.APIStatusError):
+        return False
+    if exc.response.headers.get("x-should-retry") == "false":
+        return False
+    return exc.status_code in RETRYABLE_STATUSES or exc.status_code >= 500
+
+
+def retry_after_s(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:
+    """The wait a response asks for: retry-after-ms, else Retry-After in seconds or as an HTTP date; else None."""
+    lowered = {k.lower(): v for k, v in (headers or {}).items()}
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        try:
+            seconds = float(lowered[name]) * scale
+        except (KeyError, TypeError, ValueError):
+            continue
+        if not math.isnan(seconds):
+            return max(0.0, seconds)
+    try:
+        when = parsedate_to_datetime(lowered["retry-after"])
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # RFC 9110 dates are GMT
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def backoff_s(retry: int, base_s: float, max_s: float, rng: Any = random) -> float:
+    """Full-jitter backoff before retry number `retry` (0 for the first): uniform in [0, min(max_s, base_s * 2**retry)]."""
+    return rng.uniform(0.0, min(max_s, base_s * 2.0 ** min(retry, 64)))
+
+
+# ---------------------------------------------------------------------------------------------
+# The shared budget of calls in flight per endpoint
+
+
+class EndpointLimiter:
+    """A semaphore whose capacity can change: at most `capacity` holders at once."""
+
+    def __init__(self, capacity: int) -> None:
+        self._cond = threading.Condition()
+        self.capacity = capacity
+        self.in_use = 0
+
+    def set_capacity(self, capacity: int) -> None:
+        """Change the capacity; holders beyond a lowered one finish, newcomers wait below it."""
+        with self._cond:
+            self.capacity = capacity
+            self._cond.notify_all()
+
+    def acquire(self, cancel: threading.Event | None = None) -> bool:
+        """Take a slot, waiting for one; False, without a slot, once `cancel` is set."""
+        with self._cond:
+            while cancel is None or not cancel.is_set():
+                if self.in_use < self.capacity:
+                    self.in_use += 1
+                    return True
+                self._cond.wait()
+            self._cond.notify()  # pass on a release we may have been woken by
+            return False
+
+    def release(self) -> None:
+        """Give a slot back."""
+        with self._cond:
+            self.in_use -= 1
+            self._cond.notify()
+
+    def wake(self) -> None:
+        """Make every waiter check its `cancel` event."""
+        with self._cond:
+            self._cond.notify_all()
+
+
+# Endpoint -> limiter, shared by every Judge of the process that calls that endpoint. A limiter lives
+# as long as some Judge uses it; each new Judge sets its capacity to its own config.concurrency, so
+# when evaluations with different settings run at once the most recently started one decides.
+_LIMITERS: weakref.WeakValueDictionary[str, EndpointLimiter] = weakref.WeakValueDictionary()
+_LIMITERS_LOCK = threading.Lock()
+
+
+def endpoint_limiter(endpoint: str, capacity: int | None = None) -> EndpointLimiter:
+    """The process-wide limiter of calls in flight to `endpoint`; a given capacity replaces the current one."""
+    key = endpoint.rstrip("/")
+    with _LIMITERS_LOCK:
+        limiter = _LIMITERS.get(key)
+        if limiter is None:
+            limiter = _LIMITERS[key] = EndpointLimiter(capacity or 1)
+    if capacity is not None:
+        limiter.set_capacity(capacity)
+    return limiter
+
+
+# ---------------------------------------------------------------------------------------------
+# The judge
+
+_STOP_POLL_S = 0.1  # how often run() checks should_stop() while it waits for calls
+CONNECTION_PROMPT = "Reply with the word OK."
+CONNECTION_MAX_TOKENS = 16
+
+
+def _make_client(endpoint: str, config: JudgeConfig, connections: int) -> openai.OpenAI:
+    """An SDK client without the SDK's own retries."""
+    return openai.OpenAI(
+        base_url=endpoint,
+        api_key=config.api_key or PLACEHOLDER_API_KEY,
+        timeout=config.timeout_s,
+        max_retries=0,
+        http_client=openai.DefaultHttpxClient(
+            limits=httpx2.Limits(max_connections=max(100, connections),
+                                 max_keepalive_connections=max(20, connections)),
+        ),
+    )
+
+
+def _answer_text(response: Any) -> str:
+    """The message text of a chat completion ("" when there is none)."""
+    choices = getattr(response, "choices", None) or []
+    return (choices[0].message.content if choices and choices[0].message else None) or ""
+
+
+def _verdict_from_response(mode: str, response: Any, attempts: int) -> Verdict:
+    """The verdict for a chat completion, with its token usage and the attempts it took."""
+    usage = getattr(response, "usage", None)
+    prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+    completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+    verdict = _verdict_from_answer(mode, _answer_text(response), prompt_tokens, completion_tokens)
+    verdict.attempts = attempts
+    return verdict
+
+
+def _duplicate(verdict: Verdict) -> Verdict:
+    """The verdict for an identical request answered by the same call: no tokens or attempts of its own."""
+    return replace(verdict, dims=dict(verdict.dims) if verdict.dims else verdict.dims, prompt_tokens=0,
+                   completion_tokens=0, attempts=0, cached=verdict.status == "ok")
+
+
+class Judge:
+    """Calls the judge model; `cache` is any object with get(key) -> dict | None and put(key, value).
+
+    `sleep(seconds)` and `rng` (anything with uniform(a, b)) replace the backoff's waiting and jitter
+    in tests; by default a wait ends early when the run it belongs to is stopped.
+    """
+
+    def __init__(self, config: JudgeConfig, cache: Any = None, *, sleep: Callable[[float], None] | None = None,
+                 rng: Any = None) -> None:
         problem = config.problem()
         if problem:
             raise ValueError(problem)
         self.config = config
         self.cache = cache
         self._endpoint = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
-        self._client = openai.OpenAI(
-            base_url=self._endpoint,
-            api_key=config.api_key or PLACEHOLDER_API_KEY,
-            timeout=config.timeout_s,
-            max_retries=config.max_retries,
-            # One client shared by all worker threads: keep a warm connection per worker.
-            http_client=openai.DefaultHttpxClient(
-                limits=httpx2.Limits(
-                    max_connections=max(100, 2 * config.concurrency),
-                    max_keepalive_connections=max(20, config.concurrency),
-                ),
-            ),
-        )
+        # Threads beyond the endpoint's budget wait for a slot or sleep in backoff without holding one.
+        self.workers = 2 * config.concurrency + 4
+        self._limiter = endpoint_limiter(self._endpoint, config.concurrency)
+        self._sleep = sleep
+        self._rng = rng if rng is not None else random.Random()
+        self._client = _make_client(self._endpoint, config, self.workers)
 
     def __enter__(self) -> Judge:
         return self
@@ -521,8 +724,8 @@ class Judge:
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
     def _lookup(self, mode: str, key: str) -> Verdict | None:
-        """A cached verdict, or None; token counts are 0 because no call was made."""
-        if self.cache is None:
+        """A cached verdict, or None; token counts and attempts are 0 because no call was made."""
+        if self.cache is None or not self.config.use_cache:
             return None
         hit = self.cache.get(key)
         if not hit:
@@ -531,10 +734,11 @@ class Judge:
         if verdict.status != "ok":
             return None  # stored under an older parser: judge again
         verdict.cached = True
+        verdict.attempts = 0
         return verdict
 
     def _store(self, key: str, verdict: Verdict) -> None:
-        """Cache a parsed verdict; unparsed answers and failures are never cached."""
+        """Cache a parsed verdict (also when reading is off); unparsed answers and failures never."""
         if self.cache is not None and verdict.status == "ok" and not verdict.cached:
             self.cache.put(key, {
                 "answer": verdict.answer,
@@ -542,32 +746,78 @@ class Judge:
                 "completion_tokens": verdict.completion_tokens,
             })
 
-    def _call(self, mode: str, messages: list[dict]) -> Verdict:
-        """One chat completion (with the SDK's retries), turned into a verdict; never raises."""
+    def _request(self, messages: list[dict]) -> Any:
+        """One HTTP call: a chat completion."""
         c = self.config
-        try:
-            response = self._client.chat.completions.create(
-                model=c.model, messages=messages, temperature=c.temperature, max_tokens=c.max_tokens
-            )
-        except Exception as exc:  # noqa: BLE001 - every failure becomes a "failed" verdict
-            return Verdict("failed", error=_describe_error(exc, c.api_key))
-        usage = getattr(response, "usage", None)
-        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-        choices = getattr(response, "choices", None) or []
-        answer = (choices[0].message.content if choices and choices[0].message else None) or ""
-        return _verdict_from_answer(mode, answer, prompt_tokens, completion_tokens)
+        return self._client.chat.completions.create(
+            model=c.model, messages=messages, temperature=c.temperature, max_tokens=c.max_tokens
+        )
+
+    def _retry_wait(self, exc: BaseException, retry: int) -> float:
+        """Seconds to wait before retry number `retry` (0-based): what the server asked for, else backoff."""
+        headers = exc.response.headers if isinstance(exc, openai.APIStatusError) else None
+        asked = retry_after_s(headers)
+        if asked is None:
+            asked = backoff_s(retry, self.config.retry_base_s, self.config.retry_max_s, self._rng)
+        return min(asked, MAX_WAIT_S)
+
+    def _pause(self, seconds: float, stop: threading.Event) -> None:
+        """Wait before a retry, without holding a slot."""
+        if self._sleep is not None:
+            self._sleep(seconds)
+        else:
+            stop.wait(seconds)
+
+    def _failure(self, exc: BaseException, attempts: int) -> Verdict:
+        """A failed verdict whose error says why and after how many attempts."""
+        c = self.config
+        reason = _describe_error(exc, self._endpoint, c.api_key, c.timeout_s)
+        if _is_retryable(exc):
+            error = ngettext("%(reason)s (gave up after %(num)d attempt)",
+                             "%(reason)s (gave up after %(num)d attempts)", attempts, reason=reason)
+        else:
+            error = ngettext("%(reason)s (%(num)d attempt; this error is not retried)",
+                             "%(reason)s (%(num)d attempts; this error is not retried)", attempts, reason=reason)
+        return Verdict("failed", error=error, attempts=attempts)
+
+    def _call(self, mode: str, messages: list[dict], stop: threading.Event) -> Verdict | None:
+        """Attempts until an answer, a final failure or max_retries retries; None when `stop` came first."""
+        attempts = 0
+        while True:
+            if not self._limiter.acquire(stop):
+                return None
+            attempts += 1
+            error: BaseException | None = None
+            try:
+                response = self._request(messages)
+            except Exception as exc:  # noqa: BLE001 - every failure becomes a retry or a "failed" verdict
+                error = exc
+            finally:
+                self._limiter.release()
+            if error is None:
+                return _verdict_from_response(mode, response, attempts)
+            if not _is_retryable(error) or attempts > self.config.max_retries:
+                return self._failure(error, attempts)
+            if stop.is_set():
+                return None
+            self._pause(self._retry_wait(error, attempts - 1), stop)
 
     def judge(self, mode: str, ctx: DialogueContext) -> Verdict:
-        """One judgment: the cache first, else one SDK call."""
+        """One judgment: the cache first (unless use_cache is off), else calls with retries."""
         messages = build_messages(mode, ctx, self.config.language)
         key = self.cache_key(messages)
         cached = self._lookup(mode, key)
         if cached is not None:
             return cached
-        verdict = self._call(mode, messages)
+        verdict = self._call(mode, messages, threading.Event())
+        assert verdict is not None  # only a stopped run abandons a call
         self._store(key, verdict)
         return verdict
+
+    def _halt(self, stop: threading.Event) -> None:
+        """Stop a run's workers from starting calls or waiting out backoffs."""
+        stop.set()
+        self._limiter.wake()
 
     def run(
         self,
@@ -576,19 +826,31 @@ class Judge:
     ) -> Iterator[tuple[object, Verdict]]:
         """Judge (tag, mode, ctx) items concurrently; yield (tag, verdict) as they complete.
 
-        At most config.concurrency calls are in flight and `items` is pulled only when a slot is
-        free. The cache is read and written on the calling thread only, so it need not be
-        thread-safe. Once should_stop() is true no new item is pulled; calls in flight are drained.
+        Calls in flight are bounded by the endpoint's limiter (config.concurrency, shared with every
+        Judge of the process on that endpoint). Up to `self.workers` items are pending at once (in a
+        call, waiting for a slot or waiting to retry) and `items` is pulled only when fewer are.
+        Identical requests pending at the same time share one call. The cache is read and written on
+        the calling thread only, so it need not be thread-safe. Once should_stop() is true no item is
+        pulled and no call starts: calls in flight finish and are yielded, while items waiting for a
+        slot or a retry are dropped without a verdict, so they stay pending for the next run.
         """
         source = iter(items)
-        pending: dict[Future[Verdict], tuple[object, str]] = {}
-        completed: SimpleQueue[Future[Verdict]] = SimpleQueue()
-        ready: tuple[object, Verdict] | None = None
+        stop = threading.Event()
+        pending: dict[Future[Verdict | None], tuple[str, list[object]]] = {}
+        by_key: dict[str, Future[Verdict | None]] = {}
+        completed: queue.SimpleQueue[Future[Verdict | None]] = queue.SimpleQueue()
+        ready: list[tuple[object, Verdict]] = []
         exhausted = False
-        pool = ThreadPoolExecutor(max_workers=self.config.concurrency, thread_name_prefix="judge")
+        pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="judge")
+
+        def stopping() -> bool:
+            if not stop.is_set() and should_stop():
+                self._halt(stop)
+            return stop.is_set()
+
         try:
             while True:
-                while not exhausted and len(pending) < self.config.concurrency and not should_stop():
+                while not exhausted and len(pending) < self.workers and not stopping():
                     try:
                         tag, mode, ctx = next(source)
                     except StopIteration:
@@ -596,28 +858,72 @@ class Judge:
                         break
                     messages = build_messages(mode, ctx, self.config.language)
                     key = self.cache_key(messages)
+                    if key in by_key:
+                        pending[by_key[key]][1].append(tag)
+                        continue
                     cached = self._lookup(mode, key)
                     if cached is not None:
                         yield tag, cached
                         continue
-                    future = pool.submit(self._call, mode, messages)
-                    pending[future] = (tag, key)
+                    future = pool.submit(self._call, mode, messages, stop)
+                    pending[future] = (key, [tag])
+                    by_key[key] = future
                     future.add_done_callback(completed.put)
-                # The freed slot was refilled above before the consumer gets this verdict.
-                if ready is not None:
-                    yield ready
-                    ready = None
+                # The freed slot was refilled above before the consumer gets these verdicts.
+                yield from ready
+                ready = []
                 if not pending:
                     return
-                future = completed.get()
-                tag, key = pending.pop(future)
+                future = self._next_done(completed, stopping)
+                key, tags = pending.pop(future)
+                del by_key[key]
                 verdict = future.result()
+                if verdict is None:
+                    continue  # dropped after should_stop()
                 self._store(key, verdict)
-                ready = (tag, verdict)
+                ready = [(tags[0], verdict)] + [(tag, _duplicate(verdict)) for tag in tags[1:]]
         finally:
+            self._halt(stop)
             # Normal exits have nothing pending; if the consumer abandoned us, don't block on it.
             pool.shutdown(wait=not pending, cancel_futures=True)
+
+    @staticmethod
+    def _next_done(completed: queue.SimpleQueue, stopping: Callable[[], bool]) -> Future:
+        """The next finished call; checks should_stop() while waiting, so that a stop cuts backoffs short."""
+        while True:
+            try:
+                return completed.get(timeout=_STOP_POLL_S)
+            except queue.Empty:
+                stopping()
 
     def close(self) -> None:
         """Release the HTTP connections."""
         self._client.close()
+
+
+def test_connection(config: JudgeConfig) -> dict:
+    """One tiny real chat completion (no retries, no cache): {ok, model, answer, latency_s, error}."""
+    result: dict[str, Any] = {"ok": False, "model": config.model, "answer": "", "latency_s": 0.0,
+                              "error": config.problem()}
+    if result["error"]:
+        return result
+    endpoint = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
+    client = _make_client(endpoint, config, 1)
+    start = time.perf_counter()
+    try:
+        response = client.chat.completions.create(
+            model=config.model, messages=[{"role": "user", "content": CONNECTION_PROMPT}],
+            temperature=config.temperature, max_tokens=CONNECTION_MAX_TOKENS,
+        )
+    except Exception as exc:  # noqa: BLE001 - the reason is the result
+        result["error"] = _describe_error(exc, endpoint, config.api_key, config.timeout_s)
+    else:
+        result.update(ok=True, model=getattr(response, "model", None) or config.model,
+                      answer=_answer_text(response)[:200])
+    finally:
+        result["latency_s"] = round(time.perf_counter() - start, 3)
+        client.close()
+    return result
+
+
+test_connection.__test__ = False  # type: ignore[attr-defined]  # a helper, not a pytest test

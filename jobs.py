@@ -13,6 +13,7 @@ from benchmarks import dialogue
 from benchmarks.dialogue_result import build_result
 from evaluator import MODES, DialogueContext, Judge, JudgeConfig, Verdict
 from ingest import new_id, upload_path
+from judge_settings import prices
 from store import DIMENSIONS, JudgeCache, Store
 from translations import _
 
@@ -20,7 +21,7 @@ log = logging.getLogger(__name__)
 
 # Settings a request may override per evaluation; the API key only ever comes from the environment.
 JUDGE_OVERRIDES = ("base_url", "model", "concurrency", "temperature", "language", "max_tokens", "timeout_s",
-                   "max_retries")
+                   "max_retries", "use_cache")
 FLUSH_EVERY = 200
 FLUSH_SECONDS = 0.5
 
@@ -71,13 +72,14 @@ def create_evaluation(store: Store, upload_id: str, methods: list[str] | None = 
     overrides = dict(judge or {})
     if "api_key" in overrides:
         raise RequestError(_("The judge's API key cannot be sent with a request; set JUDGE_API_KEY in the "
-                             "server's environment."))
+                             "server's environment or save it on the settings page."))
     bad = sorted(set(overrides) - set(JUDGE_OVERRIDES))
     if bad:
         raise RequestError(_("Unknown judge settings: %(bad)s. Allowed: %(allowed)s.", bad=", ".join(bad),
                              allowed=", ".join(JUDGE_OVERRIDES)))
     try:
         config = judge_config(overrides, environ)
+        price = prices(environ)
     except ValueError as exc:
         raise RequestError(str(exc)) from exc
     problem = config.problem()
@@ -85,7 +87,7 @@ def create_evaluation(store: Store, upload_id: str, methods: list[str] | None = 
         raise RequestError(problem)
     evaluation = {"id": new_id(), "upload_id": upload_id, "kind": upload["kind"], "methods": methods,
                   "settings": {**{k: v for k, v in config.public().items() if k in JUDGE_OVERRIDES},
-                               "modes": list(MODES)},
+                               "modes": list(MODES), "prices": price},
                   "total": upload["summary"]["rounds"] * len(methods) * len(MODES)}
     store.add_evaluation(evaluation)
     return store.get_evaluation(evaluation["id"])
@@ -95,11 +97,11 @@ class Runner:
     """Runs evaluations on background threads; the database holds every bit of their state."""
 
     def __init__(self, store: Store, upload_folder: str | Path, results_folder: str | Path,
-                 environ: Mapping[str, str] = os.environ):
+                 environ: Callable[[], Mapping[str, str]] = lambda: os.environ):
         self.store = store
         self.upload_folder = Path(upload_folder)
         self.results_folder = Path(results_folder)
-        self.environ = environ
+        self.environ = environ  # called at each run, so settings saved meanwhile (and the key) apply
         self._cancelled: set[str] = set()
         self._threads: dict[str, threading.Thread] = {}
         self._lock = threading.Lock()
@@ -134,6 +136,19 @@ class Runner:
             self.store.set_status(evaluation_id, "cancelled")
         return True
 
+    def resume_one(self, evaluation_id: str, rerun_failed: bool = False) -> bool:
+        """Continue a cancelled, failed or finished evaluation, first putting failed and unparsed judgments
+        back in the queue when asked; False when it is still running."""
+        evaluation = self.store.get_evaluation(evaluation_id, with_result=False)
+        thread = self._threads.get(evaluation_id)
+        if evaluation is None or (thread and thread.is_alive()):
+            return False
+        if rerun_failed:
+            self.store.reset_judgments(evaluation_id)
+        self.store.set_status(evaluation_id, "queued")
+        self.start(evaluation_id)
+        return True
+
     def wait(self, evaluation_id: str, timeout: float | None = None) -> None:
         """Block until the evaluation's background thread has finished."""
         thread = self._threads.get(evaluation_id)
@@ -157,7 +172,7 @@ class Runner:
             self.store.set_status(evaluation_id, "failed",
                                   _("The uploaded file is missing from the uploads folder; upload it again."))
             return
-        config = judge_config(evaluation["settings"], self.environ)
+        config = judge_config(evaluation["settings"], self.environ())
         problem = config.problem()
         if problem:
             self.store.set_status(evaluation_id, "failed", problem)
@@ -229,7 +244,7 @@ class Runner:
         """Build the result document from everything judged so far."""
         evaluation = self.store.get_evaluation(evaluation_id, with_result=False)
         upload = self.store.get_upload(evaluation["upload_id"])
-        config = judge_config(evaluation["settings"], self.environ)
+        config = judge_config(evaluation["settings"], self.environ())
         return build_result(evaluation, upload, self.store.judgments(evaluation_id),
                             self.store.usage(evaluation_id), config)
 
@@ -248,4 +263,4 @@ def verdict_fields(verdict: Verdict) -> dict:
     return {"status": verdict.status, "total": verdict.total, "verdict": verdict.verdict,
             **{d: dims.get(d) for d in DIMENSIONS}, "answer": verdict.answer, "error": verdict.error,
             "prompt_tokens": verdict.prompt_tokens, "completion_tokens": verdict.completion_tokens,
-            "cached": int(verdict.cached)}
+            "cached": int(verdict.cached), "attempts": verdict.attempts}

@@ -40,6 +40,8 @@ CREATE TABLE IF NOT EXISTS evaluations (
     created_at TEXT NOT NULL,
     started_at TEXT,
     finished_at TEXT,
+    run_started_at TEXT,
+    run_done_at_start INTEGER NOT NULL DEFAULT 0,
     result TEXT
 );
 CREATE TABLE IF NOT EXISTS judgments (
@@ -62,9 +64,14 @@ CREATE TABLE IF NOT EXISTS judgments (
     prompt_tokens INTEGER NOT NULL DEFAULT 0,
     completion_tokens INTEGER NOT NULL DEFAULT 0,
     cached INTEGER NOT NULL DEFAULT 0,
+    attempts INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (evaluation_id, session_idx, round, method, mode)
 );
 CREATE INDEX IF NOT EXISTS judgments_status ON judgments (evaluation_id, status);
+CREATE TABLE IF NOT EXISTS settings (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS judge_cache (
     key TEXT PRIMARY KEY,
     answer TEXT NOT NULL,
@@ -78,7 +85,13 @@ DIMENSIONS = ("style", "content", "naturalness", "personalization", "conversatio
 UNFINISHED = ("queued", "running")
 _JSON_COLUMNS = {"summary", "warnings", "methods", "settings", "result"}
 _RESULT_COLUMNS = ("status", "total", *DIMENSIONS, "verdict", "answer", "error",
-                   "prompt_tokens", "completion_tokens", "cached")
+                   "prompt_tokens", "completion_tokens", "cached", "attempts")
+# Columns added after the first release: (table, column, declaration), added to older databases on open.
+_ADDED_COLUMNS = (
+    ("judgments", "attempts", "INTEGER NOT NULL DEFAULT 0"),
+    ("evaluations", "run_started_at", "TEXT"),
+    ("evaluations", "run_done_at_start", "INTEGER NOT NULL DEFAULT 0"),
+)
 
 
 def now() -> str:
@@ -106,6 +119,10 @@ class Store:
         with self._connect() as con:
             con.execute("PRAGMA journal_mode=WAL")
             con.executescript(SCHEMA)
+            for table, column, declaration in _ADDED_COLUMNS:
+                existing = {row[1] for row in con.execute(f"PRAGMA table_info({table})")}
+                if column not in existing:
+                    con.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -181,7 +198,7 @@ class Store:
     def get_evaluation(self, evaluation_id: str, with_result: bool = True) -> dict | None:
         """One evaluation by id (with its result document unless asked not to), or None."""
         columns = "*" if with_result else "id, upload_id, kind, status, methods, settings, error, total, " \
-                                          "created_at, started_at, finished_at"
+                                          "created_at, started_at, finished_at, run_started_at, run_done_at_start"
         with self._connect() as con:
             return _decode(con.execute(f"SELECT {columns} FROM evaluations WHERE id = ?",
                                        (evaluation_id,)).fetchone())
@@ -204,7 +221,10 @@ class Store:
 
     def set_status(self, evaluation_id: str, status: str, error: str | None = None) -> None:
         """Move an evaluation to a new status, stamping start and finish times."""
-        stamp = {"running": "started_at = COALESCE(started_at, :now),",
+        stamp = {"running": "started_at = COALESCE(started_at, :now), run_started_at = :now, finished_at = NULL,"
+                            " run_done_at_start = (SELECT COUNT(*) FROM judgments WHERE evaluation_id = :id"
+                            " AND status != 'pending'),",
+                 "queued": "finished_at = NULL,",
                  "done": "finished_at = :now,", "failed": "finished_at = :now,",
                  "cancelled": "finished_at = :now,"}.get(status, "")
         with self._writing() as con:
@@ -271,15 +291,46 @@ class Store:
             return [dict(r) for r in con.execute(sql + " ORDER BY session_idx, round, method, mode", args)]
 
     def usage(self, evaluation_id: str) -> list[dict]:
-        """Per method and mode: calls made, cache hits, failures, unparsed answers and tokens."""
+        """Per method and mode: judgments asked, HTTP attempts, cache hits, failures, unparsed answers, tokens."""
         with self._connect() as con:
             rows = con.execute(
-                "SELECT method, mode, SUM(status != 'pending' AND cached = 0) AS calls, SUM(cached) AS cache_hits,"
+                "SELECT method, mode, SUM(status != 'pending' AND cached = 0) AS calls, SUM(attempts) AS attempts,"
+                " SUM(cached) AS cache_hits,"
                 " SUM(status = 'failed') AS failed, SUM(status = 'unparsed') AS unparsed,"
                 " SUM(CASE WHEN cached = 0 THEN prompt_tokens ELSE 0 END) AS prompt_tokens,"
                 " SUM(CASE WHEN cached = 0 THEN completion_tokens ELSE 0 END) AS completion_tokens"
                 " FROM judgments WHERE evaluation_id = ? GROUP BY method, mode", (evaluation_id,))
             return [dict(r) for r in rows]
+
+    def reset_judgments(self, evaluation_id: str, statuses: tuple[str, ...] = ("failed", "unparsed")) -> int:
+        """Put judgments with these statuses back to pending (to be asked again); returns how many."""
+        cleared = ", ".join(f"{c} = NULL" for c in ("total", *DIMENSIONS, "verdict", "answer", "error"))
+        with self._writing() as con:
+            return con.execute(
+                f"UPDATE judgments SET status = 'pending', {cleared}, prompt_tokens = 0, completion_tokens = 0,"
+                f" cached = 0, attempts = 0 WHERE evaluation_id = ? AND status IN ({','.join('?' * len(statuses))})",
+                (evaluation_id, *statuses)).rowcount
+
+    def failures(self, evaluation_id: str, limit: int = 50) -> list[dict]:
+        """Failed and unparsed judgments with their reasons, first ones first."""
+        with self._connect() as con:
+            rows = con.execute(
+                "SELECT session_id, round, method, mode, status, error, attempts FROM judgments"
+                " WHERE evaluation_id = ? AND status IN ('failed', 'unparsed')"
+                " ORDER BY session_idx, round, method, mode LIMIT ?", (evaluation_id, limit))
+            return [dict(r) for r in rows]
+
+    # settings ----------------------------------------------------------------
+    def get_setting(self, name: str, default=None):
+        """A stored setting (JSON value), or default."""
+        with self._connect() as con:
+            row = con.execute("SELECT value FROM settings WHERE name = ?", (name,)).fetchone()
+            return json.loads(row[0]) if row else default
+
+    def set_setting(self, name: str, value) -> None:
+        """Store a setting as JSON."""
+        with self._writing() as con:
+            con.execute("INSERT OR REPLACE INTO settings (name, value) VALUES (?, ?)", (name, json.dumps(value)))
 
     # judge cache -------------------------------------------------------------
     def cache_get(self, key: str) -> dict | None:

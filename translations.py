@@ -65,10 +65,22 @@ def interval(bounds, digits: int = 1) -> str:
     return f"[{number(bounds[0], digits)}, {number(bounds[1], digits)}]"
 
 
+def duration(seconds) -> str:
+    """A number of seconds as a short h/min/s text, or a dash."""
+    if seconds is None:
+        return "—"
+    seconds = int(round(seconds))
+    if seconds >= 3600:
+        return _("%(h)s h %(m)s min", h=seconds // 3600, m=seconds % 3600 // 60)
+    if seconds >= 60:
+        return _("%(m)s min %(s)s s", m=seconds // 60, s=seconds % 60)
+    return _("%(s)s s", s=seconds)
+
+
 def init_app(app: Flask) -> None:
     """Attach Flask-Babel with our locale selector, compiling the catalogs first."""
     compile_catalogs()
     app.config.setdefault("BABEL_TRANSLATION_DIRECTORIES", str(CATALOGS))
     Babel(app, locale_selector=select_locale)
     app.jinja_env.globals.update(LANGUAGES=LANGUAGES, get_locale=get_locale, status_label=status_label)
-    app.jinja_env.filters.update(num=number, ci=interval)
+    app.jinja_env.filters.update(num=number, ci=interval, duration=duration)

@@ -16,13 +16,28 @@ def endpoint_label(base_url: str | None) -> str:
     return f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
 
 
-def judge_summary(config: JudgeConfig, usage: list[dict]) -> dict:
-    """The `judge` block: settings that shaped the scores and what the calls cost."""
-    totals = {k: sum(row[k] or 0 for row in usage)
-              for k in ("calls", "cache_hits", "failed", "unparsed", "prompt_tokens", "completion_tokens")}
+USAGE_FIELDS = ("calls", "attempts", "cache_hits", "failed", "unparsed", "prompt_tokens", "completion_tokens")
+
+
+def cost(usage: dict, prices: dict | None) -> float | None:
+    """What the tokens cost at the configured prices per million tokens, or None without prices."""
+    if not prices or prices.get("prompt") is None or prices.get("completion") is None:
+        return None
+    return (usage["prompt_tokens"] * prices["prompt"] + usage["completion_tokens"] * prices["completion"]) / 1e6
+
+
+def usage_totals(rows: list[dict], prices: dict | None) -> dict:
+    """Calls, cache hits, failures, tokens and cost summed over usage rows."""
+    totals = {k: sum(row.get(k) or 0 for row in rows) for k in USAGE_FIELDS}
+    return {**totals, "cost": cost(totals, prices)}
+
+
+def judge_summary(config: JudgeConfig, usage: list[dict], prices: dict | None, methods: list[str]) -> dict:
+    """The `judge` block: settings that shaped the scores, and what the calls cost in all and per method."""
     return {"model": config.model, "endpoint": endpoint_label(config.base_url), "prompt_version": PROMPT_VERSION,
             "temperature": config.temperature, "language": config.language, "max_tokens": config.max_tokens,
-            **totals}
+            "prices_per_million": prices, **usage_totals(usage, prices),
+            "by_method": {m: usage_totals([r for r in usage if r["method"] == m], prices) for m in methods}}
 
 
 def session_rows(judgments: list[dict], methods: list[str]) -> list[dict]:
@@ -56,7 +71,7 @@ def build_result(evaluation: dict, upload: dict, judgments: list[dict], usage: l
         "input": {"upload_id": upload["id"], "filename": upload["filename"], "sha256": upload["sha256"],
                   "sessions": upload["summary"]["sessions"], "rounds": upload["summary"]["rounds"],
                   "methods": methods},
-        "judge": judge_summary(config, usage),
+        "judge": judge_summary(config, usage, evaluation["settings"].get("prices"), methods),
         "methods": method_docs,
         "comparisons": comparisons,
         "sessions": session_rows(judgments, methods),

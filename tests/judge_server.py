@@ -6,20 +6,31 @@ markers: `[[score=NN]]` sets the fine total (split over the five dimensions so t
 `[[keep=0|1]]` sets the binary verdict; without markers the answer is derived from a hash of the reply.
 
 Knobs (safe to set from the test thread while requests are served):
-    latency_s       seconds to wait before answering each chat request
-    retry_after_s   value of the Retry-After header sent with a "429" fault
+    latency_s       seconds to wait before answering each chat request (faults included)
+    retry_after_s   the wait a "429" fault asks for
+    retry_after_form  how it is sent: "seconds" (Retry-After: 0.2), "date" (Retry-After as an HTTP
+                    date, whole seconds) or "ms" (retry-after-ms: 200 plus Retry-After rounded up)
     hang_s          how long a "timeout" fault holds the request before closing the connection
-    fail_next(n, kind)  the next n chat requests get fault `kind`
+    fail_next(n, kind, match=None)  the next n chat requests get fault `kind`; with `match` (a
+                    substring of the reply under judgment, or a callable(request) -> bool) only
+                    requests that match count
     fail_always(kind)   every chat request gets `kind` (None to turn off)
+    fail_fraction(p, kind, once_per_prompt=True)  a share p of the distinct prompts (chosen by a hash
+                    of the messages, so deterministic) get `kind`; once_per_prompt: only their first
+                    request, so a retry succeeds
     hook            None or a callable(request: dict) -> kind | None, consulted first
-Fault kinds: FAULTS below. Counters: requests, requests_by_mode, in_flight, max_in_flight,
-last_request (the parsed JSON body), last_authorization; stats() and GET <url>/_stats return the counts.
-`python -m tests.judge_server [--latency S]` serves until interrupted and prints its URL first.
+Fault kinds: FAULTS below (an HTTP status code answers with that status and an OpenAI-style error).
+Counters: requests, requests_by_mode, in_flight, max_in_flight, faults ({kind: n} injected),
+last_request (the parsed JSON body), last_authorization, log (one (monotonic start time, reply under
+judgment, fault) per chat request, the latest LOG_SIZE); stats() and GET <url>/_stats return the counts.
+`python -m tests.judge_server [--latency S] [--fail-fraction P --fail-kind KIND]` serves until
+interrupted and prints its URL first.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import socket
 import sys
@@ -27,12 +38,16 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
-FAULTS = ("429", "500", "503", "401", "timeout", "drop", "malformed", "out_of_range", "empty")
+ERROR_STATUSES = ("400", "401", "403", "404", "408", "409", "429", "500", "502", "503", "504")
+FAULTS = (*ERROR_STATUSES, "timeout", "drop", "malformed", "out_of_range", "empty")
+RETRY_AFTER_FORMS = ("seconds", "date", "ms")
+LOG_SIZE = 10_000
 DIMENSIONS = ("Style", "Content", "Naturalness", "Personalization", "Conversation")
 
 _REPLY_RE = re.compile(r"<<<reply #(\w+)>>>\n(.*?)\n<<<end reply #\1>>>", re.DOTALL)
@@ -168,7 +183,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         owner = self.server.owner
         mode = detect_mode(messages)
-        request = {"mode": mode, "body": body, "authorization": self.headers.get("Authorization", "")}
+        request = {"mode": mode, "body": body, "authorization": self.headers.get("Authorization", ""),
+                   "reply": reply_under_judgment(messages)}
         fault = owner._begin(request)
         try:
             self._answer(owner, request, messages, fault)
@@ -186,11 +202,11 @@ class _Handler(BaseHTTPRequestHandler):
         if fault == "drop":
             self._drop()
             return
-        if fault in ("429", "500", "503", "401"):
+        if fault in ERROR_STATUSES:
             self._send_error_fault(owner, request, int(fault))
             return
         mode = request["mode"]
-        reply = reply_under_judgment(messages)
+        reply = request["reply"]
         if fault == "malformed":
             content = "The reply seems fine overall, I would rate it fairly well."
         elif fault == "empty":
@@ -218,15 +234,33 @@ class _Handler(BaseHTTPRequestHandler):
         if status == 429:
             self._send_json(429, {"error": {"message": "Rate limit reached (simulated).",
                                             "type": "rate_limit_error", "code": "rate_limit_exceeded"}},
-                            {"Retry-After": f"{owner.retry_after_s:g}"})
+                            _retry_after_headers(owner.retry_after_s, owner.retry_after_form))
         elif status == 401:
             # Like a careless gateway: echoes the key back, so tests can check it is scrubbed.
             token = request["authorization"].removeprefix("Bearer ")
             self._send_json(401, {"error": {"message": f"Invalid API key: {token}",
                                             "type": "invalid_request_error"}})
+        elif status < 500:
+            self._send_json(status, {"error": {"message": f"Simulated client error {status}.",
+                                               "type": "invalid_request_error"}})
         else:
             self._send_json(status, {"error": {"message": f"Simulated server error {status}.",
                                                "type": "server_error"}})
+
+
+def _retry_after_headers(seconds: float, form: str) -> dict[str, str]:
+    """The headers that ask a client to wait `seconds`, in one of RETRY_AFTER_FORMS."""
+    if form == "date":
+        return {"Retry-After": formatdate(time.time() + seconds, usegmt=True)}
+    if form == "ms":
+        return {"retry-after-ms": f"{seconds * 1000:g}", "Retry-After": str(math.ceil(seconds))}
+    return {"Retry-After": f"{seconds:g}"}
+
+
+def prompt_hash(body: dict) -> str:
+    """A stable id of a request's messages: the same for every retry of one judgment."""
+    canonical = json.dumps(body.get("messages"), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 class JudgeServer:
@@ -299,9 +333,15 @@ class JudgeServer:
         """Counters to zero, faults and hook cleared, knobs back to the constructor values."""
         with self._lock:
             self.latency_s, self.retry_after_s, self.hang_s = self._defaults
+            self.retry_after_form = "seconds"
             self.hook: Callable[[dict], str | None] | None = None
             self._faults: deque[str] = deque()
+            self._targeted: list[list] = []  # [remaining, kind, match]
             self._always: str | None = None
+            self._fraction: tuple[float, str, bool] | None = None
+            self._fraction_failed: set[str] = set()
+            self.faults: dict[str, int] = {}
+            self.log: deque[tuple[float, str, str | None]] = deque(maxlen=LOG_SIZE)
             self.requests = 0
             self.requests_by_mode = {"fine": 0, "binary": 0, "other": 0}
             self.in_flight = 0
@@ -313,13 +353,24 @@ class JudgeServer:
         """The counters as a dict (also served at GET <url>/_stats for a server in another process)."""
         with self._lock:
             return {"requests": self.requests, "requests_by_mode": dict(self.requests_by_mode),
-                    "in_flight": self.in_flight, "max_in_flight": self.max_in_flight}
+                    "in_flight": self.in_flight, "max_in_flight": self.max_in_flight, "faults": dict(self.faults)}
 
-    def fail_next(self, n: int, kind: str) -> None:
-        """Give the next n chat requests the fault `kind` (one of FAULTS)."""
+    def fail_next(self, n: int, kind: str, match: str | Callable[[dict], bool] | None = None) -> None:
+        """Give the next n chat requests (only those matching `match`, when given) the fault `kind`."""
         _check_kind(kind)
         with self._lock:
-            self._faults.extend([kind] * n)
+            if match is None:
+                self._faults.extend([kind] * n)
+            elif n > 0:
+                self._targeted.append([n, kind, match])
+
+    def fail_fraction(self, p: float, kind: str | None, once_per_prompt: bool = True) -> None:
+        """Give a share p of the distinct prompts the fault `kind` (once each, if once_per_prompt); None: off."""
+        if kind is not None:
+            _check_kind(kind)
+        with self._lock:
+            self._fraction = None if kind is None else (p, kind, once_per_prompt)
+            self._fraction_failed.clear()
 
     def fail_always(self, kind: str | None) -> None:
         """Give every chat request the fault `kind`; None turns it off."""
@@ -347,11 +398,40 @@ class JudgeServer:
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             self.last_request = request["body"]
             self.last_authorization = request["authorization"]
+            if fault is None:
+                fault = self._targeted_fault(request)
             if fault is None and self._faults:
                 fault = self._faults.popleft()
             if fault is None:
+                fault = self._fraction_fault(request)
+            if fault is None:
                 fault = self._always
+            if fault is not None:
+                self.faults[fault] = self.faults.get(fault, 0) + 1
+            self.log.append((time.monotonic(), request["reply"], fault))
         return fault
+
+    def _targeted_fault(self, request: dict) -> str | None:
+        """The fault of the first fail_next(..., match) entry this request matches (lock held)."""
+        for entry in self._targeted:
+            remaining, kind, match = entry
+            if match(request) if callable(match) else match in request["reply"]:
+                entry[0] = remaining - 1
+                if entry[0] <= 0:
+                    self._targeted.remove(entry)
+                return kind
+        return None
+
+    def _fraction_fault(self, request: dict) -> str | None:
+        """The fail_fraction fault for this request's prompt, if it is one of the chosen (lock held)."""
+        if self._fraction is None:
+            return None
+        p, kind, once = self._fraction
+        digest = prompt_hash(request["body"])
+        if int(digest[:13], 16) / 16**13 >= p or (once and digest in self._fraction_failed):
+            return None
+        self._fraction_failed.add(digest)
+        return kind
 
     def _end(self) -> None:
         with self._lock:
@@ -376,8 +456,12 @@ def main(argv: list[str] | None = None) -> None:
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
+    parser.add_argument("--fail-fraction", type=float, default=0.0, help="share of distinct prompts that fail once")
+    parser.add_argument("--fail-kind", default="503", choices=FAULTS, help="their fault (default 503)")
     args = parser.parse_args(argv)
     with JudgeServer(latency_s=args.latency) as server:
+        if args.fail_fraction > 0:
+            server.fail_fraction(args.fail_fraction, args.fail_kind)
         print(server.url, flush=True)
         try:
             threading.Event().wait()

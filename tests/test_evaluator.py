@@ -2,23 +2,31 @@
 from __future__ import annotations
 
 import itertools
+import random
+import socket
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
+import evaluator
 from evaluator import (
     DIMENSIONS,
     LANGUAGES,
+    MAX_WAIT_S,
     MODES,
     PROMPT_VERSION,
     DialogueContext,
     Judge,
     JudgeConfig,
     Verdict,
+    backoff_s,
     build_messages,
+    endpoint_limiter,
     parse_binary,
     parse_fine,
+    retry_after_s,
 )
 from tests.judge_server import JudgeServer, judge_server, reply_under_judgment  # noqa: F401
 
@@ -53,10 +61,26 @@ def ctx(reply: str = "Try the ridge trail at dawn [[score=83]] [[keep=1]]", **ch
     return DialogueContext(**values)
 
 
-def make_judge(server: JudgeServer, cache: object = None, **settings: object) -> Judge:
-    """A judge pointed at the local server with fast defaults."""
-    settings = {"max_retries": 2, "timeout_s": 5.0, **settings}
-    return Judge(JudgeConfig(base_url=server.url, **settings), cache=cache)
+class Upper:
+    """An rng without jitter: every backoff is its upper bound."""
+
+    def uniform(self, low: float, high: float) -> float:
+        return high
+
+
+def make_judge(server: JudgeServer, cache: object = None, sleep: Callable[[float], None] | None = None,
+               rng: object = None, **settings: object) -> Judge:
+    """A judge pointed at the local server with fast defaults (tiny backoffs)."""
+    settings = {"max_retries": 2, "timeout_s": 5.0, "retry_base_s": 0.01, "retry_max_s": 0.05, **settings}
+    return Judge(JudgeConfig(base_url=server.url, **settings), cache=cache, sleep=sleep, rng=rng)
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    """Poll until condition() holds; fail the test after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.005)
 
 
 # -- configuration ------------------------------------------------------------------------------
@@ -67,6 +91,7 @@ def test_from_env_defaults_and_problem_message():
     assert (config.base_url, config.api_key, config.model, config.concurrency) == (None, None, "gpt-4o-mini", 8)
     assert (config.timeout_s, config.max_retries, config.temperature, config.max_tokens) == (60.0, 3, 0.0, 1024)
     assert config.language == "en"
+    assert (config.retry_base_s, config.retry_max_s, config.use_cache) == (0.5, 30.0, True)
     message = config.problem()
     assert message is not None
     for needle in ("JUDGE_API_KEY", "OPENAI_API_KEY", "JUDGE_BASE_URL", "JUDGE_MODEL"):
@@ -78,13 +103,22 @@ def test_from_env_reads_every_variable():
         "JUDGE_BASE_URL": "http://localhost:8000/v1", "JUDGE_API_KEY": SECRET, "JUDGE_MODEL": "qwen2.5-7b",
         "JUDGE_CONCURRENCY": "16", "JUDGE_TIMEOUT_S": "12.5", "JUDGE_MAX_RETRIES": "0",
         "JUDGE_TEMPERATURE": "0.7", "JUDGE_LANGUAGE": "zh-CN", "JUDGE_MAX_TOKENS": "512",
+        "JUDGE_RETRY_BASE_S": "0.25", "JUDGE_RETRY_MAX_S": "10", "JUDGE_CACHE": "off",
     }
     config = JudgeConfig.from_env(env)
     assert config.base_url == "http://localhost:8000/v1"
     assert config.api_key == SECRET
     assert (config.model, config.concurrency, config.timeout_s) == ("qwen2.5-7b", 16, 12.5)
     assert (config.max_retries, config.temperature, config.language, config.max_tokens) == (0, 0.7, "zh", 512)
+    assert (config.retry_base_s, config.retry_max_s, config.use_cache) == (0.25, 10.0, False)
     assert config.problem() is None
+
+
+@pytest.mark.parametrize("value, expected", [("0", False), ("false", False), ("OFF", False), ("no", False),
+                                             ("1", True), ("true", True), ("on", True), ("yes", True)])
+def test_judge_cache_variable(value, expected):
+    assert JudgeConfig.from_env({"JUDGE_CACHE": value}).use_cache is expected
+    assert JudgeConfig.from_env({"JUDGE_CACHE": value}, use_cache=not expected).use_cache is (not expected)
 
 
 def test_judge_variables_win_over_openai_ones():
@@ -107,7 +141,8 @@ def test_overrides_win_and_none_overrides_are_ignored():
     ("JUDGE_CONCURRENCY", "abc"), ("JUDGE_CONCURRENCY", "0"), ("JUDGE_TIMEOUT_S", "-1"),
     ("JUDGE_TIMEOUT_S", "nan"), ("JUDGE_MAX_RETRIES", "-1"), ("JUDGE_MAX_RETRIES", "2.5"),
     ("JUDGE_TEMPERATURE", "3"), ("JUDGE_LANGUAGE", "fr"), ("JUDGE_BASE_URL", "localhost:8000"),
-    ("OPENAI_BASE_URL", "ftp://x"),
+    ("OPENAI_BASE_URL", "ftp://x"), ("JUDGE_CACHE", "maybe"), ("JUDGE_RETRY_BASE_S", "-0.1"),
+    ("JUDGE_RETRY_MAX_S", "61"),
 ])
 def test_invalid_environment_values_name_the_variable(name, value):
     with pytest.raises(ValueError, match=name):
@@ -134,7 +169,8 @@ def test_public_and_repr_never_show_the_key():
     assert SECRET not in repr(public) and SECRET not in repr(config) and SECRET not in str(config)
     assert "api_key" not in public and public["api_key_set"] is True
     assert set(public) >= {"base_url", "model", "concurrency", "timeout_s", "max_retries", "temperature",
-                           "max_tokens", "language"}
+                           "max_tokens", "language", "retry_base_s", "retry_max_s", "use_cache"}
+    assert JudgeConfig(base_url="http://x/v1", use_cache=False).public()["use_cache"] is False
     assert JudgeConfig(base_url="http://x/v1").public()["api_key_set"] is False
 
 
@@ -331,51 +367,85 @@ def test_unparsed_answers_are_not_cached(judge_server):
     assert second.status == "ok" and not second.cached and judge_server.requests == 2 and cache.puts == 1
 
 
-# -- faults -------------------------------------------------------------------------------------
+# -- faults and retries -------------------------------------------------------------------------
+
+TRANSIENT = ["429", "500", "502", "503", "504", "408", "timeout", "drop"]
+# What the error of a judgment that kept getting each fault says.
+REASONS = {
+    "429": "RateLimitError: HTTP 429: Rate limit reached", "500": "InternalServerError: HTTP 500",
+    "502": "InternalServerError: HTTP 502", "503": "InternalServerError: HTTP 503: Simulated server error 503",
+    "504": "InternalServerError: HTTP 504", "408": "HTTP 408", "timeout": "APITimeoutError: no answer from",
+    "drop": "RemoteProtocolError",
+}
 
 
-def test_503_is_retried(judge_server):
-    judge_server.fail_next(1, "503")
-    with make_judge(judge_server) as judge:
+def test_the_sdk_does_not_retry_on_its_own(judge_server):
+    with make_judge(judge_server, max_retries=5) as judge:
+        assert judge._client.max_retries == 0
+
+
+@pytest.mark.parametrize("kind", TRANSIENT)
+def test_transient_faults_then_success(judge_server, kind):
+    judge_server.retry_after_s = 0.01
+    judge_server.hang_s = 5
+    judge_server.fail_next(2, kind)
+    with make_judge(judge_server, timeout_s=0.3) as judge:
         verdict = judge.judge("fine", ctx())
-    assert verdict.status == "ok" and judge_server.requests == 2
+    assert verdict.status == "ok" and verdict.total == 83.0 and verdict.error is None
+    assert verdict.attempts == 3 and judge_server.requests == 3
+    assert verdict.prompt_tokens > 0 and verdict.completion_tokens > 0
 
 
-def test_429_retry_after_is_honoured(judge_server):
-    judge_server.retry_after_s = 1  # longer than the SDK's first backoff (<= 0.5 s)
-    judge_server.fail_next(1, "429")
-    with make_judge(judge_server) as judge:
-        start = time.monotonic()
-        verdict = judge.judge("binary", ctx())
-        elapsed = time.monotonic() - start
-    assert verdict.status == "ok" and judge_server.requests == 2
-    assert elapsed >= 0.95
-
-
-def test_dropped_connection_is_retried(judge_server):
-    judge_server.fail_next(1, "drop")
-    with make_judge(judge_server) as judge:
+@pytest.mark.parametrize("kind", TRANSIENT)
+def test_persistent_transient_faults_fail_after_max_retries(judge_server, kind):
+    judge_server.retry_after_s = 0.01
+    judge_server.hang_s = 5
+    judge_server.fail_always(kind)
+    with make_judge(judge_server, timeout_s=0.3, max_retries=2) as judge:
         verdict = judge.judge("fine", ctx())
-    assert verdict.status == "ok" and judge_server.requests == 2
+    assert verdict.status == "failed" and verdict.attempts == 3 and judge_server.requests == 3
+    assert REASONS[kind] in verdict.error and verdict.error.endswith("(gave up after 3 attempts)")
+    assert verdict.answer == "" and verdict.total is None and verdict.prompt_tokens == 0
 
 
-def test_persistent_500_fails_readably(judge_server):
-    judge_server.fail_always("500")
-    with make_judge(judge_server, max_retries=2) as judge:
+def test_no_retries_means_one_attempt(judge_server):
+    judge_server.fail_always("503")
+    with make_judge(judge_server, max_retries=0) as judge:
         verdict = judge.judge("fine", ctx())
-    assert verdict.status == "failed" and verdict.answer == "" and verdict.total is None
-    assert "InternalServerError" in verdict.error and "500" in verdict.error
-    assert "Simulated server error" in verdict.error
-    assert judge_server.requests == 3
+    assert verdict.status == "failed" and verdict.attempts == 1 and judge_server.requests == 1
+    assert verdict.error.endswith("(gave up after 1 attempt)")
 
 
-def test_failure_message_never_contains_the_key(judge_server):
+@pytest.mark.parametrize("kind, reason", [
+    ("400", "BadRequestError: HTTP 400: Simulated client error 400."),
+    ("403", "PermissionDeniedError: HTTP 403: Simulated client error 403."),
+    ("404", "NotFoundError: HTTP 404: Simulated client error 404."),
+])
+def test_client_errors_fail_at_once(judge_server, kind, reason):
+    judge_server.fail_always(kind)
+    with make_judge(judge_server, max_retries=3) as judge:
+        verdict = judge.judge("fine", ctx())
+    assert verdict.status == "failed" and verdict.attempts == 1 and judge_server.requests == 1
+    assert verdict.error == f"{reason} (1 attempt; this error is not retried)"
+
+
+def test_rejected_key_fails_at_once_and_is_never_shown(judge_server):
     judge_server.fail_always("401")  # the server echoes the key it received
-    with make_judge(judge_server, api_key=SECRET) as judge:
+    with make_judge(judge_server, api_key=SECRET, max_retries=3) as judge:
         verdict = judge.judge("fine", ctx())
     assert judge_server.last_authorization == f"Bearer {SECRET}"
-    assert verdict.status == "failed" and "401" in verdict.error and SECRET not in verdict.error
-    assert judge_server.requests == 1  # 401 is not retried
+    assert verdict.status == "failed" and verdict.attempts == 1 and judge_server.requests == 1
+    assert "API key was rejected" in verdict.error and "HTTP 401" in verdict.error
+    assert "check JUDGE_API_KEY" in verdict.error and SECRET not in verdict.error
+
+
+def test_a_client_error_after_a_transient_one_stops_the_retries(judge_server):
+    judge_server.fail_next(1, "503")
+    judge_server.fail_next(1, "400")
+    with make_judge(judge_server, max_retries=3) as judge:
+        verdict = judge.judge("fine", ctx())
+    assert verdict.status == "failed" and verdict.attempts == 2 and judge_server.requests == 2
+    assert verdict.error.endswith("HTTP 400: Simulated client error 400. (2 attempts; this error is not retried)")
 
 
 @pytest.mark.parametrize("mode, kind, reason", [
@@ -385,15 +455,26 @@ def test_failure_message_never_contains_the_key(judge_server):
     ("binary", "out_of_range", "not 0 or 1"),
     ("fine", "empty", "empty answer"),
 ])
-def test_bad_answers_are_unparsed_with_a_reason(judge_server, mode, kind, reason):
+def test_bad_answers_are_unparsed_once_and_not_cached(judge_server, mode, kind, reason):
+    cache = DictCache()
     judge_server.fail_next(1, kind)
-    with make_judge(judge_server) as judge:
+    with make_judge(judge_server, cache=cache) as judge:
         verdict = judge.judge(mode, ctx())
-    assert verdict.status == "unparsed" and reason in verdict.error
+    assert verdict.status == "unparsed" and reason in verdict.error and verdict.attempts == 1
     assert verdict.total is None and verdict.verdict is None and verdict.prompt_tokens > 0
-    assert judge_server.requests == 1
+    assert judge_server.requests == 1 and cache.puts == 0
     if kind != "empty":
         assert verdict.answer
+
+
+def test_unparsed_after_a_retry_counts_both_attempts(judge_server):
+    cache = DictCache()
+    judge_server.fail_next(1, "502")
+    judge_server.fail_next(1, "malformed")
+    with make_judge(judge_server, cache=cache) as judge:
+        verdict = judge.judge("fine", ctx())
+    assert verdict.status == "unparsed" and verdict.attempts == 2 and judge_server.requests == 2
+    assert cache.puts == 0
 
 
 def test_timeout_without_retries_fails(judge_server):
@@ -402,17 +483,192 @@ def test_timeout_without_retries_fails(judge_server):
         start = time.monotonic()
         verdict = judge.judge("fine", ctx())
         elapsed = time.monotonic() - start
-    assert verdict.status == "failed" and "Timeout" in verdict.error
+    assert verdict.status == "failed" and "Timeout" in verdict.error and "0.5 s" in verdict.error
     assert 0.4 <= elapsed < 3
+
+
+# -- waits between attempts ---------------------------------------------------------------------
+
+
+def test_429_retry_after_is_honoured(judge_server):
+    judge_server.retry_after_s = 0.2
+    judge_server.fail_next(1, "429")
+    with make_judge(judge_server, retry_base_s=0.0) as judge:  # no backoff of our own to hide behind
+        start = time.monotonic()
+        verdict = judge.judge("binary", ctx())
+        elapsed = time.monotonic() - start
+    assert verdict.status == "ok" and verdict.attempts == 2 and judge_server.requests == 2
+    assert elapsed >= 0.2
+    first, second = judge_server.log[0][0], judge_server.log[1][0]
+    assert second - first >= 0.2
+
+
+@pytest.mark.parametrize("form, asked, low, high", [
+    ("seconds", 0.2, 0.2, 0.2),
+    ("ms", 0.25, 0.25, 0.25),  # retry-after-ms wins over the whole-second Retry-After sent with it
+    ("date", 3.0, 1.9, 3.0),  # an HTTP date has whole seconds
+    ("seconds", 3600, MAX_WAIT_S, MAX_WAIT_S),  # capped
+])
+def test_retry_after_forms(judge_server, form, asked, low, high):
+    sleeps: list[float] = []
+    judge_server.retry_after_s = asked
+    judge_server.retry_after_form = form
+    judge_server.fail_next(1, "429")
+    with make_judge(judge_server, sleep=sleeps.append, retry_base_s=10, rng=Upper()) as judge:
+        verdict = judge.judge("fine", ctx())
+    assert verdict.status == "ok" and verdict.attempts == 2
+    assert len(sleeps) == 1 and low - 1e-6 <= sleeps[0] <= high + 1e-6
+
+
+def test_retry_after_s_parses_every_form():
+    now = 1_700_000_000.0
+    assert retry_after_s({"Retry-After": "2"}) == 2.0
+    assert retry_after_s({"retry-after": "0.5"}) == 0.5
+    assert retry_after_s({"retry-after-ms": "150", "Retry-After": "1"}) == 0.15
+    assert retry_after_s({"Retry-After": "Tue, 14 Nov 2023 22:13:30 GMT"}, now=now) == 10.0
+    assert retry_after_s({"Retry-After": "Tue, 14 Nov 2023 22:13:00 GMT"}, now=now) == 0.0  # in the past
+    assert retry_after_s({"Retry-After": "-3"}) == 0.0
+    assert retry_after_s({"Retry-After": "soon"}) is None
+    assert retry_after_s({"retry-after-ms": "x"}) is None
+    assert retry_after_s({}) is None and retry_after_s(None) is None
+
+
+def test_backoff_grows_exponentially_up_to_the_cap(judge_server):
+    sleeps: list[float] = []
+    judge_server.fail_always("503")
+    with make_judge(judge_server, sleep=sleeps.append, rng=Upper(), max_retries=5,
+                    retry_base_s=0.01, retry_max_s=0.05) as judge:
+        verdict = judge.judge("fine", ctx())
+    assert verdict.status == "failed" and verdict.attempts == 6
+    assert sleeps == pytest.approx([0.01, 0.02, 0.04, 0.05, 0.05])
+
+
+def test_backoff_has_full_jitter_within_bounds(judge_server):
+    sleeps: list[float] = []
+    judge_server.fail_always("500")
+    with make_judge(judge_server, sleep=sleeps.append, rng=random.Random(7), max_retries=6,
+                    retry_base_s=0.1, retry_max_s=1.0) as judge:
+        judge.judge("fine", ctx())
+    assert len(sleeps) == 6
+    assert all(0 <= wait <= min(1.0, 0.1 * 2 ** k) for k, wait in enumerate(sleeps))
+    assert len(set(sleeps)) == 6  # jittered, not fixed
+    rng = random.Random(1)
+    assert all(0 <= backoff_s(k, 0.5, 30, rng) <= min(30, 0.5 * 2 ** k) for k in range(100))
+
+
+# -- cache bypass -------------------------------------------------------------------------------
+
+
+def test_cache_bypass_calls_again_and_still_writes(judge_server):
+    cache = DictCache()
+    with make_judge(judge_server, cache=cache) as judge:
+        judge.judge("fine", ctx())
+        key = judge.cache_key(build_messages("fine", ctx(), "en"))
+    cache.data[key]["answer"] = cache.data[key]["answer"].replace("\\boxed{83}", "\\boxed{80}")
+    with make_judge(judge_server, cache=cache, use_cache=False) as judge:
+        assert judge.cache_key(build_messages("fine", ctx(), "en")) == key  # not part of the key
+        verdict = judge.judge("fine", ctx())
+        assert verdict.total == 83.0 and not verdict.cached and verdict.attempts == 1
+        assert [v.cached for _t, v in judge.run([("a", "fine", ctx())])] == [False]
+    assert judge_server.requests == 3 and cache.puts == 3
+    assert "\\boxed{83}" in cache.data[key]["answer"]  # rewritten by the fresh answer
+    with make_judge(judge_server, cache=cache) as judge:
+        again = judge.judge("fine", ctx())
+    assert again.cached and again.attempts == 0 and again.prompt_tokens == 0 and judge_server.requests == 3
+
+
+def test_cache_bypass_from_the_environment(judge_server):
+    config = JudgeConfig.from_env({"JUDGE_BASE_URL": judge_server.url, "JUDGE_CACHE": "0"})
+    cache = DictCache()
+    with Judge(config, cache=cache) as judge:
+        judge.judge("binary", ctx())
+        judge.judge("binary", ctx())
+    assert judge_server.requests == 2 and cache.puts == 2
+
+
+# -- the endpoint's shared budget ---------------------------------------------------------------
+
+
+def test_judges_on_one_endpoint_share_its_budget(judge_server):
+    judge_server.latency_s = 0.05
+    results: dict[str, list] = {}
+    with make_judge(judge_server, concurrency=4) as first, make_judge(judge_server, concurrency=4) as second:
+        assert endpoint_limiter(judge_server.url).capacity == 4 and first.workers == second.workers == 12
+
+        def consume(name: str, judge: Judge) -> None:
+            results[name] = list(judge.run(items(24, "fine", salt=name)))
+
+        threads = [threading.Thread(target=consume, args=(name, judge))
+                   for name, judge in (("one", first), ("two", second))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(20)
+    assert [len(results[name]) for name in ("one", "two")] == [24, 24]
+    assert judge_server.requests == 48 and judge_server.max_in_flight == 4
+
+
+def test_the_latest_concurrency_setting_wins(judge_server):
+    with make_judge(judge_server, concurrency=2) as first:
+        with make_judge(judge_server, concurrency=3) as second:
+            assert first._limiter is second._limiter
+            assert endpoint_limiter(judge_server.url + "/").capacity == 3
+
+
+def test_a_call_waiting_to_retry_does_not_hold_a_slot(judge_server):
+    judge_server.fail_next(1, "503", match="SLOW")
+    outcome: dict[str, Verdict] = {}
+    with make_judge(judge_server, concurrency=1, retry_base_s=0.6, retry_max_s=0.6, rng=Upper()) as judge:
+        slow = threading.Thread(target=lambda: outcome.update(slow=judge.judge("fine", ctx(reply="SLOW one"))))
+        slow.start()
+        wait_until(lambda: judge_server.requests >= 1)
+        start = time.monotonic()
+        quick = judge.judge("fine", ctx(reply="quick one"))
+        quick_s = time.monotonic() - start
+        slow.join(5)
+    assert quick.status == "ok" and quick.attempts == 1 and quick_s < 0.4  # inside the 0.6 s backoff
+    assert outcome["slow"].status == "ok" and outcome["slow"].attempts == 2
+    assert [(reply, fault) for _t, reply, fault in judge_server.log] == [
+        ("SLOW one", "503"), ("quick one", None), ("SLOW one", None)]
+
+
+def test_cache_hits_take_no_slot(judge_server):
+    cache = DictCache()
+    with make_judge(judge_server, cache=cache, concurrency=1) as judge:
+        judge.judge("fine", ctx())
+        limiter = endpoint_limiter(judge_server.url)
+        assert limiter.acquire()  # the endpoint's only slot is now taken
+        try:
+            found: list[Verdict] = []
+            worker = threading.Thread(target=lambda: found.extend(
+                [judge.judge("fine", ctx()), *(v for _t, v in judge.run([("x", "fine", ctx())]))]))
+            worker.start()
+            worker.join(2)
+            assert [v.cached for v in found] == [True, True]
+        finally:
+            limiter.release()
+    assert judge_server.requests == 1
+
+
+def test_stopping_a_run_cuts_backoffs_short_without_retrying(judge_server):
+    judge_server.fail_always("503")
+    with make_judge(judge_server, concurrency=2, retry_base_s=30, retry_max_s=30, rng=Upper()) as judge:
+        start = time.monotonic()
+        results = list(judge.run(items(6, "fine"), should_stop=lambda: judge_server.requests >= 2))
+        elapsed = time.monotonic() - start
+    assert results == []  # nothing finished: the items stay pending for the next run
+    replies = [reply for _t, reply, _fault in judge_server.log]
+    assert elapsed < 2 and len(replies) == len(set(replies)) >= 2  # first attempts only, no retry
 
 
 # -- run() --------------------------------------------------------------------------------------
 
 
-def items(n: int, mode: str | None = None) -> Iterator[tuple[object, str, DialogueContext]]:
+def items(n: int, mode: str | None = None, salt: str = "") -> Iterator[tuple[object, str, DialogueContext]]:
     """n items with distinct replies, alternating modes unless one is given."""
     for i in range(n):
-        yield ("item", i), mode or MODES[i % 2], ctx(reply=f"reply {i} [[score={i % 101}]] [[keep={i % 2}]]")
+        reply = f"{salt}reply {i} [[score={i % 101}]] [[keep={i % 2}]]"
+        yield ("item", i), mode or MODES[i % 2], ctx(reply=reply)
 
 
 def test_run_yields_every_tag_once(judge_server):
@@ -458,7 +714,7 @@ def test_run_consumes_items_lazily(judge_server):
     with make_judge(judge_server, concurrency=4) as judge:
         stream = judge.run(source())
         next(stream)
-        assert pulled <= 5  # the four slots plus at most one refill
+        assert pulled <= judge.workers + 1  # the workers plus at most one refill
         stream.close()
 
 
@@ -468,7 +724,8 @@ def test_run_over_an_endless_generator_stops(judge_server):
     with make_judge(judge_server, concurrency=4) as judge:
         for _result in judge.run(endless, should_stop=lambda: count >= 10):
             count += 1
-    assert 10 <= count <= 14
+        assert 10 <= count <= 10 + judge.workers
+    assert judge_server.requests == count  # every answer paid for was yielded
 
 
 def test_run_uses_the_cache_and_yields_failures(judge_server):
@@ -484,6 +741,27 @@ def test_run_uses_the_cache_and_yields_failures(judge_server):
     assert judge_server.requests == 8 and cache.puts == 6
 
 
+def test_run_sends_identical_requests_once(judge_server):
+    judge_server.latency_s = 0.05
+    same = ctx(reply="the same reply [[score=42]]")
+    with make_judge(judge_server, concurrency=4) as judge:
+        results = dict(judge.run([("a", "fine", same), ("b", "fine", same), ("c", "binary", same)]))
+    assert judge_server.requests == 2 and results["a"].total == results["b"].total == 42.0
+    assert results["a"].prompt_tokens > 0 and not results["a"].cached and results["a"].attempts == 1
+    assert results["b"].prompt_tokens == 0 and results["b"].cached and results["b"].attempts == 0
+
+
+def test_run_retries_and_counts_attempts(judge_server):
+    judge_server.fail_next(2, "503", match="reply 3 ")
+    judge_server.fail_next(1, "429", match="reply 5 ")
+    judge_server.retry_after_s = 0.01
+    with make_judge(judge_server, concurrency=4) as judge:
+        results = dict(judge.run(items(8, "fine")))
+    assert all(v.status == "ok" for v in results.values())
+    assert {tag[1]: v.attempts for tag, v in results.items() if v.attempts != 1} == {3: 3, 5: 2}
+    assert judge_server.requests == 11
+
+
 def test_abandoning_run_does_not_wait_for_calls_in_flight(judge_server):
     judge_server.latency_s = 0.5
     with make_judge(judge_server, concurrency=4) as judge:
@@ -492,3 +770,44 @@ def test_abandoning_run_does_not_wait_for_calls_in_flight(judge_server):
         start = time.monotonic()
         stream.close()
         assert time.monotonic() - start < 0.25
+
+
+# -- test_connection ----------------------------------------------------------------------------
+
+
+def test_connection_ok(judge_server):
+    judge_server.latency_s = 0.05
+    result = evaluator.test_connection(JudgeConfig(base_url=judge_server.url, model="judge-x", api_key=SECRET))
+    assert result == {"ok": True, "model": "judge-x", "answer": "OK", "latency_s": result["latency_s"], "error": None}
+    assert 0.05 <= result["latency_s"] < 2
+    assert judge_server.requests == 1 and judge_server.last_request["max_tokens"] <= 16
+
+
+def test_connection_reports_a_rejected_key_without_showing_it(judge_server):
+    judge_server.fail_always("401")
+    result = evaluator.test_connection(JudgeConfig(base_url=judge_server.url, api_key=SECRET, max_retries=3))
+    assert result["ok"] is False and result["answer"] == "" and judge_server.requests == 1
+    assert "API key was rejected" in result["error"] and "JUDGE_API_KEY" in result["error"]
+    assert "HTTP 401" in result["error"] and SECRET not in result["error"]
+
+
+def test_connection_reports_a_server_error_without_retrying(judge_server):
+    judge_server.fail_always("500")
+    result = evaluator.test_connection(JudgeConfig(base_url=judge_server.url, max_retries=3))
+    assert result["ok"] is False and judge_server.requests == 1
+    assert result["error"] == "InternalServerError: HTTP 500: Simulated server error 500."
+
+
+def test_connection_reports_a_refused_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    result = evaluator.test_connection(JudgeConfig(base_url=url))
+    assert result["ok"] is False and result["error"] == f"connection refused at {url}"
+    assert result["latency_s"] < 2
+
+
+def test_connection_without_a_judge_says_what_to_configure():
+    result = evaluator.test_connection(JudgeConfig())
+    assert result["ok"] is False and "JUDGE_API_KEY" in result["error"]

@@ -7,6 +7,7 @@ from flask import current_app
 
 from ingest import upload_path
 from jobs import Runner
+from judge_settings import JudgeSettings
 from store import Store
 
 
@@ -18,6 +19,11 @@ def get_store() -> Store:
 def get_runner() -> Runner:
     """The application's evaluation runner."""
     return current_app.extensions["runner"]
+
+
+def get_judge_settings() -> JudgeSettings:
+    """The judge settings in force (environment and settings page)."""
+    return current_app.extensions["judge_settings"]
 
 
 def file_of(upload: dict) -> Path:

@@ -6,7 +6,7 @@ from flask import Blueprint, abort, current_app, jsonify, request, url_for
 from ingest import InvalidUpload, ingest
 from jobs import RequestError, create_evaluation
 from translations import _
-from web import get_runner, get_store
+from web import get_judge_settings, get_runner, get_store
 from web.payloads import evaluation_status, session_page, upload_json
 
 bp = Blueprint("api", __name__, url_prefix="/api")
@@ -55,7 +55,7 @@ def create():
         return jsonify({"error": _("'judge' must be an object of judge settings.")}), 400
     try:
         evaluation = create_evaluation(get_store(), body.get("upload_id"), methods, judge,
-                                       current_app.config["JUDGE_ENV"])
+                                       get_judge_settings().environ())
     except RequestError as exc:
         return jsonify({"error": str(exc)}), 400
     get_runner().start(evaluation["id"])
@@ -84,6 +84,26 @@ def cancel(evaluation_id: str):
     store.get_evaluation(evaluation_id, with_result=False) or abort(404)
     if not get_runner().cancel(evaluation_id):
         return jsonify({"error": _("This evaluation is not running.")}), 409
+    return jsonify(evaluation_status(store.get_evaluation(evaluation_id, with_result=False))), 202
+
+
+@bp.post("/evaluations/<evaluation_id>/resume")
+def resume(evaluation_id: str):
+    """Continue a cancelled or failed evaluation from where it stopped."""
+    return _restart(evaluation_id, rerun_failed=False)
+
+
+@bp.post("/evaluations/<evaluation_id>/rerun-failed")
+def rerun_failed(evaluation_id: str):
+    """Ask the judge again for every failed or unparsed judgment (answers already paid for are kept)."""
+    return _restart(evaluation_id, rerun_failed=True)
+
+
+def _restart(evaluation_id: str, rerun_failed: bool):
+    store = get_store()
+    store.get_evaluation(evaluation_id, with_result=False) or abort(404)
+    if not get_runner().resume_one(evaluation_id, rerun_failed=rerun_failed):
+        return jsonify({"error": _("This evaluation is still running.")}), 409
     return jsonify(evaluation_status(store.get_evaluation(evaluation_id, with_result=False))), 202
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -11,15 +12,32 @@ from flask.cli import with_appcontext
 
 from ingest import InvalidUpload, ingest
 from jobs import RequestError, create_evaluation
-from translations import _
-from web import get_runner, get_store
+from translations import _, duration
+from web import get_judge_settings, get_runner, get_store
 
 
-def _progress(progress: dict) -> None:
-    done, total = progress["done"], progress["total"] or 1
-    click.echo("\r" + _("%(done)s/%(total)s judged (%(percent)s%%), %(failed)s failed, %(unparsed)s unparsed",
-                        done=done, total=progress["total"], percent=round(100 * done / total),
-                        failed=progress["failed"], unparsed=progress["unparsed"]), nl=False, err=True)
+class ProgressBar:
+    """A one-line progress bar on stderr: done / total, failures, pace and time left."""
+
+    WIDTH = 30
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.first_done: int | None = None
+
+    def __call__(self, progress: dict) -> None:
+        done, total = progress["done"], progress["total"] or 1
+        if self.first_done is None:
+            self.first_done = done
+        filled = self.WIDTH * done // total
+        elapsed = time.monotonic() - self.started
+        rate = (done - self.first_done) / elapsed if elapsed > 0 else 0
+        eta = duration((total - done) / rate) if rate else "—"
+        line = _("%(done)s/%(total)s judged (%(percent)s%%), %(failed)s failed, %(unparsed)s unparsed",
+                 done=done, total=progress["total"], percent=round(100 * done / total), failed=progress["failed"],
+                 unparsed=progress["unparsed"])
+        speed = _("%(rate)s judgments/s · about %(eta)s left", rate=f"{rate:.1f}", eta=eta)
+        click.echo(f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] {line} · {speed}  ", nl=False, err=True)
 
 
 @click.command("score")
@@ -47,11 +65,11 @@ def score(file: Path, kind: str | None, reference: str | None, methods: str | No
         click.echo(_("warning: %(message)s", message=w["message"]), err=True)
     chosen = [m.strip() for m in methods.split(",") if m.strip()] if methods else None
     try:
-        evaluation = create_evaluation(get_store(), upload["id"], chosen, None, current_app.config["JUDGE_ENV"])
+        evaluation = create_evaluation(get_store(), upload["id"], chosen, None, get_judge_settings().environ())
     except RequestError as exc:
         click.echo(_("error: %(message)s", message=exc), err=True)
         sys.exit(2)
-    get_runner().run(evaluation["id"], on_progress=_progress)
+    get_runner().run(evaluation["id"], on_progress=ProgressBar())
     click.echo("", err=True)
     record = get_store().get_evaluation(evaluation["id"])
     if record["status"] != "done":

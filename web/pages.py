@@ -12,11 +12,12 @@ from flask import (Blueprint, Response, abort, current_app, redirect, render_tem
                    send_from_directory, url_for)
 
 import charts
-from evaluator import JudgeConfig
+from evaluator import JudgeConfig, test_connection
 from ingest import InvalidUpload, ingest
 from jobs import RequestError, create_evaluation
+from judge_settings import VARIABLES
 from translations import COOKIE, LANGUAGES, _
-from web import get_runner, get_store
+from web import get_judge_settings, get_runner, get_store
 from web.payloads import evaluation_status, session_page
 
 bp = Blueprint("pages", __name__)
@@ -31,7 +32,7 @@ CSV_COLUMNS = ("avg", "ci95_avg_low", "ci95_avg_high", "slope", "intercept", "r2
 def judge_problem() -> str | None:
     """What is missing from the judge's configuration, or None when it can be used."""
     try:
-        return JudgeConfig.from_env(current_app.config["JUDGE_ENV"]).problem()
+        return JudgeConfig.from_env(get_judge_settings().environ()).problem()
     except ValueError as exc:
         return str(exc)
 
@@ -74,7 +75,7 @@ def evaluate(upload_id: str):
     overrides = {k: form[k].strip() for k in ("model", "temperature", "language") if form.get(k, "").strip()}
     try:
         evaluation = create_evaluation(get_store(), upload_id, form.getlist("methods") or None, overrides,
-                                       current_app.config["JUDGE_ENV"])
+                                       get_judge_settings().environ())
     except RequestError as exc:
         return upload_detail(upload_id, error=str(exc), status=400)
     get_runner().start(evaluation["id"])
@@ -98,15 +99,58 @@ def evaluation(evaluation_id: str):
                            result=result,
                            figures=figures, detail=session_page(record, request.args) if result else None,
                            colours=charts.method_colours(record["methods"]),
+                           failures=get_store().failures(evaluation_id) if result else [],
                            dimension_labels=charts.dimension_labels())
 
 
-@bp.post("/evaluations/<evaluation_id>/cancel")
-def cancel(evaluation_id: str):
-    """Cancel from the result page."""
+@bp.post("/evaluations/<evaluation_id>/<any(cancel, resume, 'rerun-failed'):action>")
+def control(evaluation_id: str, action: str):
+    """Cancel, resume or re-run the failed judgments from the result page."""
     get_store().get_evaluation(evaluation_id, with_result=False) or abort(404)
-    get_runner().cancel(evaluation_id)
+    if action == "cancel":
+        get_runner().cancel(evaluation_id)
+    else:
+        get_runner().resume_one(evaluation_id, rerun_failed=action == "rerun-failed")
     return redirect(url_for("pages.evaluation", evaluation_id=evaluation_id))
+
+
+@bp.route("/settings", methods=["GET", "POST"])
+def settings():
+    """Judge settings: endpoint, model, concurrency, temperature, prompt language, prices, write-only key."""
+    judge_settings = get_judge_settings()
+    message = error = None
+    status = 200
+    form = judge_settings.saved()
+    if request.method == "POST":
+        form = {name: request.form.get(name, "") for name in VARIABLES}
+        try:
+            judge_settings.save(form, request.form.get("api_key"), clear_key=bool(request.form.get("clear_key")))
+            message = _("Settings saved. New evaluations use them.")
+        except ValueError as exc:
+            error, status = str(exc), 400
+    return render_template("settings.html", form=form, message=message, error=error, **_settings_context()), status
+
+
+@bp.post("/settings/test")
+def settings_test():
+    """Make one real call to the configured judge and show its answer or the exact error."""
+    try:
+        outcome = test_connection(JudgeConfig.from_env(get_judge_settings().environ()))
+    except ValueError as exc:
+        outcome = {"ok": False, "error": str(exc), "answer": "", "latency_s": None}
+    return render_template("settings.html", form=get_judge_settings().saved(), test=outcome,
+                           **_settings_context())
+
+
+def _settings_context() -> dict:
+    environ = get_judge_settings().environ()
+    try:
+        config = JudgeConfig.from_env(environ)
+    except ValueError:
+        config = JudgeConfig()
+    return {"effective": config.public(), "key_set": get_judge_settings().key_is_set(),
+            "judge_problem": judge_problem(), "variables": VARIABLES, "environ_defaults":
+            {name: get_judge_settings().base_env.get(var, "") for name, var in VARIABLES.items()}}
 
 
 def _result_or_404(evaluation_id: str) -> dict:

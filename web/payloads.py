@@ -1,6 +1,7 @@
 """Data shaped for display, shared by the pages and the JSON API."""
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Mapping
 
 from jobs import read_session
@@ -16,11 +17,24 @@ def upload_json(upload: dict) -> dict:
     return {k: upload[k] for k in ("id", "kind", "filename", "size", "summary", "warnings", "created_at")}
 
 
+def _speed(evaluation: dict, progress: dict) -> tuple[float | None, float | None]:
+    """Judgments per second since this run started, and the seconds left at that pace."""
+    if evaluation["status"] != "running" or not evaluation.get("run_started_at"):
+        return None, None
+    elapsed = (datetime.now(timezone.utc) - datetime.fromisoformat(evaluation["run_started_at"])).total_seconds()
+    done = progress["done"] - (evaluation.get("run_done_at_start") or 0)
+    if elapsed <= 0 or done <= 0:
+        return None, None
+    rate = done / elapsed
+    return rate, (progress["total"] - progress["done"]) / rate
+
+
 def evaluation_status(evaluation: dict) -> dict:
-    """Status and progress of an evaluation (no result document)."""
+    """Status and progress of an evaluation (no result document), with its pace and time left while running."""
     progress = get_store().progress(evaluation["id"])
     if not progress["total"]:
         progress["total"] = evaluation["total"]
+    progress["rate_per_s"], progress["eta_s"] = _speed(evaluation, progress)
     return {k: evaluation[k] for k in ("id", "upload_id", "kind", "status", "methods", "error", "created_at",
                                        "started_at", "finished_at")} | {"progress": progress}
 

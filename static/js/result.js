@@ -15,6 +15,11 @@
   var progress = document.getElementById("progress");
   if (!progress) { return; }
   var bar = progress.querySelector("progress");
+  function formatDuration(seconds) {
+    seconds = Math.round(seconds);
+    var h = Math.floor(seconds / 3600), m = Math.floor(seconds % 3600 / 60), s = seconds % 60;
+    return h ? h + " h " + m + " min" : m ? m + " min " + s + " s" : s + " s";
+  }
   function poll() {
     fetch(progress.dataset.url, {headers: {"Accept": "application/json"}})
       .then(function (r) { return r.json(); })
@@ -25,8 +30,15 @@
         bar.value = p.done;
         var values = {done: p.done, total: p.total, failed: p.failed, unparsed: p.unparsed,
                       percent: Math.floor(100 * p.done / (p.total || 1))};
-        document.getElementById("progress-text").textContent =
-          progress.dataset.template.replace(/\{(\w+)\}/g, function (_, key) { return values[key]; });
+        var fill = function (template) {
+          return template.replace(/\{(\w+)\}/g, function (_, key) { return values[key]; });
+        };
+        document.getElementById("progress-text").textContent = fill(progress.dataset.template);
+        if (p.rate_per_s) {
+          values.rate = p.rate_per_s.toFixed(1);
+          values.eta = formatDuration(p.eta_s);
+          document.getElementById("progress-speed").textContent = fill(progress.dataset.speedTemplate);
+        }
         setTimeout(poll, 1000);
       })
       .catch(function () { setTimeout(poll, 3000); });

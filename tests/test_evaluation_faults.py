@@ -1,0 +1,192 @@
+"""Whole evaluations against a flaky judge: retries, failures, re-runs, cancel and resume, shared budget, cost."""
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+
+import pytest
+
+from tests.conftest import jsonl, session_line, wait_for
+
+MARK = "[[target]]"
+
+
+@pytest.fixture
+def judge_env(judge_server):  # noqa: F811 - overrides conftest's with fast retries
+    return {"JUDGE_BASE_URL": judge_server.url, "JUDGE_API_KEY": "sk-test", "JUDGE_MODEL": "judge-test",
+            "JUDGE_CONCURRENCY": "4", "JUDGE_MAX_RETRIES": "3", "JUDGE_TIMEOUT_S": "0.5",
+            "JUDGE_RETRY_BASE_S": "0.01", "JUDGE_RETRY_MAX_S": "0.05"}
+
+
+def start(client, sessions: list[dict], **body) -> str:
+    resp = client.post("/api/uploads", data={"file": (io.BytesIO(jsonl(*sessions)), "log.jsonl")},
+                       content_type="multipart/form-data")
+    created = client.post("/api/evaluations", json={"upload_id": resp.get_json()["id"], **body})
+    assert created.status_code == 202, created.get_json()
+    return created.get_json()["id"]
+
+
+def targeted(session_id: str = "t1") -> dict:
+    """Two rounds of methods A and B; only B's last reply carries the marker, so exactly two judgments
+    (its fine and binary one) see it."""
+    s = session_line(session_id, 2, user_profile=f"profile {session_id}")
+    s["rounds"][-1]["responses"]["B"] += " " + MARK
+    return s
+
+
+def fault_on_marker(kind: str):
+    """A server hook that answers every judgment of the marked reply with a fault."""
+    def hook(request: dict):
+        return kind if MARK in json.dumps(request["body"]) else None
+    return hook
+
+
+@pytest.mark.parametrize("kind", ["429", "500", "503", "timeout", "drop"])
+def test_transient_faults_end_in_a_finished_evaluation(client, judge_server, kind):
+    judge_server.retry_after_s = 0.05
+    judge_server.hang_s = 2.0
+    judge_server.fail_next(2, kind)
+    evaluation_id = start(client, [session_line("f1", 2)])
+    body = wait_for(client, evaluation_id)
+    assert body["status"] == "done"
+    assert (body["progress"]["done"], body["progress"]["failed"], body["progress"]["unparsed"]) == (8, 0, 0)
+    judge = body["result"]["judge"]
+    assert judge["calls"] == 8 and judge["failed"] == 0
+    assert judge["attempts"] == 8 + 2
+    assert judge_server.requests == 10
+
+
+@pytest.mark.parametrize("kind, status", [("500", "failed"), ("malformed", "unparsed"),
+                                          ("out_of_range", "unparsed"), ("empty", "unparsed")])
+def test_lasting_faults_are_counted_then_rerun(client, judge_server, kind, status):
+    judge_server.hook = fault_on_marker(kind)
+    evaluation_id = start(client, [targeted("t1"), session_line("ok1", 2, user_profile="other")])
+    body = wait_for(client, evaluation_id)
+    assert body["status"] == "done"
+    assert body["progress"][status] == 2 and body["progress"]["done"] == 16
+    b = body["result"]["methods"]["B"]
+    assert b["judged"] == 6 and b[status] == 2
+    assert body["result"]["methods"]["A"]["judged"] == 8
+    failures = client.get(f"/evaluations/{evaluation_id}").get_data(as_text=True)
+    assert "Failed and unparsed judgments" in failures and "Re-run 2 failed and unparsed" in failures
+
+    judge_server.hook = None
+    before = judge_server.requests
+    assert client.post(f"/api/evaluations/{evaluation_id}/rerun-failed").status_code == 202
+    body = wait_for(client, evaluation_id)
+    assert body["status"] == "done"
+    assert (body["progress"]["failed"], body["progress"]["unparsed"]) == (0, 0)
+    assert body["result"]["methods"]["B"]["judged"] == 8
+    assert judge_server.requests - before == 2  # only the two that had failed were asked again
+
+
+def test_failed_judgment_shows_its_reason(client, judge_server):
+    judge_server.hook = fault_on_marker("500")
+    evaluation_id = start(client, [targeted()])
+    wait_for(client, evaluation_id)
+    page = client.get(f"/evaluations/{evaluation_id}").get_data(as_text=True)
+    assert "HTTP 500" in page and "4 attempts" in page
+
+
+def test_client_error_is_not_retried(client, judge_server):
+    judge_server.hook = fault_on_marker("400")
+    evaluation_id = start(client, [targeted()])
+    body = wait_for(client, evaluation_id)
+    assert body["progress"]["failed"] == 2
+    assert judge_server.requests == 8  # 6 good + 2 bad, each asked once
+
+
+def test_cancel_then_resume_finishes_without_asking_twice(client, judge_server):
+    judge_server.latency_s = 0.1
+    seen: dict = {}
+    lock = threading.Lock()
+
+    def count(request):
+        with lock:
+            key = json.dumps(request["body"], sort_keys=True)
+            seen[key] = seen.get(key, 0) + 1
+
+    judge_server.hook = count
+    evaluation_id = start(client, [session_line(f"c{i}", 3, user_profile=f"p{i}") for i in range(5)])
+    deadline = time.monotonic() + 20
+    while client.get(f"/api/evaluations/{evaluation_id}").get_json()["progress"]["done"] < 8:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert client.post(f"/api/evaluations/{evaluation_id}/cancel").status_code == 202
+    body = wait_for(client, evaluation_id)
+    assert body["status"] == "cancelled" and 8 <= body["progress"]["done"] < 60
+    assert body["result"]["methods"]["A"]["judged"] > 0  # partial results are visible
+    assert "Resume" in client.get(f"/evaluations/{evaluation_id}").get_data(as_text=True)
+
+    judge_server.latency_s = 0
+    assert client.post(f"/api/evaluations/{evaluation_id}/resume").status_code == 202
+    body = wait_for(client, evaluation_id)
+    assert body["status"] == "done" and body["progress"]["done"] == 60
+    assert len(seen) == 60 and max(seen.values()) == 1
+
+
+def test_resume_of_running_evaluation_is_409(client, judge_server):
+    judge_server.latency_s = 0.3
+    evaluation_id = start(client, [session_line("r", 3)])
+    assert client.post(f"/api/evaluations/{evaluation_id}/resume").status_code == 409
+    client.post(f"/api/evaluations/{evaluation_id}/cancel")
+    wait_for(client, evaluation_id)
+
+
+def test_two_evaluations_share_the_endpoint_budget(client, judge_server):
+    judge_server.latency_s = 0.05
+    first = start(client, [session_line(f"a{i}", 3, user_profile=f"a{i}") for i in range(4)])
+    second = start(client, [session_line(f"b{i}", 3, user_profile=f"b{i}") for i in range(4)])
+    assert wait_for(client, first)["status"] == "done" and wait_for(client, second)["status"] == "done"
+    assert judge_server.max_in_flight == 4  # JUDGE_CONCURRENCY, for both together
+
+
+def test_cache_bypass_asks_again(client, judge_server):
+    first = start(client, [session_line("cb", 2)])
+    wait_for(client, first)
+    upload_id = client.get(f"/api/evaluations/{first}").get_json()["upload_id"]
+    again = client.post("/api/evaluations", json={"upload_id": upload_id, "judge": {"use_cache": False}})
+    body = wait_for(client, again.get_json()["id"])
+    assert body["result"]["judge"]["calls"] == 8 and body["result"]["judge"]["cache_hits"] == 0
+    assert judge_server.requests == 16
+
+
+def test_tokens_and_cost(make_app, judge_env, judge_server):
+    client = make_app({**judge_env, "JUDGE_PRICE_PROMPT_PER_M": "2.5", "JUDGE_PRICE_COMPLETION_PER_M": "10"}).test_client()
+    evaluation_id = start(client, [session_line("cost", 2)])
+    judge = wait_for(client, evaluation_id)["result"]["judge"]
+    assert judge["prompt_tokens"] > 0 and judge["completion_tokens"] > 0
+    assert judge["cost"] == pytest.approx((judge["prompt_tokens"] * 2.5 + judge["completion_tokens"] * 10) / 1e6)
+    by_method = judge["by_method"]
+    assert list(by_method) == ["A", "B"]
+    assert sum(m["prompt_tokens"] for m in by_method.values()) == judge["prompt_tokens"]
+    assert sum(m["cost"] for m in by_method.values()) == pytest.approx(judge["cost"])
+
+
+def test_no_cost_without_prices(client):
+    evaluation_id = start(client, [session_line("nocost", 2)])
+    assert wait_for(client, evaluation_id)["result"]["judge"]["cost"] is None
+
+
+def test_bad_price_is_refused(make_app, judge_env):
+    client = make_app({**judge_env, "JUDGE_PRICE_PROMPT_PER_M": "cheap"}).test_client()
+    resp = client.post("/api/uploads", data={"file": (io.BytesIO(jsonl(session_line())), "x.jsonl")},
+                       content_type="multipart/form-data")
+    created = client.post("/api/evaluations", json={"upload_id": resp.get_json()["id"]})
+    assert created.status_code == 400 and "JUDGE_PRICE_PROMPT_PER_M" in created.get_json()["error"]
+
+
+def test_progress_reports_pace_while_running(client, judge_server):
+    judge_server.latency_s = 0.1
+    evaluation_id = start(client, [session_line("pace", 5)])
+    progress = {}
+    for _ in range(200):
+        progress = client.get(f"/api/evaluations/{evaluation_id}").get_json()["progress"]
+        if progress["rate_per_s"]:
+            break
+        time.sleep(0.02)
+    assert progress["rate_per_s"] > 0 and progress["eta_s"] >= 0
+    client.post(f"/api/evaluations/{evaluation_id}/cancel")
+    wait_for(client, evaluation_id)
