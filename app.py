@@ -39,6 +39,7 @@ def create_app(config: dict | None = None) -> Flask:
         MAX_CONTENT_LENGTH=int(float(os.environ.get("MAX_UPLOAD_MB", "50")) * 1024 * 1024),
         RESUME_ON_START=True,
         JUDGE_ENV=os.environ,
+        JUDGE_KEY_FILE=str(instance / "judge_api_key"),  # the key saved on the settings page
     )
     app.config.update(config or {})
     if not app.config.get("SECRET_KEY"):
@@ -46,7 +47,7 @@ def create_app(config: dict | None = None) -> Flask:
 
     app.json.sort_keys = False  # method order is meaningful (display order, chosen by the user)
     store = Store(app.config["DATABASE"])
-    judge_settings = JudgeSettings(store, instance / "judge_api_key", app.config["JUDGE_ENV"])
+    judge_settings = JudgeSettings(store, app.config["JUDGE_KEY_FILE"], app.config["JUDGE_ENV"])
     runner = Runner(store, app.config["UPLOAD_FOLDER"], app.config["RESULTS_FOLDER"], judge_settings.environ)
     app.extensions["store"] = store
     app.extensions["runner"] = runner

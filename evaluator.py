@@ -27,6 +27,7 @@ from typing import Any
 
 import httpx2  # the openai SDK's HTTP client
 import openai
+from openai.types.chat import ChatCompletion
 
 from translations import _, ngettext
 
@@ -580,7 +581,7 @@ def retry_after_s(headers: Mapping[str, str] | None, now: float | None = None) -
 
 
 def backoff_s(retry: int, base_s: float, max_s: float, rng: Any = random) -> float:
-    """Full-jitter backoff before retry number `retry` (0 for the first): uniform in [0, min(max_s, base_s * 2**retry)]."""
+    """Full-jitter wait before retry number `retry` (0-based): uniform in [0, min(max_s, base_s * 2**retry)]."""
     return rng.uniform(0.0, min(max_s, base_s * 2.0 ** min(retry, 64)))
 
 
@@ -623,6 +624,43 @@ class EndpointLimiter:
         """Make every waiter check its `cancel` event."""
         with self._cond:
             self._cond.notify_all()
+
+
+class _Handoff:
+    """Slots kept by answers that have arrived but are not in the cache yet.
+
+    Releasing a slot only once its answer is stored means that at most `concurrency` paid answers
+    are ever unsaved, so a process killed mid-run pays again for no more than that on restart.
+    """
+
+    def __init__(self, limiter: EndpointLimiter) -> None:
+        self._limiter = limiter
+        self._lock = threading.Lock()
+        self._held: set[str] = set()
+        self._closed = False
+
+    def keep(self, token: str) -> bool:
+        """Keep the slot of token's answer until release(token); False (keep nothing) once closed."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._held.add(token)
+            return True
+
+    def release(self, token: str) -> None:
+        """Token's answer is stored: give its slot back."""
+        with self._lock:
+            if token in self._held:
+                self._held.remove(token)
+                self._limiter.release()
+
+    def close(self) -> None:
+        """No more answers will be stored: give every kept slot back."""
+        with self._lock:
+            self._closed = True
+            for _token in self._held:
+                self._limiter.release()
+            self._held.clear()
 
 
 # Endpoint -> limiter, shared by every Judge of the process that calls that endpoint. A limiter lives
@@ -746,12 +784,14 @@ class Judge:
                 "completion_tokens": verdict.completion_tokens,
             })
 
-    def _request(self, messages: list[dict]) -> Any:
+    def _request(self, messages: list[dict]) -> ChatCompletion:
         """One HTTP call: a chat completion."""
         c = self.config
-        return self._client.chat.completions.create(
-            model=c.model, messages=messages, temperature=c.temperature, max_tokens=c.max_tokens
-        )
+        body = {"model": c.model, "messages": messages, "temperature": c.temperature, "max_tokens": c.max_tokens}
+        # The SDK's generic post() sends the same request as chat.completions.create(), minus the
+        # walk over the typed params, which costs as much CPU as the rest of the call put together
+        # and changes nothing for messages of plain strings.
+        return self._client.post("/chat/completions", cast_to=ChatCompletion, body=body)
 
     def _retry_wait(self, exc: BaseException, retry: int) -> float:
         """Seconds to wait before retry number `retry` (0-based): what the server asked for, else backoff."""
@@ -780,22 +820,28 @@ class Judge:
                              "%(reason)s (%(num)d attempts; this error is not retried)", attempts, reason=reason)
         return Verdict("failed", error=error, attempts=attempts)
 
-    def _call(self, mode: str, messages: list[dict], stop: threading.Event) -> Verdict | None:
-        """Attempts until an answer, a final failure or max_retries retries; None when `stop` came first."""
+    def _call(self, mode: str, messages: list[dict], stop: threading.Event, handoff: _Handoff,
+              key: str) -> Verdict | None:
+        """Attempts until an answer, a final failure or max_retries retries; None when `stop` came first.
+
+        A slot is taken for each HTTP call only; for an answer that goes to the cache it is handed
+        over to `handoff` under `key`, to be given back once the answer is stored.
+        """
         attempts = 0
         while True:
             if not self._limiter.acquire(stop):
                 return None
             attempts += 1
-            error: BaseException | None = None
+            kept = False
             try:
-                response = self._request(messages)
+                verdict = _verdict_from_response(mode, self._request(messages), attempts)
+                kept = self.cache is not None and verdict.status == "ok" and handoff.keep(key)
+                return verdict
             except Exception as exc:  # noqa: BLE001 - every failure becomes a retry or a "failed" verdict
                 error = exc
             finally:
-                self._limiter.release()
-            if error is None:
-                return _verdict_from_response(mode, response, attempts)
+                if not kept:
+                    self._limiter.release()
             if not _is_retryable(error) or attempts > self.config.max_retries:
                 return self._failure(error, attempts)
             if stop.is_set():
@@ -809,9 +855,13 @@ class Judge:
         cached = self._lookup(mode, key)
         if cached is not None:
             return cached
-        verdict = self._call(mode, messages, threading.Event())
-        assert verdict is not None  # only a stopped run abandons a call
-        self._store(key, verdict)
+        handoff = _Handoff(self._limiter)
+        try:
+            verdict = self._call(mode, messages, threading.Event(), handoff, key)
+            assert verdict is not None  # only a stopped run abandons a call
+            self._store(key, verdict)
+        finally:
+            handoff.close()
         return verdict
 
     def _halt(self, stop: threading.Event) -> None:
@@ -827,8 +877,9 @@ class Judge:
         """Judge (tag, mode, ctx) items concurrently; yield (tag, verdict) as they complete.
 
         Calls in flight are bounded by the endpoint's limiter (config.concurrency, shared with every
-        Judge of the process on that endpoint). Up to `self.workers` items are pending at once (in a
-        call, waiting for a slot or waiting to retry) and `items` is pulled only when fewer are.
+        Judge of the process on that endpoint); a slot is given back when its call ends or, for an
+        answer that goes to the cache, once it is stored. Up to `self.workers` items are pending at
+        once (in a call, waiting for a slot or waiting to retry) and `items` is pulled only when fewer are.
         Identical requests pending at the same time share one call. The cache is read and written on
         the calling thread only, so it need not be thread-safe. Once should_stop() is true no item is
         pulled and no call starts: calls in flight finish and are yielded, while items waiting for a
@@ -836,6 +887,7 @@ class Judge:
         """
         source = iter(items)
         stop = threading.Event()
+        handoff = _Handoff(self._limiter)
         pending: dict[Future[Verdict | None], tuple[str, list[object]]] = {}
         by_key: dict[str, Future[Verdict | None]] = {}
         completed: queue.SimpleQueue[Future[Verdict | None]] = queue.SimpleQueue()
@@ -865,7 +917,7 @@ class Judge:
                     if cached is not None:
                         yield tag, cached
                         continue
-                    future = pool.submit(self._call, mode, messages, stop)
+                    future = pool.submit(self._call, mode, messages, stop, handoff, key)
                     pending[future] = (key, [tag])
                     by_key[key] = future
                     future.add_done_callback(completed.put)
@@ -881,9 +933,11 @@ class Judge:
                 if verdict is None:
                     continue  # dropped after should_stop()
                 self._store(key, verdict)
+                handoff.release(key)
                 ready = [(tags[0], verdict)] + [(tag, _duplicate(verdict)) for tag in tags[1:]]
         finally:
             self._halt(stop)
+            handoff.close()
             # Normal exits have nothing pending; if the consumer abandoned us, don't block on it.
             pool.shutdown(wait=not pending, cancel_futures=True)
 

@@ -110,12 +110,13 @@ def _decode(row: sqlite3.Row | None) -> dict | None:
 
 
 class Store:
-    """All database access; one short-lived connection per call, safe across threads."""
+    """All database access, safe across threads (each thread has its own connection)."""
 
     def __init__(self, path: str | Path):
         self.path = str(path)
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._write_lock = threading.Lock()
+        self._local = threading.local()
         with self._connect() as con:
             con.execute("PRAGMA journal_mode=WAL")
             con.executescript(SCHEMA)
@@ -126,13 +127,13 @@ class Store:
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        con = sqlite3.connect(self.path, timeout=30)
-        con.row_factory = sqlite3.Row
-        try:
-            with con:
-                yield con
-        finally:
-            con.close()
+        # One connection per thread, kept open: opening one and reading the schema costs more than a query.
+        con = getattr(self._local, "con", None)
+        if con is None:
+            con = self._local.con = sqlite3.connect(self.path, timeout=30)
+            con.row_factory = sqlite3.Row
+        with con:
+            yield con
 
     @contextmanager
     def _writing(self) -> Iterator[sqlite3.Connection]:

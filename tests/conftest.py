@@ -24,6 +24,7 @@ def make_app(tmp_path):
             "DATABASE": str(tmp_path / "test.sqlite"),
             "UPLOAD_FOLDER": str(tmp_path / "uploads"),
             "RESULTS_FOLDER": str(tmp_path / "results"),
+            "JUDGE_KEY_FILE": str(tmp_path / "judge_api_key"),
             "RESUME_ON_START": False,
             "WTF_CSRF_ENABLED": False,
             "JUDGE_ENV": env or {},

@@ -650,6 +650,22 @@ def test_cache_hits_take_no_slot(judge_server):
     assert judge_server.requests == 1
 
 
+def test_a_slot_is_kept_until_the_answer_is_cached(judge_server):
+    in_use_at_put: list[int] = []
+
+    class Watching(DictCache):
+        def put(self, key: str, value: dict) -> None:
+            in_use_at_put.append(endpoint_limiter(judge_server.url).in_use)
+            super().put(key, value)
+
+    with make_judge(judge_server, cache=Watching(), concurrency=2) as judge:
+        assert len(list(judge.run(items(6, "fine")))) == 6
+        judge.judge("fine", ctx())
+        assert endpoint_limiter(judge_server.url).in_use == 0
+    # So a process killed mid-run has paid for at most `concurrency` answers it did not keep.
+    assert len(in_use_at_put) == 7 and all(n >= 1 for n in in_use_at_put)
+
+
 def test_stopping_a_run_cuts_backoffs_short_without_retrying(judge_server):
     judge_server.fail_always("503")
     with make_judge(judge_server, concurrency=2, retry_base_s=30, retry_max_s=30, rng=Upper()) as judge:

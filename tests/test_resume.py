@@ -74,7 +74,8 @@ def test_kill_9_mid_run_then_restart_finishes_without_paying_twice(tmp_path, jud
     env = {"JUDGE_BASE_URL": judge_server.url, "JUDGE_API_KEY": "sk-test", "JUDGE_MODEL": "judge-test",
            "JUDGE_CONCURRENCY": str(concurrency), "JUDGE_MAX_RETRIES": "0"}
     config = {"DATABASE": str(tmp_path / "db.sqlite"), "UPLOAD_FOLDER": str(tmp_path / "uploads"),
-              "RESULTS_FOLDER": str(tmp_path / "results"), "SECRET_KEY": "x"}
+              "RESULTS_FOLDER": str(tmp_path / "results"), "SECRET_KEY": "x",
+              "JUDGE_KEY_FILE": str(tmp_path / "key")}
     sessions = [session_line(f"s{i:02d}", 5, user_profile=f"profile {i}") for i in range(30)]
     total = 30 * 5 * 2 * 2
     port = free_port()

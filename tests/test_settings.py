@@ -46,7 +46,7 @@ def test_api_key_is_write_only(make_app, judge_server):
     assert "No key set" in client.get("/settings").get_data(as_text=True)
     page = save(client, api_key=SECRET).get_data(as_text=True)
     assert SECRET not in page and "A key is set" in page
-    key_file = Path(app.instance_path) / "judge_api_key"
+    key_file = Path(app.config["JUDGE_KEY_FILE"])
     assert key_file.stat().st_mode & 0o077 == 0  # readable by the server's user only
     upload_id = client.post("/api/uploads", data={"file": (io.BytesIO(jsonl(session_line())), "x.jsonl")},
                             content_type="multipart/form-data").get_json()["id"]
