@@ -86,6 +86,8 @@ UNFINISHED = ("queued", "running")
 _JSON_COLUMNS = {"summary", "warnings", "methods", "settings", "result"}
 _RESULT_COLUMNS = ("status", "total", *DIMENSIONS, "verdict", "answer", "error",
                    "prompt_tokens", "completion_tokens", "cached", "attempts")
+_ACCUMULATED = ("prompt_tokens", "completion_tokens", "attempts")
+_COUNTER_DEFAULTS = {"prompt_tokens": 0, "completion_tokens": 0, "attempts": 0, "cached": 0}
 # Columns added after the first release: (table, column, declaration), added to older databases on open.
 _ADDED_COLUMNS = (
     ("judgments", "attempts", "INTEGER NOT NULL DEFAULT 0"),
@@ -261,12 +263,13 @@ class Store:
 
     def save_judgments(self, evaluation_id: str, results: list[tuple[tuple[int, int, str, str], dict]]) -> None:
         """Write a batch of finished judgments ((key, fields) pairs) in one transaction."""
-        sets = ", ".join(f"{c} = :{c}" for c in _RESULT_COLUMNS)
+        # Tokens and attempts add up over re-runs: an unparsed answer was paid for even if asked again.
+        sets = ", ".join(f"{c} = {c} + :{c}" if c in _ACCUMULATED else f"{c} = :{c}" for c in _RESULT_COLUMNS)
         with self._writing() as con:
             con.executemany(
                 f"UPDATE judgments SET {sets} WHERE evaluation_id = :eid AND session_idx = :s AND round = :r"
                 " AND method = :m AND mode = :mode",
-                ({**{c: fields.get(c) for c in _RESULT_COLUMNS}, "eid": evaluation_id,
+                ({**{c: fields.get(c, _COUNTER_DEFAULTS.get(c)) for c in _RESULT_COLUMNS}, "eid": evaluation_id,
                   "s": key[0], "r": key[1], "m": key[2], "mode": key[3]} for key, fields in results))
 
     def progress(self, evaluation_id: str) -> dict:
@@ -298,18 +301,18 @@ class Store:
                 "SELECT method, mode, SUM(status != 'pending' AND cached = 0) AS calls, SUM(attempts) AS attempts,"
                 " SUM(cached) AS cache_hits,"
                 " SUM(status = 'failed') AS failed, SUM(status = 'unparsed') AS unparsed,"
-                " SUM(CASE WHEN cached = 0 THEN prompt_tokens ELSE 0 END) AS prompt_tokens,"
-                " SUM(CASE WHEN cached = 0 THEN completion_tokens ELSE 0 END) AS completion_tokens"
+                " SUM(prompt_tokens) AS prompt_tokens, SUM(completion_tokens) AS completion_tokens"
                 " FROM judgments WHERE evaluation_id = ? GROUP BY method, mode", (evaluation_id,))
             return [dict(r) for r in rows]
 
     def reset_judgments(self, evaluation_id: str, statuses: tuple[str, ...] = ("failed", "unparsed")) -> int:
-        """Put judgments with these statuses back to pending (to be asked again); returns how many."""
+        """Put judgments with these statuses back to pending (to be asked again, keeping the tokens and attempts
+        already spent on them); returns how many."""
         cleared = ", ".join(f"{c} = NULL" for c in ("total", *DIMENSIONS, "verdict", "answer", "error"))
         with self._writing() as con:
             return con.execute(
-                f"UPDATE judgments SET status = 'pending', {cleared}, prompt_tokens = 0, completion_tokens = 0,"
-                f" cached = 0, attempts = 0 WHERE evaluation_id = ? AND status IN ({','.join('?' * len(statuses))})",
+                f"UPDATE judgments SET status = 'pending', {cleared}, cached = 0"
+                f" WHERE evaluation_id = ? AND status IN ({','.join('?' * len(statuses))})",
                 (evaluation_id, *statuses)).rowcount
 
     def failures(self, evaluation_id: str, limit: int = 50) -> list[dict]:

@@ -80,6 +80,8 @@ def test_lasting_faults_are_counted_then_rerun(client, judge_server, kind, statu
     assert (body["progress"]["failed"], body["progress"]["unparsed"]) == (0, 0)
     assert body["result"]["methods"]["B"]["judged"] == 8
     assert judge_server.requests - before == 2  # only the two that had failed were asked again
+    # every request made is accounted for, including the ones that failed or could not be parsed
+    assert body["result"]["judge"]["attempts"] == judge_server.requests
 
 
 def test_failed_judgment_shows_its_reason(client, judge_server):

@@ -15,10 +15,14 @@
   var progress = document.getElementById("progress");
   if (!progress) { return; }
   var bar = progress.querySelector("progress");
+  function fillIn(template, values) {
+    return template.replace(/\{(\w+)\}/g, function (_, key) { return values[key]; });
+  }
   function formatDuration(seconds) {
     seconds = Math.round(seconds);
-    var h = Math.floor(seconds / 3600), m = Math.floor(seconds % 3600 / 60), s = seconds % 60;
-    return h ? h + " h " + m + " min" : m ? m + " min " + s + " s" : s + " s";
+    var parts = {h: Math.floor(seconds / 3600), m: Math.floor(seconds % 3600 / 60), s: seconds % 60};
+    var d = progress.dataset;
+    return fillIn(parts.h ? d.hours : parts.m ? d.minutes : d.seconds, parts);
   }
   function poll() {
     fetch(progress.dataset.url, {headers: {"Accept": "application/json"}})
@@ -30,14 +34,11 @@
         bar.value = p.done;
         var values = {done: p.done, total: p.total, failed: p.failed, unparsed: p.unparsed,
                       percent: Math.floor(100 * p.done / (p.total || 1))};
-        var fill = function (template) {
-          return template.replace(/\{(\w+)\}/g, function (_, key) { return values[key]; });
-        };
-        document.getElementById("progress-text").textContent = fill(progress.dataset.template);
+        document.getElementById("progress-text").textContent = fillIn(progress.dataset.template, values);
         if (p.rate_per_s) {
           values.rate = p.rate_per_s.toFixed(1);
           values.eta = formatDuration(p.eta_s);
-          document.getElementById("progress-speed").textContent = fill(progress.dataset.speedTemplate);
+          document.getElementById("progress-speed").textContent = fillIn(progress.dataset.speedTemplate, values);
         }
         setTimeout(poll, 1000);
       })
