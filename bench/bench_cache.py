@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_judge import server_url  # noqa: E402
+from bench.local_judge import judge_process  # noqa: E402
 from ingest import ingest  # noqa: E402
 from jobs import Runner, create_evaluation  # noqa: E402
 from store import Store  # noqa: E402
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=500)
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="bench_cache_") as tmp, server_url(in_process=False) as url:
+    with tempfile.TemporaryDirectory(prefix="bench_cache_") as tmp, judge_process(0.1) as url:
         folder = Path(tmp)
         env = {"JUDGE_BASE_URL": url, "JUDGE_API_KEY": "bench", "JUDGE_MODEL": "bench", "JUDGE_CONCURRENCY": "32"}
         store = Store(folder / "db.sqlite")

@@ -13,11 +13,8 @@ test server more than the judge. --in-process runs it in a thread of this proces
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from evaluator import DialogueContext, Judge, JudgeConfig  # noqa: E402
+from bench.local_judge import judge_process, server_stats  # noqa: E402
 from tests.judge_server import JudgeServer  # noqa: E402
 
 CALLS = 1000
@@ -54,22 +52,8 @@ def server_url(in_process: bool) -> Iterator[str]:
         with JudgeServer(latency_s=LATENCY_S) as server:
             yield server.url
         return
-    command = [sys.executable, "-m", "tests.judge_server", "--latency", str(LATENCY_S)]
-    child = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
-    try:
-        url = child.stdout.readline().strip() if child.stdout else ""
-        if not url:
-            raise RuntimeError("the judge server did not start")
+    with judge_process(LATENCY_S) as url:
         yield url
-    finally:
-        child.terminate()
-        child.wait(timeout=10)
-
-
-def server_stats(url: str) -> dict:
-    """The server's request counters."""
-    with urllib.request.urlopen(f"{url}/_stats", timeout=5) as response:
-        return json.load(response)
 
 
 def timed_run(url: str) -> tuple[float, dict[str, int]]:

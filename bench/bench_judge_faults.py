@@ -14,19 +14,16 @@ The judge servers run in child processes, as a real endpoint would be remote (se
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 import time
-import urllib.request
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.local_judge import judge_process, server_stats  # noqa: E402
 from evaluator import DialogueContext, Judge, JudgeConfig  # noqa: E402
 
 CALLS = 2000
@@ -50,29 +47,6 @@ def items(n: int, salt: str) -> Iterator[tuple[int, str, DialogueContext]]:
         yield i, "fine", ctx
 
 
-@contextmanager
-def server_url(fail_fraction: float) -> Iterator[str]:
-    """The base URL of a JudgeServer child process with the benchmark latency and fault rate."""
-    command = [sys.executable, "-m", "tests.judge_server", "--latency", str(LATENCY_S)]
-    if fail_fraction:
-        command += ["--fail-fraction", str(fail_fraction), "--fail-kind", FAIL_KIND]
-    child = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
-    try:
-        url = child.stdout.readline().strip() if child.stdout else ""
-        if not url:
-            raise RuntimeError("the judge server did not start")
-        yield url
-    finally:
-        child.terminate()
-        child.wait(timeout=10)
-
-
-def server_stats(url: str) -> dict:
-    """The server's request and fault counters."""
-    with urllib.request.urlopen(f"{url}/_stats", timeout=5) as response:
-        return json.load(response)
-
-
 def timed_run(url: str, salt: str) -> tuple[float, Counter, Counter]:
     """Wall time, verdict statuses and attempts per judgment of CALLS judgments through one fresh Judge."""
     config = JudgeConfig(base_url=url, concurrency=CONCURRENCY, timeout_s=30, use_cache=False)
@@ -92,7 +66,7 @@ def measure(fail_fraction: float, repeat: int, label: str) -> tuple[list[float],
     walls: list[float] = []
     all_ok = True
     attempts: Counter = Counter()
-    with server_url(fail_fraction) as url:
+    with judge_process(LATENCY_S, fail_fraction, FAIL_KIND) as url:
         for run in range(repeat):
             wall, statuses, run_attempts = timed_run(url, f"{label}-{run}")
             walls.append(wall)

@@ -28,7 +28,7 @@ from evaluator import (
     parse_fine,
     retry_after_s,
 )
-from tests.judge_server import JudgeServer, judge_server, reply_under_judgment  # noqa: F401
+from tests.judge_server import JudgeServer, reply_under_judgment
 
 SECRET = "sk-test-0123456789abcdef-secret"
 
