@@ -4,7 +4,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
-from store import DIMENSIONS
+from evaluator import DIMENSIONS
 from translations import _
 
 PALETTE = qualitative.Plotly + qualitative.D3

@@ -11,10 +11,10 @@ from typing import Callable, Iterator, Mapping
 
 from benchmarks import dialogue
 from benchmarks.dialogue_result import build_result
-from evaluator import MODES, DialogueContext, Judge, JudgeConfig, Verdict
+from evaluator import DIMENSIONS, MODES, DialogueContext, Judge, JudgeConfig, Verdict
 from ingest import new_id, upload_path
 from judge_settings import prices
-from store import DIMENSIONS, JudgeCache, Store
+from store import JudgeCache, Store
 from translations import _
 
 log = logging.getLogger(__name__)

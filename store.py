@@ -9,6 +9,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from evaluator import DIMENSIONS
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS uploads (
     id TEXT PRIMARY KEY,
@@ -81,7 +83,6 @@ CREATE TABLE IF NOT EXISTS judge_cache (
 );
 """
 
-DIMENSIONS = ("style", "content", "naturalness", "personalization", "conversation")
 UNFINISHED = ("queued", "running")
 _JSON_COLUMNS = {"summary", "warnings", "methods", "settings", "result"}
 _RESULT_COLUMNS = ("status", "total", *DIMENSIONS, "verdict", "answer", "error",

@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import stats
+from evaluator import DIMENSIONS
 
-DIMENSIONS = ("style", "content", "naturalness", "personalization", "conversation")
 REQUIRED_COLUMNS = ("session", "round", "method", "mode", "status")
 VALUE_COLUMNS = ("total", "verdict") + DIMENSIONS
 

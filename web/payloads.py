@@ -5,7 +5,7 @@ from datetime import datetime, timezone
 from typing import Mapping
 
 from jobs import read_session
-from store import DIMENSIONS
+from evaluator import DIMENSIONS
 from web import file_of, get_store
 
 PER_PAGE = 20
