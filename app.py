@@ -12,7 +12,7 @@ import translations
 from jobs import Runner
 from judge_settings import JudgeSettings
 from store import Store
-from web import api, cli, errors, pages
+from web import api, cli, errors, exports, pages
 
 ROOT = Path(__file__).resolve().parent
 csrf = CSRFProtect()
@@ -57,6 +57,7 @@ def create_app(config: dict | None = None) -> Flask:
     translations.init_app(app)
     app.register_blueprint(pages.bp)
     app.register_blueprint(api.bp)
+    app.register_blueprint(exports.bp)
     csrf.exempt(api.bp)
     errors.register(app)
     cli.register(app)

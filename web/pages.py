@@ -1,14 +1,11 @@
 """HTML pages: upload, upload detail, evaluation list, result page, exports, language switch."""
 from __future__ import annotations
 
-import csv
-import io
-import json
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import plotly
-from flask import (Blueprint, Response, abort, current_app, redirect, render_template, request,
+from flask import (Blueprint, abort, current_app, redirect, render_template, request,
                    send_from_directory, url_for)
 
 import charts
@@ -23,10 +20,6 @@ from web.payloads import evaluation_status, session_page
 bp = Blueprint("pages", __name__)
 ROOT = Path(__file__).resolve().parent.parent
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data"
-CSV_COLUMNS = ("avg", "ci95_avg_low", "ci95_avg_high", "slope", "intercept", "r2", "n_ir", "n_r2", "binary_rate",
-               "ci95_binary_rate_low", "ci95_binary_rate_high", "binary_avg", "binary_n_ir", "binary_n_r2",
-               "style", "content", "naturalness", "personalization", "conversation", "sessions", "judged",
-               "unparsed", "failed")
 
 
 def judge_problem() -> str | None:
@@ -151,36 +144,6 @@ def _settings_context() -> dict:
     return {"effective": config.public(), "key_set": get_judge_settings().key_is_set(),
             "judge_problem": judge_problem(), "variables": VARIABLES, "environ_defaults":
             {name: get_judge_settings().base_env.get(var, "") for name, var in VARIABLES.items()}}
-
-
-def _result_or_404(evaluation_id: str) -> dict:
-    record = get_store().get_evaluation(evaluation_id) or abort(404)
-    return record.get("result") or abort(404)
-
-
-@bp.get("/evaluations/<evaluation_id>.json")
-def export_json(evaluation_id: str):
-    """The result document as a JSON download."""
-    body = json.dumps(_result_or_404(evaluation_id), ensure_ascii=False, indent=1)
-    return Response(body, mimetype="application/json",
-                    headers={"Content-Disposition": f"attachment; filename={evaluation_id}.json"})
-
-
-@bp.get("/evaluations/<evaluation_id>.csv")
-def export_csv(evaluation_id: str):
-    """Per-method metrics as CSV (UTF-8 with BOM so spreadsheet programs read Chinese correctly)."""
-    result = _result_or_404(evaluation_id)
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(("method", *CSV_COLUMNS))
-    for name, m in result["methods"].items():
-        ci_avg = m["ci95"]["avg"] or [None, None]
-        ci_bin = m["ci95"]["binary_rate"] or [None, None]
-        flat = {**m, **m["dimensions"], "ci95_avg_low": ci_avg[0], "ci95_avg_high": ci_avg[1],
-                "ci95_binary_rate_low": ci_bin[0], "ci95_binary_rate_high": ci_bin[1]}
-        writer.writerow((name, *("" if flat.get(c) is None else flat[c] for c in CSV_COLUMNS)))
-    return Response("\ufeff" + out.getvalue(), mimetype="text/csv; charset=utf-8",
-                    headers={"Content-Disposition": f"attachment; filename={evaluation_id}.csv"})
 
 
 @bp.get("/lang/<code>")

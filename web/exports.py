@@ -1,0 +1,46 @@
+"""Downloads of a result: the JSON document and per-method metrics as CSV."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from flask import Blueprint, Response, abort
+
+from web import get_store
+
+bp = Blueprint("exports", __name__)
+CSV_COLUMNS = ("avg", "ci95_avg_low", "ci95_avg_high", "slope", "intercept", "r2", "n_ir", "n_r2", "binary_rate",
+               "ci95_binary_rate_low", "ci95_binary_rate_high", "binary_avg", "binary_n_ir", "binary_n_r2",
+               "style", "content", "naturalness", "personalization", "conversation", "sessions", "judged",
+               "unparsed", "failed")
+
+
+def _result_or_404(evaluation_id: str) -> dict:
+    record = get_store().get_evaluation(evaluation_id) or abort(404)
+    return record.get("result") or abort(404)
+
+
+@bp.get("/evaluations/<evaluation_id>.json")
+def export_json(evaluation_id: str):
+    """The result document as a JSON download."""
+    body = json.dumps(_result_or_404(evaluation_id), ensure_ascii=False, indent=1)
+    return Response(body, mimetype="application/json",
+                    headers={"Content-Disposition": f"attachment; filename={evaluation_id}.json"})
+
+
+@bp.get("/evaluations/<evaluation_id>.csv")
+def export_csv(evaluation_id: str):
+    """Per-method metrics as CSV (UTF-8 with BOM so spreadsheet programs read Chinese correctly)."""
+    result = _result_or_404(evaluation_id)
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(("method", *CSV_COLUMNS))
+    for name, m in result["methods"].items():
+        ci_avg = m["ci95"]["avg"] or [None, None]
+        ci_bin = m["ci95"]["binary_rate"] or [None, None]
+        flat = {**m, **m["dimensions"], "ci95_avg_low": ci_avg[0], "ci95_avg_high": ci_avg[1],
+                "ci95_binary_rate_low": ci_bin[0], "ci95_binary_rate_high": ci_bin[1]}
+        writer.writerow((name, *("" if flat.get(c) is None else flat[c] for c in CSV_COLUMNS)))
+    return Response("\ufeff" + out.getvalue(), mimetype="text/csv; charset=utf-8",
+                    headers={"Content-Disposition": f"attachment; filename={evaluation_id}.csv"})
