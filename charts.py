@@ -1,13 +1,16 @@
 """Plotly figure builders; every chart of a result gets the same colour for the same method."""
 from __future__ import annotations
 
-import plotly.graph_objects as go
+from pathlib import Path
+
+import plotly
 from plotly.colors import qualitative
 
 from evaluator import DIMENSIONS
 from translations import _
 
 PALETTE = qualitative.Plotly + qualitative.D3
+PLOTLY_JS_FILE = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"  # served by the app, no CDN
 
 
 def method_colours(methods: list[str]) -> dict[str, str]:
@@ -21,23 +24,29 @@ def dimension_labels() -> dict[str, str]:
             "personalization": _("Personalization"), "conversation": _("Conversation")}
 
 
+AXIS = {"gridcolor": "#e4e7eb", "zeroline": False}
+
+
 def _layout(title: str, x_title: str, y_title: str, y_range: list[float]) -> dict:
-    return {"title": {"text": title}, "xaxis": {"title": {"text": x_title}, "dtick": 1},
-            "yaxis": {"title": {"text": y_title}, "range": y_range}, "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
-            "legend": {"orientation": "h", "y": -0.2}, "template": "plotly_white"}
+    return {"title": {"text": title}, "xaxis": {**AXIS, "title": {"text": x_title}, "dtick": 1},
+            "yaxis": {**AXIS, "title": {"text": y_title}, "range": y_range}, "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
+            "legend": {"orientation": "h", "y": -0.2}, "paper_bgcolor": "#fff", "plot_bgcolor": "#fff",
+            "font": {"family": "system-ui, sans-serif"}}
 
 
+# Figures are plain Plotly JSON dicts: building graph_objects validates every property and costs
+# more than the rest of the page.
 def curve_figure(result: dict, key: str, title: str, y_title: str) -> dict:
     """Line chart of a per-round curve (AL(k) or BAR(k)) for every method."""
     colours = method_colours(list(result["methods"]))
-    fig = go.Figure(layout=_layout(title, _("Round k"), y_title, [0, 100]))
+    traces = []
     for name, m in result["methods"].items():
         points = m[key]
-        fig.add_trace(go.Scatter(x=[p["round"] for p in points], y=[p["value"] for p in points], name=name,
-                                 mode="lines+markers", line={"color": colours[name]},
-                                 customdata=[p.get("n") for p in points],
-                                 hovertemplate="k=%{x}: %{y:.1f} (n=%{customdata})<extra>" + name + "</extra>"))
-    return fig.to_plotly_json()
+        traces.append({"type": "scatter", "mode": "lines+markers", "name": name, "line": {"color": colours[name]},
+                       "x": [p["round"] for p in points], "y": [p["value"] for p in points],
+                       "customdata": [p.get("n") for p in points],
+                       "hovertemplate": "k=%{x}: %{y:.1f} (n=%{customdata})<extra>" + name + "</extra>"})
+    return {"data": traces, "layout": _layout(title, _("Round k"), y_title, [0, 100])}
 
 
 def radar_figure(result: dict) -> dict:
@@ -45,14 +54,17 @@ def radar_figure(result: dict) -> dict:
     colours = method_colours(list(result["methods"]))
     labels = dimension_labels()
     theta = [labels[d] for d in DIMENSIONS]
-    fig = go.Figure(layout={"title": {"text": _("Dimension scores (0-100)")}, "template": "plotly_white",
-                            "polar": {"radialaxis": {"range": [0, 100]}}, "legend": {"orientation": "h"},
-                            "margin": {"l": 40, "r": 40, "t": 60, "b": 40}})
+    traces = []
     for name, m in result["methods"].items():
         values = [None if m["dimensions"][d] is None else 5 * m["dimensions"][d] for d in DIMENSIONS]
-        fig.add_trace(go.Scatterpolar(r=values + values[:1], theta=theta + theta[:1], name=name, fill="toself",
-                                      opacity=0.6, line={"color": colours[name]}))
-    return fig.to_plotly_json()
+        traces.append({"type": "scatterpolar", "name": name, "fill": "toself", "opacity": 0.6,
+                       "r": values + values[:1], "theta": theta + theta[:1], "line": {"color": colours[name]}})
+    layout = {"title": {"text": _("Dimension scores (0-100)")}, "legend": {"orientation": "h"},
+              "polar": {"radialaxis": {"range": [0, 100], "gridcolor": "#e4e7eb"},
+                        "angularaxis": {"gridcolor": "#e4e7eb"}},
+              "margin": {"l": 40, "r": 40, "t": 60, "b": 40}, "paper_bgcolor": "#fff",
+              "font": {"family": "system-ui, sans-serif"}}
+    return {"data": traces, "layout": layout}
 
 
 def dialogue_figures(result: dict) -> dict:

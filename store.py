@@ -69,7 +69,8 @@ CREATE TABLE IF NOT EXISTS judgments (
     attempts INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (evaluation_id, session_idx, round, method, mode)
 );
-CREATE INDEX IF NOT EXISTS judgments_status ON judgments (evaluation_id, status);
+-- Covers the progress counts, so polling a 400,000-judgment evaluation stays cheap.
+CREATE INDEX IF NOT EXISTS judgments_progress ON judgments (evaluation_id, status, cached);
 CREATE TABLE IF NOT EXISTS settings (
     name TEXT PRIMARY KEY,
     value TEXT NOT NULL

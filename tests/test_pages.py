@@ -4,6 +4,7 @@ from __future__ import annotations
 import io
 import re
 
+from charts import PLOTLY_JS_FILE
 from tests.conftest import jsonl, session_line, wait_for
 
 XSS = "<script>alert(1)</script><img src=x onerror=alert(2)></script>"
@@ -144,3 +145,31 @@ def test_forms_carry_csrf_tokens_and_require_them(make_app, judge_env):
     accepted = client.post("/uploads", data={"file": (io.BytesIO(jsonl(session_line())), "x.jsonl"),
                                              "csrf_token": token}, content_type="multipart/form-data")
     assert accepted.status_code == 302
+
+
+def test_judgments_csv_has_a_row_per_judgment(client):
+    evaluation_id = finished_evaluation(client, jsonl(session_line("j1", 2)))
+    resp = client.get(f"/evaluations/{evaluation_id}/judgments.csv")
+    lines = resp.data.decode("utf-8").splitlines()
+    assert lines[0].startswith("\ufeffsession_id,round,method,mode,status,total,style")
+    assert len(lines) == 1 + 2 * 2 * 2
+    assert lines[1].startswith("j1,1,A,binary,ok,")
+
+
+def test_html_report_is_self_contained(client):
+    evaluation_id = finished_evaluation(client, jsonl(session_line("h1", 2)))
+    html = client.get(f"/evaluations/{evaluation_id}/report.html").get_data(as_text=True)
+    assert "<script src=" not in html and '<link rel="stylesheet"' not in html  # nothing to fetch
+    ours = html.replace(PLOTLY_JS_FILE.read_text(encoding="utf-8"), "")  # Plotly's own attribution links aside
+    assert len(ours) < len(html) and 'src="http' not in ours and 'href="http' not in ours
+    assert "Plotly.newPlot" in html and 'id="chart-al"' in html and '"al_curve"' in html
+    assert 'class="best"' in html
+
+
+def test_plotly_is_served_gzipped_when_accepted(client):
+    import gzip
+    zipped = client.get("/vendor/plotly.min.js", headers={"Accept-Encoding": "gzip, deflate"})
+    assert zipped.headers["Content-Encoding"] == "gzip" and len(zipped.data) < 2 * 1024 * 1024
+    assert gzip.decompress(zipped.data) == PLOTLY_JS_FILE.read_bytes()
+    plain = client.get("/vendor/plotly.min.js")
+    assert "Content-Encoding" not in plain.headers and plain.data == PLOTLY_JS_FILE.read_bytes()

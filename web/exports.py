@@ -5,15 +5,23 @@ import csv
 import io
 import json
 
-from flask import Blueprint, Response, abort
+from pathlib import Path
 
+from flask import Blueprint, Response, abort, render_template
+
+import charts
+from evaluator import DIMENSIONS
 from web import get_store
+from web.payloads import best_by_column
 
 bp = Blueprint("exports", __name__)
 CSV_COLUMNS = ("avg", "ci95_avg_low", "ci95_avg_high", "slope", "intercept", "r2", "n_ir", "n_r2", "binary_rate",
                "ci95_binary_rate_low", "ci95_binary_rate_high", "binary_avg", "binary_n_ir", "binary_n_r2",
                "style", "content", "naturalness", "personalization", "conversation", "sessions", "judged",
                "unparsed", "failed")
+JUDGMENT_COLUMNS = ("session_id", "round", "method", "mode", "status", "total", *DIMENSIONS, "verdict", "error",
+                    "prompt_tokens", "completion_tokens", "cached", "attempts")
+STATIC = Path(__file__).resolve().parent.parent / "static"
 
 
 def _result_or_404(evaluation_id: str) -> dict:
@@ -44,3 +52,38 @@ def export_csv(evaluation_id: str):
         writer.writerow((name, *("" if flat.get(c) is None else flat[c] for c in CSV_COLUMNS)))
     return Response("\ufeff" + out.getvalue(), mimetype="text/csv; charset=utf-8",
                     headers={"Content-Disposition": f"attachment; filename={evaluation_id}.csv"})
+
+
+def _csv_line(values) -> str:
+    out = io.StringIO()
+    csv.writer(out).writerow(["" if v is None else v for v in values])
+    return out.getvalue()
+
+
+@bp.get("/evaluations/<evaluation_id>/judgments.csv")
+def export_judgments(evaluation_id: str):
+    """Every judgment as a CSV row (UTF-8 with BOM), streamed."""
+    get_store().get_evaluation(evaluation_id, with_result=False) or abort(404)
+    rows = get_store().judgments(evaluation_id)
+
+    def lines():
+        yield "\ufeff" + _csv_line(JUDGMENT_COLUMNS)
+        for row in rows:
+            yield _csv_line(row[c] for c in JUDGMENT_COLUMNS)
+    return Response(lines(), mimetype="text/csv; charset=utf-8",
+                    headers={"Content-Disposition": f"attachment; filename={evaluation_id}-judgments.csv"})
+
+
+@bp.get("/evaluations/<evaluation_id>/report.html")
+def export_report(evaluation_id: str):
+    """A self-contained HTML report (styles, Plotly and data inline) that opens offline."""
+    record = get_store().get_evaluation(evaluation_id) or abort(404)
+    result = record.get("result") or abort(404)
+    body = render_template("report.html", evaluation=record, result=result, figures=charts.dialogue_figures(result),
+                           colours=charts.method_colours(record["methods"]),
+                           css=(STATIC / "css" / "style.css").read_text(encoding="utf-8"),
+                           plotly_js=charts.PLOTLY_JS_FILE.read_text(encoding="utf-8"),
+                           result_js=(STATIC / "js" / "result.js").read_text(encoding="utf-8"),
+                           best=best_by_column(result["methods"]))
+    return Response(body, mimetype="text/html; charset=utf-8",
+                    headers={"Content-Disposition": f"attachment; filename={evaluation_id}-report.html"})

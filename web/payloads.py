@@ -80,3 +80,17 @@ def session_page(evaluation: dict, args: Mapping) -> dict:
                                     for m in evaluation["methods"]}}
                        for r in session.rounds]})
     return {"page": page, "pages": pages, "per_page": per_page, "total": total, "q": query, "sessions": sessions}
+
+
+BEST_COLUMNS = ("avg", "slope", "intercept", "r2", "n_ir", "n_r2", "binary_rate")
+
+
+def best_by_column(methods: dict) -> dict[str, set[str]]:
+    """For each metric column, the methods holding its highest value (ties all win)."""
+    best = {}
+    for column in BEST_COLUMNS:
+        values = {name: m[column] for name, m in methods.items() if m.get(column) is not None}
+        if len(values) > 1:
+            top = max(values.values())
+            best[column] = {name for name, v in values.items() if v == top}
+    return best
