@@ -42,11 +42,32 @@ def curve_figure(result: dict, key: str, title: str, y_title: str) -> dict:
     traces = []
     for name, m in result["methods"].items():
         points = m[key]
+        traces.extend(_band(points, name, colours[name]))
         traces.append({"type": "scatter", "mode": "lines+markers", "name": name, "line": {"color": colours[name]},
+                       "legendgroup": name,
                        "x": [p["round"] for p in points], "y": [p["value"] for p in points],
                        "customdata": [p.get("n") for p in points],
                        "hovertemplate": "k=%{x}: %{y:.1f} (n=%{customdata})<extra>" + name + "</extra>"})
     return {"data": traces, "layout": _layout(title, _("Round k"), y_title, [0, 100])}
+
+
+def _rgba(colour: str, alpha: float) -> str:
+    """A #rrggbb colour with transparency."""
+    r, g, b = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+def _band(points: list[dict], name: str, colour: str) -> list[dict]:
+    """The 95% interval of a curve as a shaded band (an upper edge, then a lower edge filled up to it)."""
+    with_ci = [p for p in points if p.get("ci95")]
+    if not with_ci:
+        return []
+    x = [p["round"] for p in with_ci]
+    edge = {"type": "scatter", "mode": "lines", "line": {"width": 0}, "legendgroup": name, "showlegend": False,
+            "hoverinfo": "skip"}
+    return [{**edge, "x": x, "y": [p["ci95"][1] for p in with_ci]},
+            {**edge, "x": x, "y": [p["ci95"][0] for p in with_ci], "fill": "tonexty",
+             "fillcolor": _rgba(colour, 0.15)}]
 
 
 def radar_figure(result: dict) -> dict:

@@ -107,6 +107,16 @@ def _ci(sums: np.ndarray, counts: np.ndarray, scale: float, weights: _WeightCach
     return None if ci is None else [v * scale for v in ci]
 
 
+def _add_point_cis(points: list[dict], sums: np.ndarray, counts: np.ndarray, scale: float,
+                   weights: _WeightCache) -> None:
+    """Give every curve point its 95% bootstrap interval over sessions (None with fewer than 2)."""
+    w = weights.get(sums.shape[0])
+    cis = stats.bootstrap_column_means_ci(sums, counts, weights=w) if w is not None else [None] * len(points)
+    # Both the points and the matrix columns are the rounds with data, in ascending order.
+    for point, ci in zip(points, cis):
+        point["ci95"] = None if ci is None else [v * scale for v in ci]
+
+
 class _Judgments:
     """One method's valid fine and binary judgments and their (session, round) cells."""
 
@@ -134,8 +144,10 @@ def _method_result(j: _Judgments, weights: _WeightCache) -> dict:
     if len(j.fine_cells):
         sums, counts = _session_matrix(j.fine_cells)
         avg_ci = _ci(sums, counts, 1.0, weights)
+        _add_point_cis(al_curve, sums, counts, 1.0, weights)
     if len(j.binary_cells):
         sums, counts = _session_matrix(j.binary_cells)
+        _add_point_cis(bar_curve, sums, counts, 100.0, weights)
         rate = 100.0 * float(j.binary_cells.mean())
         # The binary rate pools all B(s,k): one column of per-session sums and counts.
         rate_ci = _ci(sums.sum(axis=1), counts.sum(axis=1), 100.0, weights)

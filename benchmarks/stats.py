@@ -164,6 +164,36 @@ def bootstrap_curve_mean_ci(
     return percentile_interval(np.clip(stats, cell_means.min(), cell_means.max()), level)
 
 
+def bootstrap_column_means_ci(
+    sums,
+    counts,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = 0,
+    level: float = DEFAULT_LEVEL,
+    weights: np.ndarray | None = None,
+) -> list[list[float] | None]:
+    """Per column k, the bootstrap interval of sum_i sums[i,k] / sum_i counts[i,k], resampling rows i.
+
+    This is the interval of each point of a curve (AL(k) or BAR(k)) over the sessions that have that
+    round; a column with fewer than 2 rows of data gets None.
+    """
+    sums = np.asarray(sums, dtype=float)
+    counts = np.asarray(counts, dtype=float)
+    w = _weights_for(sums.shape[0], n_boot, seed, weights)
+    boot_sums, boot_counts = w @ sums, w @ counts
+    out: list[list[float] | None] = []
+    for k in range(sums.shape[1]):
+        has = counts[:, k] > 0
+        if has.sum() < 2:
+            out.append(None)
+            continue
+        drawn = boot_counts[:, k] > 0
+        means = boot_sums[drawn, k] / boot_counts[drawn, k]
+        cells = sums[has, k] / counts[has, k]
+        out.append(percentile_interval(np.clip(means, cells.min(), cells.max()), level))
+    return out
+
+
 def paired_difference(
     a: Sequence[float],
     b: Sequence[float],

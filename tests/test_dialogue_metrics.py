@@ -109,7 +109,7 @@ def test_flat_curve():
 def test_single_round_has_no_fit():
     # One round: AL(1) = (60 + 80) / 2 = 70 = AVG; no line can be fitted through one point.
     m = score([fine("s1", 1, 60), fine("s2", 1, 80)])[0]["A"]
-    assert m["al_curve"] == [{"round": 1, "value": 70.0, "n": 2}]
+    assert m["al_curve"] == [{"round": 1, "value": 70.0, "n": 2, "ci95": [60.0, 80.0]}]
     assert m["avg"] == 70.0
     assert (m["slope"], m["intercept"], m["r2"]) == (None, None, None)
     assert m["n_al_curve"] == [{"round": 1, "value": 0.0}]
@@ -157,7 +157,7 @@ def test_unparsed_failed_and_pending_are_counted_not_averaged():
     ]
     m = score(records)[0]["A"]
     assert m["avg"] == pytest.approx(70)                        # (60 + 80) / 2
-    assert m["al_curve"] == [{"round": 1, "value": 70.0, "n": 2}]
+    assert m["al_curve"] == [{"round": 1, "value": 70.0, "n": 2, "ci95": [60.0, 80.0]}]
     assert m["binary_rate"] == pytest.approx(100)               # only s1's verdict 1
     assert m["judged"] == 3 and m["judged_fine"] == 2 and m["judged_binary"] == 1
     assert m["unparsed"] == 2 + 3                               # two status=unparsed + three bad ok
@@ -171,7 +171,7 @@ def test_duplicate_judgments_of_one_cell_are_averaged_first():
     # AL(1) = (70 + 40) / 2 = 55, not (60 + 80 + 40) / 3.
     records = [fine("s1", 1, 60), fine("s1", 1, 80), fine("s2", 1, 40)]
     m = score(records)[0]["A"]
-    assert m["al_curve"] == [{"round": 1, "value": 55.0, "n": 2}]
+    assert m["al_curve"] == [{"round": 1, "value": 55.0, "n": 2, "ci95": [40.0, 70.0]}]
     assert m["judged_fine"] == 3
 
 
@@ -461,3 +461,29 @@ def test_clear_improvement_is_significant_on_noisy_data():
     records += _random_sessions(200, seed=12, method="B", shift=0.0)
     fine_cmp = score(records, methods=("A", "B"))[1][0]
     assert fine_cmp["diff"] > 0 and fine_cmp["ci95"][0] > 0 and fine_cmp["significant"] is True
+
+
+def test_each_curve_point_has_a_bootstrap_interval_checked_against_a_loop():
+    from benchmarks import stats as st
+    # 4 sessions; round 1 for all, round 2 for the first three only (ragged)
+    fine = {("s1", 1): 50, ("s2", 1): 60, ("s3", 1): 70, ("s4", 1): 80, ("s1", 2): 40, ("s2", 2): 40, ("s3", 2): 70}
+    records = [{"session": s, "round": k, "method": "A", "mode": "fine", "status": "ok", "total": v}
+               for (s, k), v in fine.items()]
+    records += [{"session": s, "round": k, "method": "A", "mode": "binary", "status": "ok", "verdict": 1}
+                for (s, k) in fine]
+    methods, _ = score_methods(records, ["A"], n_boot=500, seed=3)
+    points = methods["A"]["al_curve"]
+    # the slow obvious computation with the same resampled sessions (sorted ids s1..s4)
+    idx = st.resample_indices(4, 500, 3)
+    sessions = ["s1", "s2", "s3", "s4"]
+    for point in points:
+        k = point["round"]
+        means = []
+        for row in idx:
+            values = [fine[(sessions[i], k)] for i in row if (sessions[i], k) in fine]
+            if values:
+                means.append(sum(values) / len(values))
+        lo, hi = np.percentile(means, [2.5, 97.5])
+        assert point["ci95"] == pytest.approx([lo, hi])
+        assert point["ci95"][0] <= point["value"] <= point["ci95"][1]
+    assert all(p["ci95"] == [100.0, 100.0] for p in methods["A"]["binary_curve"])  # always kept chatting
