@@ -13,6 +13,7 @@ from jobs import Runner
 from judge_settings import JudgeSettings
 from store import Store
 from web import api, cli, errors, exports, pages
+from web import compare, share
 
 ROOT = Path(__file__).resolve().parent
 csrf = CSRFProtect()
@@ -59,6 +60,8 @@ def create_app(config: dict | None = None) -> Flask:
     app.register_blueprint(api.bp)
     app.register_blueprint(exports.bp)
     csrf.exempt(api.bp)
+    share.register(app, csrf)  # share pages, and the share API exempt from CSRF
+    compare.register(app)
     errors.register(app)
     cli.register(app)
 

@@ -83,7 +83,7 @@ def radar_figure(result: dict) -> dict:
     layout = {"title": {"text": _("Dimension scores (0-100)")}, "legend": {"orientation": "h"},
               "polar": {"radialaxis": {"range": [0, 100], "gridcolor": "#e4e7eb"},
                         "angularaxis": {"gridcolor": "#e4e7eb"}},
-              "margin": {"l": 40, "r": 40, "t": 60, "b": 40}, "paper_bgcolor": "#fff",
+              "margin": {"l": 90, "r": 90, "t": 60, "b": 40}, "paper_bgcolor": "#fff",
               "font": {"family": "system-ui, sans-serif"}}
     return {"data": traces, "layout": layout}
 

@@ -82,6 +82,14 @@ CREATE TABLE IF NOT EXISTS judge_cache (
     completion_tokens INTEGER NOT NULL,
     created_at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS shares (
+    id TEXT PRIMARY KEY,
+    evaluation_id TEXT NOT NULL REFERENCES evaluations (id),
+    token TEXT NOT NULL UNIQUE,
+    created_at TEXT NOT NULL,
+    revoked_at TEXT
+);
+CREATE INDEX IF NOT EXISTS shares_evaluation ON shares (evaluation_id);
 """
 
 UNFINISHED = ("queued", "running")
@@ -353,6 +361,37 @@ class Store:
                         " created_at) VALUES (?, ?, ?, ?, ?)",
                         (key, value["answer"], value.get("prompt_tokens", 0), value.get("completion_tokens", 0),
                          now()))
+
+    # shares ------------------------------------------------------------------
+    # Read-only links to one result (web/share.py). The token is stored as it is, not hashed: the result
+    # page shows it again for copying, and whoever can read this database can read every result anyway.
+    def add_share(self, share_id: str, evaluation_id: str, token: str) -> dict:
+        """Record a new share link of an evaluation; returns it."""
+        with self._writing() as con:
+            con.execute("INSERT INTO shares (id, evaluation_id, token, created_at) VALUES (?, ?, ?, ?)",
+                        (share_id, evaluation_id, token, now()))
+            return dict(con.execute("SELECT * FROM shares WHERE id = ?", (share_id,)).fetchone())
+
+    def active_share(self, token: str) -> dict | None:
+        """The share link with this token unless it was revoked, else None."""
+        with self._connect() as con:
+            row = con.execute("SELECT * FROM shares WHERE token = ? AND revoked_at IS NULL", (token,)).fetchone()
+            return dict(row) if row else None
+
+    def list_shares(self, evaluation_id: str, include_revoked: bool = False) -> list[dict]:
+        """Share links of an evaluation, oldest first (active ones only unless asked)."""
+        sql = "SELECT * FROM shares WHERE evaluation_id = ?" + ("" if include_revoked else " AND revoked_at IS NULL")
+        with self._connect() as con:
+            return [dict(r) for r in con.execute(sql + " ORDER BY created_at, rowid", (evaluation_id,))]
+
+    def revoke_share(self, evaluation_id: str, share_id: str) -> dict | None:
+        """Revoke a share link of an evaluation (revoking twice keeps the first time); None when unknown."""
+        with self._writing() as con:
+            con.execute("UPDATE shares SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ? AND evaluation_id = ?",
+                        (now(), share_id, evaluation_id))
+            row = con.execute("SELECT * FROM shares WHERE id = ? AND evaluation_id = ?",
+                              (share_id, evaluation_id)).fetchone()
+            return dict(row) if row else None
 
 
 class JudgeCache:

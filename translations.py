@@ -1,12 +1,13 @@
 """Languages of the dashboard: the locale choice, catalog compilation, and the gettext every module uses."""
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from flask import Flask, has_request_context, request
-from flask_babel import Babel, format_decimal, get_locale, gettext, lazy_gettext, ngettext
+from flask_babel import Babel, format_datetime, format_decimal, get_locale, gettext, lazy_gettext, ngettext
 
 LANGUAGES = {"en": "English", "zh": "中文", "ko": "한국어"}
 DEFAULT_LANGUAGE = "en"
@@ -53,7 +54,7 @@ def status_label(status: str) -> str:
 
 def number(value, digits: int = 1) -> str:
     """A number formatted for the current locale, or a dash when there is none."""
-    if value is None:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):  # None, or missing in a template
         return "—"
     return format_decimal(value, format="#,##0" + ("." + "0" * digits if digits else ""))
 
@@ -77,10 +78,17 @@ def duration(seconds) -> str:
     return _("%(s)s s", s=seconds)
 
 
+def when(iso: str | None) -> str:
+    """A stored ISO timestamp as a date and time written the way the current locale writes them."""
+    if not iso:
+        return "—"
+    return format_datetime(datetime.fromisoformat(iso), "medium")
+
+
 def init_app(app: Flask) -> None:
     """Attach Flask-Babel with our locale selector, compiling the catalogs first."""
     compile_catalogs()
     app.config.setdefault("BABEL_TRANSLATION_DIRECTORIES", str(CATALOGS))
     Babel(app, locale_selector=select_locale)
     app.jinja_env.globals.update(LANGUAGES=LANGUAGES, get_locale=get_locale, status_label=status_label)
-    app.jinja_env.filters.update(num=number, ci=interval, duration=duration)
+    app.jinja_env.filters.update(num=number, ci=interval, duration=duration, when=when)

@@ -68,7 +68,10 @@ def test_result_page_shows_table_charts_and_detail(client):
     evaluation_id = finished_evaluation(client, jsonl(session_line("r1", 3)))
     html = client.get(f"/evaluations/{evaluation_id}").get_data(as_text=True)
     assert 'id="chart-al"' in html and 'id="chart-radar"' in html and "/vendor/plotly.min.js" in html
-    assert "Pairwise comparisons" in html and "r1" in html and "reasoning" in html
+    assert "Pairwise differences" in html and "By round" in html and "r1" in html
+    fragment = client.get(f"/evaluations/{evaluation_id}/sessions/0").get_data(as_text=True)
+    assert "reply 1 from A" in fragment and "reasoning" in fragment and "<html" not in fragment
+    assert client.get(f"/evaluations/{evaluation_id}/sessions/5").status_code == 404
     assert client.get("/vendor/plotly.min.js").status_code == 200
 
 
@@ -88,7 +91,8 @@ def test_user_text_is_escaped_everywhere(client):
     s["rounds"][0]["user_message"] = XSS
     s["rounds"][0]["responses"]["A"] = XSS
     evaluation_id = finished_evaluation(client, jsonl(s))
-    for url in (f"/evaluations/{evaluation_id}", "/evaluations"):
+    for url in (f"/evaluations/{evaluation_id}", "/evaluations", f"/evaluations/{evaluation_id}/sessions/0",
+                f"/evaluations/{evaluation_id}/report.html"):
         html = client.get(url).get_data(as_text=True)
         assert "<script>alert(1)" not in html and "<img src=x" not in html, url
     assert "&lt;script&gt;alert(1)" in client.get(f"/evaluations/{evaluation_id}").get_data(as_text=True)
@@ -173,3 +177,10 @@ def test_plotly_is_served_gzipped_when_accepted(client):
     assert gzip.decompress(zipped.data) == PLOTLY_JS_FILE.read_bytes()
     plain = client.get("/vendor/plotly.min.js")
     assert "Content-Encoding" not in plain.headers and plain.data == PLOTLY_JS_FILE.read_bytes()
+
+
+def test_template_download_is_a_valid_file(client):
+    html = client.get("/").get_data(as_text=True)
+    assert "/static/dialogue_template.jsonl" in html and 'id="dropzone"' in html
+    template = client.get("/static/dialogue_template.jsonl").data
+    assert post_file(client, template, "template.jsonl").status_code == 302

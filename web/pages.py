@@ -16,7 +16,8 @@ from jobs import RequestError, create_evaluation
 from judge_settings import VARIABLES
 from translations import COOKIE, LANGUAGES, _
 from web import get_judge_settings, get_runner, get_store
-from web.payloads import evaluation_status, session_page
+from web.payloads import (best_by_column, comparison_matrix, evaluation_status, round_table, session_detail,
+                          session_list)
 
 bp = Blueprint("pages", __name__)
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,10 +90,21 @@ def evaluation(evaluation_id: str):
     figures = charts.dialogue_figures(result) if result else None
     upload = get_store().get_upload(record["upload_id"])
     return render_template("result.html", evaluation=record, upload=upload, status=evaluation_status(record),
-                           result=result,
-                           figures=figures, detail=session_page(record, request.args) if result else None,
+                           result=result, figures=figures,
+                           detail=session_list(record, request.args) if result else None,
                            colours=charts.method_colours(record["methods"]),
                            failures=get_store().failures(evaluation_id) if result else [],
+                           best=best_by_column(result["methods"]) if result else {},
+                           rounds=round_table(result) if result else [],
+                           matrices={m: comparison_matrix(result, m) for m in ("fine", "binary")} if result else {})
+
+
+@bp.get("/evaluations/<evaluation_id>/sessions/<int:index>")
+def session_fragment(evaluation_id: str, index: int):
+    """One session's detail as an HTML fragment, loaded when the reader opens it on the result page."""
+    record = get_store().get_evaluation(evaluation_id, with_result=False) or abort(404)
+    session = session_detail(record, index) or abort(404)
+    return render_template("_session_detail.html", s=session, colours=charts.method_colours(record["methods"]),
                            dimension_labels=charts.dimension_labels())
 
 

@@ -55,20 +55,25 @@ def _judgment_view(j: dict) -> dict:
     return view
 
 
-def session_page(evaluation: dict, args: Mapping) -> dict:
-    """One page of sessions with every round's replies and judgments; `q` filters by session id."""
+def session_list(evaluation: dict, args: Mapping) -> dict:
+    """One page of an evaluation's sessions (index and id only); `q` filters by session id."""
     store = get_store()
-    upload = store.get_upload(evaluation["upload_id"])
     per_page = _int_arg(args, "per_page", PER_PAGE, 1, MAX_PER_PAGE)
     query = str(args.get("q", ""))[:200]
-    total = store.count_sessions(upload["id"], query)
+    total = store.count_sessions(evaluation["upload_id"], query)
     pages = max(1, -(-total // per_page))
     page = _int_arg(args, "page", 1, 1, pages)
-    rows = store.session_offsets(upload["id"], (page - 1) * per_page, per_page, query)
+    rows = store.session_offsets(evaluation["upload_id"], (page - 1) * per_page, per_page, query)
+    return {"page": page, "pages": pages, "per_page": per_page, "total": total, "q": query, "sessions": rows}
+
+
+def session_details(evaluation: dict, rows: list[dict]) -> list[dict]:
+    """Sessions with every round's replies and judgments (scores, status, the judge's answers)."""
+    store = get_store()
     judged: dict[tuple[int, int, str], dict] = {}
     for j in store.judgments(evaluation["id"], [r["idx"] for r in rows]):
         judged.setdefault((j["session_idx"], j["round"], j["method"]), {})[j["mode"]] = _judgment_view(j)
-    path = file_of(upload)
+    path = file_of(store.get_upload(evaluation["upload_id"]))
     sessions = []
     for row in rows:
         session = read_session(path, row["offset"])
@@ -79,8 +84,19 @@ def session_page(evaluation: dict, args: Mapping) -> dict:
                         "methods": {m: {"reply": r.responses[m], **judged.get((row["idx"], r.number, m), {})}
                                     for m in evaluation["methods"]}}
                        for r in session.rounds]})
-    return {"page": page, "pages": pages, "per_page": per_page, "total": total, "q": query, "sessions": sessions}
+    return sessions
 
+
+def session_page(evaluation: dict, args: Mapping) -> dict:
+    """One page of sessions with all their detail, for the API."""
+    listing = session_list(evaluation, args)
+    return {**listing, "sessions": session_details(evaluation, listing["sessions"])}
+
+
+def session_detail(evaluation: dict, index: int) -> dict | None:
+    """One session's detail by its index in the file, or None."""
+    rows = get_store().session_offsets(evaluation["upload_id"], index, 1) if index >= 0 else []
+    return session_details(evaluation, rows)[0] if rows and rows[0]["idx"] == index else None
 
 BEST_COLUMNS = ("avg", "slope", "intercept", "r2", "n_ir", "n_r2", "binary_rate")
 
@@ -94,3 +110,26 @@ def best_by_column(methods: dict) -> dict[str, set[str]]:
             top = max(values.values())
             best[column] = {name for name, v in values.items() if v == top}
     return best
+
+
+def round_table(result: dict) -> list[dict]:
+    """One row per round: each method's AL(k), BAR(k) and the number of sessions behind them."""
+    rows: dict[int, dict] = {}
+    for name, m in result["methods"].items():
+        for key, curve in (("al", m["al_curve"]), ("bar", m["binary_curve"])):
+            for point in curve:
+                cell = rows.setdefault(point["round"], {}).setdefault(name, {})
+                cell[key], cell[key + "_n"] = point["value"], point["n"]
+    return [{"round": k, "methods": rows[k]} for k in sorted(rows)]
+
+
+def comparison_matrix(result: dict, metric: str) -> dict[str, dict[str, dict]]:
+    """matrix[a][b] = the paired difference a - b (with its CI and significance) for one metric."""
+    matrix: dict[str, dict[str, dict]] = {a: {} for a in result["methods"]}
+    for c in result["comparisons"]:
+        if c["metric"] != metric or c["diff"] is None:
+            continue
+        matrix[c["a"]][c["b"]] = {"diff": c["diff"], "ci95": c["ci95"], "significant": c["significant"]}
+        flipped = [-c["ci95"][1], -c["ci95"][0]] if c["ci95"] else None
+        matrix[c["b"]][c["a"]] = {"diff": -c["diff"], "ci95": flipped, "significant": c["significant"]}
+    return matrix

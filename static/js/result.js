@@ -12,6 +12,22 @@
     });
   }
 
+  // Session detail is fetched when a session is opened, so a 5,000-session result stays light.
+  document.querySelectorAll("details.session[data-src]").forEach(function (details) {
+    details.addEventListener("toggle", function () {
+      if (!details.open || details.dataset.loaded) { return; }
+      details.dataset.loaded = "1";
+      var body = details.querySelector(".session-body");
+      fetch(details.dataset.src)
+        .then(function (r) { if (!r.ok) { throw new Error(r.status); } return r.text(); })
+        .then(function (html) { body.innerHTML = html; })  // HTML rendered and escaped by the server
+        .catch(function () {
+          delete details.dataset.loaded;
+          body.textContent = document.getElementById("sessions").dataset.loadError;
+        });
+    });
+  });
+
   var progress = document.getElementById("progress");
   if (!progress) { return; }
   var bar = progress.querySelector("progress");
@@ -30,6 +46,11 @@
       .then(function (body) {
         if (["queued", "running"].indexOf(body.status) < 0) { window.location.reload(); return; }
         var p = body.progress;
+        var badge = document.getElementById("status");
+        if (badge && progress.dataset["status_" + body.status]) {
+          badge.textContent = progress.dataset["status_" + body.status];
+          badge.className = "status status-" + body.status;
+        }
         bar.max = p.total || 1;
         bar.value = p.done;
         var values = {done: p.done, total: p.total, failed: p.failed, unparsed: p.unparsed,

@@ -1,0 +1,375 @@
+"""Real-browser tests of the dashboard: Debian's Chromium driven by Playwright against a real server.
+
+The server runs in a subprocess (`create_app` on temporary paths, then `app.run`) and judges with the
+local JudgeServer, answering after a small delay so the progress bar can be seen moving. One server and
+one browser serve the whole module; every test gets a fresh browser context (no cookies).
+
+Screenshots for the docs are made by an explicit run, not by pytest:
+
+    python -m tests.test_browser --screenshots        # writes docs/screenshots/*.png
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.browser_support import CHROMIUM, SAMPLE, PageWatch, dashboard_server, launch_chromium, new_context
+from tests.conftest import ROOT, jsonl, session_line
+from tests.judge_server import JudgeServer
+
+if not CHROMIUM.exists() and __name__ != "__main__":
+    pytest.skip(f"browser tests need Chromium at {CHROMIUM} (Debian package `chromium`; CI's .ci/run installs it)",
+                allow_module_level=True)
+
+from playwright.sync_api import expect, sync_playwright  # noqa: E402  (after the skip)
+
+SAMPLE_METHODS = ["Base", "CoT", "PersonaSteer"]
+SAMPLE_SESSIONS = 8
+TIMEOUT_MS = 20_000
+RUN_TIMEOUT_MS = 60_000  # an evaluation from start to the charts
+CHARTS = ("#chart-al", "#chart-binary", "#chart-radar")
+BOM = b"\xef\xbb\xbf"
+
+XSS_1 = "<script>window.__xss=1</script>"
+XSS_2 = '<img src=x onerror="window.__xss=2">'
+XSS_3 = "</script><script>window.__xss=3</script>"
+XSS_4 = '<svg onload="window.__xss=4;alert(4)">'
+XSS_METHOD = '<img src=x onerror="window.__xss=5">'
+XSS_FILENAME = '<img src=x onerror="window.__xss=6">.jsonl'
+
+
+# -- fixtures ------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def judge():
+    """The local OpenAI-compatible judge, a little slow so progress is visible.
+
+    A module-scoped JudgeServer of its own (tests/judge_server.py's `judge_server` fixture is
+    function-scoped, and one server process serves the whole module)."""
+    with JudgeServer(latency_s=0.05) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, judge):
+    with dashboard_server(tmp_path_factory.mktemp("browser"), judge.url) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as playwright:
+        chromium = launch_chromium(playwright)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def context(browser):
+    ctx = new_context(browser)
+    ctx.set_default_timeout(TIMEOUT_MS)
+    try:
+        yield ctx
+    finally:
+        ctx.close()
+
+
+@pytest.fixture
+def page(context):
+    return context.new_page()
+
+
+@pytest.fixture
+def watch(page):
+    return PageWatch(page)
+
+
+@pytest.fixture(scope="module")
+def sample_evaluation(server, judge) -> str:
+    """A finished evaluation of sample_data.jsonl, made through the API (fast: no judge delay)."""
+    latency, judge.latency_s = judge.latency_s, 0.0
+    try:
+        body = server.evaluate(server.upload(SAMPLE.read_bytes(), "sample_data.jsonl"))
+    finally:
+        judge.latency_s = latency
+    assert body["status"] == "done", body
+    return body["id"]
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+def open_page(page, server, path: str) -> None:
+    """Go to a page of the server and fail with the server's log when it does not answer 200."""
+    response = page.goto(server.url + path)
+    assert response is not None and response.ok, \
+        f"GET {path} answered {response and response.status}; server log:\n{server.log_tail()}"
+
+
+def upload_file(page, server, path: Path | None = None, *, name: str | None = None,
+                data: bytes | None = None) -> int:
+    """Choose a file in the upload form's file input and submit it; returns the HTTP status of the POST."""
+    open_page(page, server, "/")
+    if path is not None:
+        page.locator("#file").set_input_files(str(path))
+    else:
+        page.locator("#file").set_input_files({"name": name, "mimeType": "application/octet-stream", "buffer": data})
+    with page.expect_response(lambda r: r.request.method == "POST" and r.url.endswith("/uploads")) as response:
+        page.locator("form.upload-form button[type=submit]").click()
+    return response.value.status
+
+
+def wait_for_charts(page, timeout: float = RUN_TIMEOUT_MS) -> None:
+    """Wait until the result page has reloaded itself as finished and Plotly drew every chart."""
+    for chart in CHARTS:
+        page.locator(f"{chart} .main-svg").first.wait_for(state="attached", timeout=timeout)
+
+
+def fact(page, label: str):
+    """The <dd> after the <dt> with this label in a facts list."""
+    return page.locator("dl.facts dt", has_text=label).locator("xpath=following-sibling::dd[1]")
+
+
+# -- tests ---------------------------------------------------------------------------------------
+
+def test_upload_evaluate_shows_live_progress_then_charts(page, watch, server, judge):
+    judge.latency_s = 0.05
+    assert upload_file(page, server, SAMPLE) == 302
+
+    expect(page).to_have_url(re.compile(r"/uploads/[\w-]+$"))
+    expect(page.locator("h1")).to_have_text("sample_data.jsonl")
+    expect(fact(page, "Sessions")).to_have_text(str(SAMPLE_SESSIONS))
+    expect(fact(page, "Methods")).to_have_text(", ".join(SAMPLE_METHODS))
+
+    # A model name of its own, so no judgment comes from the cache and the progress is real.
+    page.locator("input[name=model]").fill("judge-browser")
+    page.get_by_role("button", name="Evaluate").click()
+    expect(page).to_have_url(re.compile(r"/evaluations/[\w-]+$"))
+
+    bar = page.locator("#progress progress")
+    expect(bar).to_be_visible()
+    expect(page.locator("#status")).to_have_text(re.compile("queued|running"))
+    # The page's script updates the bar while the judge works: some done, not all.
+    page.wait_for_function("() => { const b = document.querySelector('#progress progress');"
+                           " return b !== null && b.value > 0 && b.value < b.max; }")
+    expect(page.locator("#progress-text")).to_contain_text(re.compile(r"\d+ of \d+ judgments"))
+
+    wait_for_charts(page)
+    expect(page.locator("#status")).to_have_text("done")
+    expect(page.locator("#progress")).to_have_count(0)
+    expect(page.locator("code", has_text="judge-browser").first).to_be_visible()
+    expect(page.locator("table.metrics").first.locator("tbody tr")).to_have_count(len(SAMPLE_METHODS))
+    for chart in CHARTS:
+        expect(page.locator(f"{chart} .main-svg").first).to_be_visible()
+    expect(page.locator("details.session")).to_have_count(SAMPLE_SESSIONS)
+
+    assert watch.errors == [], watch.errors
+    assert watch.foreign_requests() == [], watch.foreign_requests()
+    assert any(url.startswith(server.url) and url.endswith("/vendor/plotly.min.js") for url in watch.requests), \
+        "Plotly's script was not loaded from the app"
+    assert judge.requests_by_mode["fine"] > 0
+
+
+def test_language_switch_translates_page_and_charts_and_sticks(page, watch, context, server, sample_evaluation):
+    open_page(page, server, f"/evaluations/{sample_evaluation}")
+    wait_for_charts(page)
+    expect(page.locator("html")).to_have_attribute("lang", "en")
+    expect(page.locator("header nav")).to_contain_text("Upload")
+
+    for code, upload, method, round_k in (("zh", "上传", "方法", "轮次"), ("ko", "업로드", "방법", "라운드")):
+        page.locator(f"header .lang a[lang={code}]").click()
+        for reloaded in (False, True):
+            if reloaded:
+                page.reload()
+            wait_for_charts(page)
+            expect(page).to_have_url(re.compile(rf"/evaluations/{sample_evaluation}$"))
+            expect(page.locator("html")).to_have_attribute("lang", code)
+            expect(page.locator("header nav a").first).to_have_text(upload)
+            expect(page.locator("header nav")).not_to_contain_text("Upload")
+            expect(page.locator(f"header .lang a[lang={code}]")).to_have_attribute("aria-current", "true")
+            expect(page.locator("table.metrics").first.locator("thead th").first).to_have_text(method)
+            expect(page.locator("#chart-al .main-svg .xtitle")).to_contain_text(round_k)
+            expect(page.locator("#chart-binary .main-svg .xtitle")).to_contain_text(round_k)
+        assert {c["name"]: c["value"] for c in context.cookies()}.get("lang") == code
+
+    assert watch.errors == [], watch.errors
+
+
+def test_download_csv_has_bom_header_and_a_row_per_method(page, server, sample_evaluation):
+    open_page(page, server, f"/evaluations/{sample_evaluation}")
+    with page.expect_download() as info:
+        page.get_by_role("link", name="Download CSV").click()
+    download = info.value
+    assert download.suggested_filename == f"{sample_evaluation}.csv"
+    data = Path(download.path()).read_bytes()
+
+    assert data.startswith(BOM), data[:20]
+    rows = list(csv.reader(io.StringIO(data[len(BOM):].decode("utf-8"))))
+    assert rows[0][:2] == ["method", "avg"], rows[0]
+    assert [row[0] for row in rows[1:]] == SAMPLE_METHODS
+    for row in rows[1:]:
+        assert len(row) == len(rows[0])
+        assert 0 <= float(row[1]) <= 100, row
+
+
+def test_markup_in_uploaded_data_is_shown_as_text_never_run(page, watch, server, tmp_path):
+    sessions = [{"session_id": XSS_1, "user_profile": XSS_2, "user_personality": XSS_4,
+                 "rounds": [{"round": 1, "user_message": XSS_3,
+                             "responses": {"Plain": f"{XSS_1} [[score=80]] [[keep=1]]",
+                                           XSS_METHOD: f"{XSS_2} {XSS_3} [[score=60]] [[keep=0]]"}},
+                            {"round": 2, "user_message": "and again " + XSS_2,
+                             "responses": {"Plain": XSS_3, XSS_METHOD: XSS_1}}]},
+                session_line("plain-session", 2, methods=("Plain", XSS_METHOD))]
+    path = tmp_path / "xss.jsonl"
+    path.write_bytes(jsonl(*sessions))
+    assert upload_file(page, server, name=XSS_FILENAME, data=path.read_bytes()) == 302
+
+    expect(page).to_have_url(re.compile(r"/uploads/[\w-]+$"))
+    expect(page.locator("h1")).to_have_text(XSS_FILENAME)
+    expect(page.locator("form.eval-form label.check", has_text=XSS_METHOD)).to_be_visible()
+    assert page.evaluate("window.__xss") is None
+    page.get_by_role("button", name="Evaluate").click()
+    expect(page).to_have_url(re.compile(r"/evaluations/[\w-]+$"))
+    wait_for_charts(page)
+    expect(page.locator("#status")).to_have_text("done")
+
+    session = page.locator("details.session", has=page.locator("summary code", has_text=XSS_1))
+    session.locator("> summary").click()
+    expect(session).to_have_attribute("open", "")
+    expect(page.get_by_text(XSS_1, exact=False).first).to_be_visible()
+    assert page.get_by_text(XSS_1, exact=False).count() >= 1
+    for text in (XSS_2, XSS_3, XSS_4, XSS_METHOD):
+        expect(session.get_by_text(text, exact=False).first).to_be_visible()
+    # The method name is also a chart legend entry: drawn as text there too.
+    expect(page.locator("#chart-al .legendtext", has_text=XSS_METHOD)).to_have_count(1)
+
+    assert page.evaluate("window.__xss") is None
+    assert watch.dialogs == []
+    assert watch.errors == [], watch.errors
+    # An <img src=x> that was parsed as markup would have requested .../x.
+    assert not [url for url in watch.requests if url.rstrip("/").endswith("/x")], watch.requests
+
+
+def test_invalid_upload_lists_problems_inline_with_line_numbers(page, watch, server):
+    data = jsonl(session_line("same-id"), session_line("same-id"))
+    assert upload_file(page, server, name="dupes.jsonl", data=data) == 400
+
+    problems = page.locator("#problems")
+    expect(problems).to_be_visible()
+    expect(problems.locator("h2")).to_contain_text("dupes.jsonl")
+    rows = problems.locator("tbody tr")
+    expect(rows).to_have_count(1)
+    cells = rows.first.locator("td")
+    expect(cells.nth(0)).to_have_text("2")
+    expect(cells.nth(1)).to_have_text("session_id")
+    expect(cells.nth(2)).to_contain_text("line 1")
+    # Still on the upload form, ready for the fixed file.
+    expect(page.locator("#file")).to_be_visible()
+    # The browser logs the 400 of the rejected upload itself; nothing else may go wrong.
+    expected = [e for e in watch.console_errors if "status of 400" in e and "/uploads" in e]
+    assert len(expected) == 1 and watch.console_errors == expected, watch.console_errors
+    assert watch.page_errors == [], watch.page_errors
+
+
+def test_settings_test_connection_shows_the_judges_answer(page, watch, server, judge):
+    before = judge.requests_by_mode["other"]
+    open_page(page, server, "/settings")
+    expect(page.locator("#test-result")).to_have_count(0)
+    page.get_by_role("button", name="Test connection").click()
+
+    result = page.locator("#test-result")
+    expect(result).to_be_visible()
+    expect(result).to_have_class(re.compile(r"\bok-notice\b"))
+    expect(result).to_contain_text("The judge answered")
+    expect(result.locator("code")).to_have_text("OK")
+    assert judge.requests_by_mode["other"] == before + 1
+    assert "sk-browser-test" not in page.content()
+    assert watch.errors == [], watch.errors
+
+
+# -- screenshots for the docs: python -m tests.test_browser --screenshots ---------------------------
+
+def make_screenshots(out: Path) -> list[Path]:
+    """Walk through the dashboard once and save full-page PNGs of its main pages."""
+    import tempfile
+
+    out.mkdir(parents=True, exist_ok=True)
+    shots: list[Path] = []
+
+    def shot(page, name: str) -> None:
+        page.wait_for_timeout(300)  # let layout and fonts settle
+        path = out / name
+        page.screenshot(path=str(path), full_page=True)
+        shots.append(path)
+        print(f"{path.relative_to(ROOT)}  {path.stat().st_size // 1024} KB", file=sys.stderr)
+
+    with tempfile.TemporaryDirectory() as tmp, JudgeServer(latency_s=0.05) as judge, \
+            dashboard_server(Path(tmp), judge.url) as server, sync_playwright() as playwright:
+        chromium = launch_chromium(playwright)
+        ctx = new_context(chromium)
+        ctx.set_default_timeout(TIMEOUT_MS)
+        page = ctx.new_page()
+        watch = PageWatch(page)
+
+        open_page(page, server, "/")
+        shot(page, "upload.png")
+
+        upload_file(page, server, SAMPLE)
+        page.wait_for_url(re.compile(r"/uploads/[\w-]+$"))
+        shot(page, "upload-detail.png")
+
+        judge.latency_s = 0.3
+        page.get_by_role("button", name="Evaluate").click()
+        page.wait_for_url(re.compile(r"/evaluations/[\w-]+$"))
+        page.wait_for_function("() => { const b = document.querySelector('#progress progress');"
+                               " return b !== null && b.value >= 0.3 * b.max; }", timeout=RUN_TIMEOUT_MS)
+        page.reload()  # the status badge is only rendered by the server: show "running", not "queued"
+        page.wait_for_function("() => document.getElementById('progress-speed').textContent.trim() !== ''")
+        shot(page, "progress.png")
+        judge.latency_s = 0.0
+
+        wait_for_charts(page)
+        shot(page, "result.png")
+
+        page.locator("header .lang a[lang=zh]").click()
+        wait_for_charts(page)
+        shot(page, "result-zh.png")
+
+        page.locator("header .lang a[lang=en]").click()
+        open_page(page, server, "/settings")
+        page.get_by_role("button", name="Test connection").click()
+        page.locator("#test-result").wait_for()
+        shot(page, "settings.png")
+
+        chromium.close()
+        if watch.errors:
+            raise SystemExit("errors in the pages: " + json.dumps(watch.errors, indent=1))
+    return shots
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Browser screenshots of the dashboard for the docs.")
+    parser.add_argument("--screenshots", action="store_true", help="write full-page PNGs of the main pages")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots", help="folder for the PNGs")
+    args = parser.parse_args(argv)
+    if not args.screenshots:
+        parser.print_help()
+        return 2
+    if not CHROMIUM.exists():
+        print(f"Chromium not found at {CHROMIUM}", file=sys.stderr)
+        return 1
+    make_screenshots(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""Read-only share links: one unguessable token per link gives read access to one result, until revoked.
+
+The share page is the result page itself (pages.evaluation rendering templates/result.html) in *shared mode*,
+on for every request under /share/:
+
+- templates see `shared` true: base.html drops the navigation, result.html the progress poller, the controls,
+  the session filter and the share panel;
+- `url_for` in templates is replaced by `shared_url_for`, which sends the result page's own links to their
+  share equivalents (the result page with its query string, e.g. ?page=2, and the JSON and CSV exports) and
+  turns every other link into the app into "#", so nothing added to result.html later can lead a visitor of a
+  shared link to other evaluations, the settings or the API;
+- responses carry `X-Robots-Tag: noindex, nofollow`, `Referrer-Policy: no-referrer` (the token is in the
+  address; other sites must not receive it) and `Cache-Control: no-store` (a revoked link must not live on in
+  a cache).
+
+Tokens are `secrets.token_urlsafe(24)` (192 bits, 32 characters) and are stored as they are, not hashed: the
+result page lists active links again for copying, and a leaked database already holds every result a link
+could show. Revoking a link is the remedy for a leaked link.
+"""
+from __future__ import annotations
+
+import secrets
+
+from flask import (Blueprint, Flask, Response, abort, current_app, g, has_request_context, jsonify, redirect,
+                   render_template, request, url_for)
+
+from ingest import new_id
+from translations import _
+from web import errors, exports, get_store, pages
+
+PREFIX = "/share/"
+TOKEN_BYTES = 24
+bp = Blueprint("share", __name__)
+api_bp = Blueprint("share_api", __name__, url_prefix="/api")
+
+# Result-page links and where they lead on a share page; endpoints kept as they are; everything else is "#".
+SHARED_ENDPOINTS = {"pages.evaluation": "share.page", "exports.export_json": "share.export_json",
+                    "exports.export_csv": "share.export_csv", "pages.session_fragment": "share.session_fragment"}
+KEPT_ENDPOINTS = {"static", "pages.plotly_js", "pages.set_language"}
+
+
+def register(app: Flask, csrf) -> None:
+    """Register the share pages and the share API (exempt from CSRF like the rest of the API)."""
+    app.register_blueprint(bp)
+    app.register_blueprint(api_bp)
+    csrf.exempt(api_bp)
+
+
+def new_token() -> str:
+    """An unguessable, URL-safe share token."""
+    return secrets.token_urlsafe(TOKEN_BYTES)
+
+
+def share_url(share: dict) -> str:
+    """The absolute address of a share link."""
+    return url_for("share.page", token=share["token"], _external=True)
+
+
+def share_json(share: dict) -> dict:
+    """What the API and the share panel say about a share link."""
+    return {"id": share["id"], "evaluation_id": share["evaluation_id"], "token": share["token"],
+            "url": share_url(share), "created_at": share["created_at"], "revoked_at": share["revoked_at"],
+            "active": share["revoked_at"] is None}
+
+
+@bp.app_template_global()
+def share_links(evaluation_id: str) -> list[dict]:
+    """Active share links of an evaluation (for the share panel of the result page)."""
+    return [share_json(s) for s in get_store().list_shares(evaluation_id)]
+
+
+def _create(evaluation_id: str):
+    """A new share link of an evaluation that has a result; an error response when there is none yet."""
+    record = get_store().get_evaluation(evaluation_id) or abort(404)
+    if not record.get("result"):
+        return None, errors.respond(409, _("This evaluation has no result to share yet."))
+    return get_store().add_share(new_id(), record["id"], new_token()), None
+
+
+def _revoke(evaluation_id: str, share_id: str) -> dict:
+    get_store().get_evaluation(evaluation_id, with_result=False) or abort(404)
+    return get_store().revoke_share(evaluation_id, share_id) or abort(404)
+
+
+# result page: the share panel's forms --------------------------------------------------------------------
+@bp.post("/evaluations/<evaluation_id>/shares")
+def create_page(evaluation_id: str):
+    """Create a share link from the result page and go back to it."""
+    _share, problem = _create(evaluation_id)
+    return problem or redirect(url_for("pages.evaluation", evaluation_id=evaluation_id, _anchor="share"))
+
+
+@bp.post("/evaluations/<evaluation_id>/shares/<share_id>/revoke")
+def revoke_page(evaluation_id: str, share_id: str):
+    """Revoke a share link from the result page and go back to it."""
+    _revoke(evaluation_id, share_id)
+    return redirect(url_for("pages.evaluation", evaluation_id=evaluation_id, _anchor="share"))
+
+
+# API -----------------------------------------------------------------------------------------------------
+@api_bp.post("/evaluations/<evaluation_id>/shares")
+def create_api(evaluation_id: str):
+    """Create a share link: 201 {id, token, url, ...}."""
+    share, problem = _create(evaluation_id)
+    return problem or (jsonify(share_json(share)), 201)
+
+
+@api_bp.get("/evaluations/<evaluation_id>/shares")
+def list_api(evaluation_id: str):
+    """Every share link of an evaluation, revoked ones included (`active` tells them apart)."""
+    get_store().get_evaluation(evaluation_id, with_result=False) or abort(404)
+    return jsonify([share_json(s) for s in get_store().list_shares(evaluation_id, include_revoked=True)])
+
+
+@api_bp.post("/evaluations/<evaluation_id>/shares/<share_id>/revoke")
+def revoke_api(evaluation_id: str, share_id: str):
+    """Revoke a share link: its address answers 404 from now on."""
+    return jsonify(share_json(_revoke(evaluation_id, share_id)))
+
+
+# the shared result -----------------------------------------------------------------------------------------
+def _active_share(token: str) -> dict:
+    """The active share link of this token (kept in g for shared_url_for), else a 404 that says why."""
+    share = get_store().active_share(token)
+    if share is None or get_store().get_evaluation(share["evaluation_id"], with_result=False) is None:
+        message = _("This link was revoked or never existed.")
+        response = jsonify({"error": message}) if request.path.endswith(".json") else \
+            Response(render_template("share.html", message=message))
+        response.status_code = 404
+        abort(response)
+    g.share = share
+    return share
+
+
+@bp.get("/share/<token>")
+def page(token: str):
+    """The read-only result page of a share link; its state (page, filters...) is in the query string."""
+    return pages.evaluation(_active_share(token)["evaluation_id"])
+
+
+@bp.get("/share/<token>.json")
+def export_json(token: str):
+    """The shared result document as a JSON download."""
+    return exports.export_json(_active_share(token)["evaluation_id"])
+
+
+@bp.get("/share/<token>.csv")
+def export_csv(token: str):
+    """The shared result's per-method metrics as CSV."""
+    return exports.export_csv(_active_share(token)["evaluation_id"])
+
+
+@bp.get("/share/<token>/sessions/<int:index>")
+def session_fragment(token: str, index: int):
+    """One session's detail of the shared result."""
+    return pages.session_fragment(_active_share(token)["evaluation_id"], index)
+
+
+def shared_url_for(endpoint: str, **values) -> str:
+    """url_for for templates under /share/: the result page's links lead to their share equivalents, others
+    into the app become "#"."""
+    if endpoint in KEPT_ENDPOINTS:
+        return url_for(endpoint, **values)
+    share = g.get("share")
+    target = SHARED_ENDPOINTS.get(endpoint)
+    if share is not None and target and values.pop("evaluation_id", None) == share["evaluation_id"]:
+        return url_for(target, token=share["token"], **values)
+    current_app.logger.warning("link to %s left out of a share page", endpoint)
+    return "#"
+
+
+@bp.app_context_processor
+def shared_mode() -> dict:
+    """`shared` for every template; under /share/ also the url_for that keeps visitors on the shared result."""
+    if has_request_context() and request.path.startswith(PREFIX):
+        return {"shared": True, "url_for": shared_url_for}
+    return {"shared": False}
+
+
+@bp.after_app_request
+def share_headers(response: Response) -> Response:
+    """No indexing, no Referer carrying the token, no caching, for everything under /share/."""
+    if request.path.startswith(PREFIX):
+        response.headers["X-Robots-Tag"] = "noindex, nofollow"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        response.headers["Cache-Control"] = "no-store"
+    return response
