@@ -36,9 +36,8 @@ def _layout(title: str, x_title: str, y_title: str, y_range: list[float]) -> dic
 
 # Figures are plain Plotly JSON dicts: building graph_objects validates every property and costs
 # more than the rest of the page.
-def curve_figure(result: dict, key: str, title: str, y_title: str) -> dict:
-    """Line chart of a per-round curve (AL(k) or BAR(k)) for every method."""
-    colours = method_colours(list(result["methods"]))
+def curve_figure(result: dict, key: str, title: str, y_title: str, colours: dict[str, str]) -> dict:
+    """Line chart of a per-round curve (AL(k) or BAR(k)) for every method, with its 95% band."""
     traces = []
     for name, m in result["methods"].items():
         points = m[key]
@@ -70,9 +69,8 @@ def _band(points: list[dict], name: str, colour: str) -> list[dict]:
              "fillcolor": _rgba(colour, 0.15)}]
 
 
-def radar_figure(result: dict) -> dict:
+def radar_figure(result: dict, colours: dict[str, str]) -> dict:
     """Radar of the five dimension means (x5, on 0-100) for every method."""
-    colours = method_colours(list(result["methods"]))
     labels = dimension_labels()
     theta = [labels[d] for d in DIMENSIONS]
     traces = []
@@ -88,11 +86,13 @@ def radar_figure(result: dict) -> dict:
     return {"data": traces, "layout": layout}
 
 
-def dialogue_figures(result: dict) -> dict:
-    """All charts of a dialogue result page."""
+def dialogue_figures(result: dict, colours: dict[str, str] | None = None) -> dict:
+    """All charts of a dialogue result page (colours by method, so a subset keeps the full result's colours)."""
+    colours = colours or method_colours(list(result["methods"]))
     return {
-        "al_curve": curve_figure(result, "al_curve", _("AL(k): fine score by round"), _("Mean fine score (0-100)")),
+        "al_curve": curve_figure(result, "al_curve", _("AL(k): fine score by round"), _("Mean fine score (0-100)"),
+                                 colours),
         "binary_curve": curve_figure(result, "binary_curve", _("BAR(k): share who want to keep chatting"),
-                                     _("Keep-chatting rate (%)")),
-        "radar": radar_figure(result),
+                                     _("Keep-chatting rate (%)"), colours),
+        "radar": radar_figure(result, colours),
     }

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import json
 import re
 
 from charts import PLOTLY_JS_FILE
@@ -184,3 +185,16 @@ def test_template_download_is_a_valid_file(client):
     assert "/static/dialogue_template.jsonl" in html and 'id="dropzone"' in html
     template = client.get("/static/dialogue_template.jsonl").data
     assert post_file(client, template, "template.jsonl").status_code == 302
+
+
+def test_methods_in_the_query_string_narrow_the_result_page(client):
+    evaluation_id = finished_evaluation(client, jsonl(session_line("m1", 2, methods=("A", "B"))))
+    html = client.get(f"/evaluations/{evaluation_id}?methods=B").get_data(as_text=True)
+    figures = json.loads(re.search(r'<script id="figures" type="application/json">(.*?)</script>', html, re.S).group(1))
+    names = {t.get("name") for t in figures["al_curve"]["data"] if t.get("name")}
+    assert names == {"B"}
+    # the toggle links: showing A again gives back the full page; B cannot be hidden as the only one left
+    assert f'href="/evaluations/{evaluation_id}"' in html
+    assert f'href="/evaluations/{evaluation_id}?methods=B"' in html
+    full = client.get(f"/evaluations/{evaluation_id}?methods=nope").get_data(as_text=True)
+    assert '"name": "A"' in full and '"name": "B"' in full

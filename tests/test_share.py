@@ -217,3 +217,13 @@ def test_judge_errors_on_the_share_page_carry_no_key(client, judge_server):
     assert "Failed and unparsed judgments" in html and "401" in html
     for text in (html, *(client.get(path + ext).get_data(as_text=True) for ext in (".json", ".csv"))):
         assert API_KEY not in text
+
+
+def test_every_download_of_the_result_page_works_under_the_share_link(client):
+    evaluation_id = evaluate(client, jsonl(scored_session("d1", [60, 70], 40)))
+    share = create_share(client, evaluation_id)
+    html = client.get(share_path(share)).get_data(as_text=True)
+    for suffix in (".json", ".csv", "/judgments.csv", "/report.html"):
+        link = share_path(share) + suffix
+        assert f'href="{link}"' in html, suffix
+        assert client.get(link).status_code == 200, suffix

@@ -16,8 +16,8 @@ from jobs import RequestError, create_evaluation
 from judge_settings import VARIABLES
 from translations import COOKIE, LANGUAGES, _
 from web import get_judge_settings, get_runner, get_store
-from web.payloads import (best_by_column, comparison_matrix, evaluation_status, round_table, session_detail,
-                          session_list)
+from web.payloads import (best_by_column, chosen_methods, comparison_matrix, evaluation_status, method_toggles,
+                          round_table, session_detail, session_list, with_methods)
 
 bp = Blueprint("pages", __name__)
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,19 +84,21 @@ def evaluations():
 
 @bp.get("/evaluations/<evaluation_id>")
 def evaluation(evaluation_id: str):
-    """The result page; shows live progress until the evaluation ends."""
+    """The result page; shows live progress until the evaluation ends. `methods` in the query narrows it."""
     record = get_store().get_evaluation(evaluation_id) or abort(404)
-    result = record.get("result")
-    figures = charts.dialogue_figures(result) if result else None
-    upload = get_store().get_upload(record["upload_id"])
-    return render_template("result.html", evaluation=record, upload=upload, status=evaluation_status(record),
-                           result=result, figures=figures,
-                           detail=session_list(record, request.args) if result else None,
-                           colours=charts.method_colours(record["methods"]),
-                           failures=get_store().failures(evaluation_id) if result else [],
-                           best=best_by_column(result["methods"]) if result else {},
-                           rounds=round_table(result) if result else [],
-                           matrices={m: comparison_matrix(result, m) for m in ("fine", "binary")} if result else {})
+    colours = charts.method_colours(record["methods"])
+    context = {"evaluation": record, "upload": get_store().get_upload(record["upload_id"]),
+               "status": evaluation_status(record), "colours": colours, "result": None,
+               "dimension_labels": charts.dimension_labels()}
+    if record.get("result"):
+        chosen = chosen_methods(record["result"], request.args)
+        result = with_methods(record["result"], chosen)
+        context.update(
+            result=result, toggles=method_toggles(list(record["result"]["methods"]), chosen),
+            figures=charts.dialogue_figures(result, colours), detail=session_list(record, request.args),
+            failures=get_store().failures(evaluation_id), best=best_by_column(result["methods"]),
+            rounds=round_table(result), matrices={m: comparison_matrix(result, m) for m in ("fine", "binary")})
+    return render_template("result.html", **context)
 
 
 @bp.get("/evaluations/<evaluation_id>/sessions/<int:index>")

@@ -133,3 +133,30 @@ def comparison_matrix(result: dict, metric: str) -> dict[str, dict[str, dict]]:
         flipped = [-c["ci95"][1], -c["ci95"][0]] if c["ci95"] else None
         matrix[c["b"]][c["a"]] = {"diff": -c["diff"], "ci95": flipped, "significant": c["significant"]}
     return matrix
+
+
+def chosen_methods(result: dict, args: Mapping) -> list[str]:
+    """The methods picked in the query string (`methods=A,B` or repeated), in result order; all by default."""
+    raw = args.getlist("methods") if hasattr(args, "getlist") else [args.get("methods", "")]
+    picked = {m.strip() for value in raw for m in str(value).split(",") if m.strip()}
+    chosen = [m for m in result["methods"] if m in picked]
+    return chosen or list(result["methods"])
+
+
+def with_methods(result: dict, methods: list[str]) -> dict:
+    """The result document narrowed to some methods (their metrics and the comparisons among them)."""
+    keep = set(methods)
+    return {**result, "methods": {m: result["methods"][m] for m in methods},
+            "comparisons": [c for c in result["comparisons"] if c["a"] in keep and c["b"] in keep]}
+
+
+def method_toggles(all_methods: list[str], chosen: list[str]) -> list[dict]:
+    """For each method: whether it is shown, and the `methods` query value that toggles it."""
+    toggles = []
+    for name in all_methods:
+        shown = name in chosen
+        after = [m for m in all_methods if (m in chosen) != (m == name)] if not (shown and len(chosen) == 1) \
+            else chosen
+        toggles.append({"name": name, "shown": shown,
+                        "param": None if len(after) == len(all_methods) else ",".join(after)})
+    return toggles

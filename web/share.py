@@ -35,7 +35,8 @@ api_bp = Blueprint("share_api", __name__, url_prefix="/api")
 
 # Result-page links and where they lead on a share page; endpoints kept as they are; everything else is "#".
 SHARED_ENDPOINTS = {"pages.evaluation": "share.page", "exports.export_json": "share.export_json",
-                    "exports.export_csv": "share.export_csv", "pages.session_fragment": "share.session_fragment"}
+                    "exports.export_csv": "share.export_csv", "pages.session_fragment": "share.session_fragment",
+                    "exports.export_judgments": "share.export_judgments", "exports.export_report": "share.export_report"}
 KEPT_ENDPOINTS = {"static", "pages.plotly_js", "pages.set_language"}
 
 
@@ -148,6 +149,18 @@ def export_json(token: str):
 def export_csv(token: str):
     """The shared result's per-method metrics as CSV."""
     return exports.export_csv(_active_share(token)["evaluation_id"])
+
+
+@bp.get("/share/<token>/judgments.csv")
+def export_judgments(token: str):
+    """Every judgment of the shared result as CSV."""
+    return exports.export_judgments(_active_share(token)["evaluation_id"])
+
+
+@bp.get("/share/<token>/report.html")
+def export_report(token: str):
+    """The shared result as a self-contained HTML report."""
+    return exports.export_report(_active_share(token)["evaluation_id"])
 
 
 @bp.get("/share/<token>/sessions/<int:index>")
