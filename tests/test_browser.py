@@ -296,6 +296,72 @@ def test_settings_test_connection_shows_the_judges_answer(page, watch, server, j
 
 # -- screenshots for the docs: python -m tests.test_browser --screenshots ---------------------------
 
+def test_share_link_opens_read_only_in_a_fresh_browser(page, watch, browser, server, sample_evaluation):
+    open_page(page, server, f"/evaluations/{sample_evaluation}")
+    page.get_by_role("button", name="Create share link").click()
+    link = page.locator("#share input[readonly]").first.input_value()
+    assert re.fullmatch(re.escape(server.url) + r"/share/[\w-]{32,}", link), link
+
+    stranger = new_context(browser)  # no cookies, no history: only the link
+    try:
+        shared = stranger.new_page()
+        shared_watch = PageWatch(shared)
+        response = shared.goto(link)
+        assert response is not None and response.ok and response.headers["x-robots-tag"] == "noindex, nofollow"
+        wait_for_charts(shared)
+        assert shared.locator("form").count() == 0
+        assert shared.locator("header nav a").count() == 0
+        assert shared.locator(".method-picker a").first.get_attribute("href").startswith("/share/")
+        assert shared.locator("a[href*='/evaluations/'], a[href*='/settings'], a[href*='/api/']").count() == 0
+        session = shared.locator("details.session").first
+        session.locator("> summary").click()
+        expect(session.locator(".reply").first).to_be_visible()  # the detail loads under the share link
+        assert shared_watch.errors == [], shared_watch.errors
+    finally:
+        stranger.close()
+
+    page.get_by_role("button", name="Revoke").first.click()
+    revoked = new_context(browser)
+    try:
+        assert revoked.new_page().goto(link).status == 404
+    finally:
+        revoked.close()
+    assert watch.errors == [], watch.errors
+
+
+def test_method_picker_hides_a_method_from_table_and_charts(page, watch, server, sample_evaluation):
+    open_page(page, server, f"/evaluations/{sample_evaluation}")
+    page.locator(".method-picker a.chip", has_text="CoT").click()
+    expect(page).to_have_url(re.compile(r"methods=Base%2CPersonaSteer$|methods=Base,PersonaSteer$"))
+    wait_for_charts(page)
+    expect(page.locator("#chart-al .legendtext")).to_have_text(["Base", "PersonaSteer"])
+    rows = page.locator("table.metrics").first.locator("tbody th")
+    expect(rows).to_have_text(["Base", "PersonaSteer"])
+    page.reload()  # the choice is in the address: a reload or a shared URL shows the same view
+    expect(page.locator("#chart-al .legendtext")).to_have_text(["Base", "PersonaSteer"])
+    assert watch.errors == [], watch.errors
+
+
+def test_compare_view_draws_overlaid_curves(page, watch, server, judge, sample_evaluation):
+    latency, judge.latency_s = judge.latency_s, 0.0
+    try:
+        other = server.evaluate(server.upload(SAMPLE.read_bytes(), "sample_data.jsonl"),
+                                judge={"model": "judge-other"})
+    finally:
+        judge.latency_s = latency
+    assert other["status"] == "done", other
+    open_page(page, server, "/evaluations")
+    page.locator(f"input[name=ids][value='{sample_evaluation}']").check()
+    page.locator(f"input[name=ids][value='{other['id']}']").check()
+    page.get_by_role("button", name="Compare selected").click()
+    expect(page).to_have_url(re.compile(r"/compare\?"))
+    page.locator(".main-svg").first.wait_for(state="attached")
+    # two runs x three methods, one line each, in the AL(k) chart
+    assert page.locator(".main-svg").count() >= 2
+    assert page.locator(".legendtext").count() >= 6
+    assert watch.errors == [], watch.errors
+
+
 def make_screenshots(out: Path) -> list[Path]:
     """Walk through the dashboard once and save full-page PNGs of its main pages."""
     import tempfile
@@ -330,13 +396,31 @@ def make_screenshots(out: Path) -> list[Path]:
         page.wait_for_url(re.compile(r"/evaluations/[\w-]+$"))
         page.wait_for_function("() => { const b = document.querySelector('#progress progress');"
                                " return b !== null && b.value >= 0.3 * b.max; }", timeout=RUN_TIMEOUT_MS)
-        page.reload()  # the status badge is only rendered by the server: show "running", not "queued"
         page.wait_for_function("() => document.getElementById('progress-speed').textContent.trim() !== ''")
         shot(page, "progress.png")
         judge.latency_s = 0.0
 
         wait_for_charts(page)
+        result_url = page.url
         shot(page, "result.png")
+
+        page.get_by_role("button", name="Create share link").click()
+        link = page.locator("#share input[readonly]").first.input_value()
+        stranger = new_context(chromium)
+        shared = stranger.new_page()
+        shared.goto(link)
+        wait_for_charts(shared)
+        shot(shared, "share.png")
+        stranger.close()
+
+        judge.latency_s = 0.0
+        other = server.evaluate(server.upload(SAMPLE.read_bytes(), "sample_data.jsonl"), judge={"model": "judge-b"})
+        first = result_url.rsplit("/", 1)[-1]
+        open_page(page, server, f"/compare?ids={first},{other['id']}")
+        page.locator(".main-svg").first.wait_for(state="attached")
+        shot(page, "compare.png")
+        page.goto(result_url)
+        wait_for_charts(page)
 
         page.locator("header .lang a[lang=zh]").click()
         wait_for_charts(page)
