@@ -50,7 +50,7 @@ def test_compare_two_evaluations(client, two_runs):
     # differences: A +10.0 in AVG, -50.0 in binary rate, CIs apart; B unchanged, CIs overlap
     assert "+10.0" in html and "-50.0" in html and "do not overlap" in html and ">overlap<" in html
     assert 'id="chart-al"' in html and 'id="chart-binary"' in html and "/vendor/plotly.min.js" in html
-    assert "/static/js/compare.js" in html
+    assert "/static/js/result.js" in html  # it draws the charts, as on the result page
 
 
 def test_differences_are_exact(app, client, two_runs):
