@@ -12,7 +12,7 @@ from flask import Blueprint, Response, abort, render_template
 import charts
 from evaluator import DIMENSIONS
 from web import get_store
-from web.payloads import best_by_column
+from web.payloads import result_tables
 
 bp = Blueprint("exports", __name__)
 CSV_COLUMNS = ("avg", "ci95_avg_low", "ci95_avg_high", "slope", "intercept", "r2", "n_ir", "n_r2", "binary_rate",
@@ -84,6 +84,6 @@ def export_report(evaluation_id: str):
                            css=(STATIC / "css" / "style.css").read_text(encoding="utf-8"),
                            plotly_js=charts.PLOTLY_JS_FILE.read_text(encoding="utf-8"),
                            result_js=(STATIC / "js" / "result.js").read_text(encoding="utf-8"),
-                           best=best_by_column(result["methods"]))
+                           **result_tables(result))
     return Response(body, mimetype="text/html; charset=utf-8",
                     headers={"Content-Disposition": f"attachment; filename={evaluation_id}-report.html"})

@@ -16,8 +16,8 @@ from jobs import RequestError, create_evaluation
 from judge_settings import VARIABLES
 from translations import COOKIE, LANGUAGES, _
 from web import get_judge_settings, get_runner, get_store
-from web.payloads import (best_by_column, chosen_methods, comparison_matrix, evaluation_status, method_toggles,
-                          round_table, session_detail, session_list, with_methods)
+from web.payloads import (chosen_methods, evaluation_status, method_toggles, result_tables, session_detail,
+                          session_list, with_methods)
 
 bp = Blueprint("pages", __name__)
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,8 +96,7 @@ def evaluation(evaluation_id: str):
         context.update(
             result=result, toggles=method_toggles(list(record["result"]["methods"]), chosen),
             figures=charts.dialogue_figures(result, colours), detail=session_list(record, request.args),
-            failures=get_store().failures(evaluation_id), best=best_by_column(result["methods"]),
-            rounds=round_table(result), matrices={m: comparison_matrix(result, m) for m in ("fine", "binary")})
+            failures=get_store().failures(evaluation_id), **result_tables(result))
     return render_template("result.html", **context)
 
 

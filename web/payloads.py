@@ -160,3 +160,9 @@ def method_toggles(all_methods: list[str], chosen: list[str]) -> list[dict]:
         toggles.append({"name": name, "shown": shown,
                         "param": None if len(after) == len(all_methods) else ",".join(after)})
     return toggles
+
+
+def result_tables(result: dict) -> dict:
+    """The tables a result is shown with (best values, rounds, difference matrices), for page and report."""
+    return {"best": best_by_column(result["methods"]), "rounds": round_table(result),
+            "matrices": {metric: comparison_matrix(result, metric) for metric in ("fine", "binary")}}
