@@ -15,6 +15,7 @@ import charts
 import compare_charts
 from translations import _, status_label
 from web import get_store
+from web.payloads import list_arg
 
 bp = Blueprint("compare", __name__)
 MAX_EVALUATIONS = compare_charts.MAX_RUNS
@@ -32,14 +33,7 @@ def register(app: Flask, csrf=None) -> None:
 
 def requested_ids(args: Mapping) -> list[str]:
     """Evaluation ids from `ids=a,b` and/or `ids=a&ids=b`, in order, without blanks and repeats."""
-    values = args.getlist("ids") if hasattr(args, "getlist") else [args.get("ids", "")]
-    ids: list[str] = []
-    for value in values:
-        for part in str(value).split(","):
-            part = part.strip()[:64]
-            if part and part not in ids:
-                ids.append(part)
-    return ids
+    return [i[:64] for i in list_arg(args, "ids")]
 
 
 def load_runs(ids: list[str]) -> list[dict]:

@@ -135,10 +135,21 @@ def comparison_matrix(result: dict, metric: str) -> dict[str, dict[str, dict]]:
     return matrix
 
 
+def list_arg(args: Mapping, name: str) -> list[str]:
+    """A list from the query string, given as `name=a,b` and/or `name=a&name=b`: in order, no blanks or repeats."""
+    values = args.getlist(name) if hasattr(args, "getlist") else [args.get(name, "")]
+    items: list[str] = []
+    for value in values:
+        for part in str(value).split(","):
+            part = part.strip()
+            if part and part not in items:
+                items.append(part)
+    return items
+
+
 def chosen_methods(result: dict, args: Mapping) -> list[str]:
-    """The methods picked in the query string (`methods=A,B` or repeated), in result order; all by default."""
-    raw = args.getlist("methods") if hasattr(args, "getlist") else [args.get("methods", "")]
-    picked = {m.strip() for value in raw for m in str(value).split(",") if m.strip()}
+    """The methods picked in the query string (`methods=A,B`), in result order; all by default."""
+    picked = set(list_arg(args, "methods"))
     chosen = [m for m in result["methods"] if m in picked]
     return chosen or list(result["methods"])
 
