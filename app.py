@@ -12,8 +12,7 @@ import translations
 from jobs import Runner
 from judge_settings import JudgeSettings
 from store import Store
-from web import api, cli, errors, exports, pages
-from web import compare, share
+from web import api, cli, compare, errors, exports, pages, references, share
 
 ROOT = Path(__file__).resolve().parent
 csrf = CSRFProtect()
@@ -62,6 +61,7 @@ def create_app(config: dict | None = None) -> Flask:
     csrf.exempt(api.bp)
     share.register(app, csrf)  # share pages, and the share API exempt from CSRF
     compare.register(app)
+    references.register(app, csrf)
     errors.register(app)
     cli.register(app)
 

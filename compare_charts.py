@@ -57,3 +57,19 @@ def compare_figures(runs: list[dict], colours: dict[str, str]) -> dict:
         "binary_curve": overlay_figure(runs, colours, "binary_curve", _("BAR(k): share who want to keep chatting"),
                                        _("Keep-chatting rate (%)")),
     }
+
+
+def mobility_figures(runs: list[dict], labels: dict[str, str]) -> dict:
+    """Grouped bars of the four JSDs per generated set, one chart per variant (lower is closer)."""
+    colours = charts.method_colours([run["id"] for run in runs])
+    figures = {}
+    for variant, title, y_title in (("official", _("Official JS distance by metric"), _("JS distance (nats)")),
+                                    ("strict", _("Strict JS divergence by metric"), _("JS divergence (bits)"))):
+        traces = [{"type": "bar", "name": _plain(run["label"]), "x": list(labels.values()),
+                   "y": [run["result"][variant]["jsd"][key] for key in labels], "marker": {"color": colours[run["id"]]}}
+                  for run in runs]
+        layout = {**charts._layout(title, "", y_title, [0, 1]), "barmode": "group"}
+        layout["xaxis"].pop("dtick", None)
+        layout["yaxis"] = {key: value for key, value in layout["yaxis"].items() if key != "range"} | {"rangemode": "tozero"}
+        figures[variant] = {"data": traces, "layout": layout}
+    return figures

@@ -9,8 +9,10 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
-from benchmarks import dialogue
+import references
+from benchmarks import dialogue, mobility
 from benchmarks.dialogue_result import build_result
+from benchmarks.mobility_result import build_result as build_mobility_result
 from evaluator import DIMENSIONS, MODES, DialogueContext, Judge, JudgeConfig, Verdict
 from ingest import new_id, upload_path
 from judge_settings import prices
@@ -58,11 +60,14 @@ def judge_config(settings: Mapping, environ: Mapping[str, str]) -> JudgeConfig:
 
 
 def create_evaluation(store: Store, upload_id: str, methods: list[str] | None = None,
-                      judge: Mapping | None = None, environ: Mapping[str, str] = os.environ) -> dict:
+                      judge: Mapping | None = None, environ: Mapping[str, str] = os.environ,
+                      reference: str | None = None) -> dict:
     """Check a request and record a queued evaluation; raises RequestError with a readable reason."""
     upload = store.get_upload(upload_id or "")
     if upload is None:
         raise RequestError(_("Upload '%(id)s' does not exist. Upload the file first.", id=upload_id))
+    if upload["kind"] == "mobility":
+        return _create_mobility(store, upload, reference)
     available = upload["summary"]["methods"]
     methods = list(methods or available)
     unknown = [m for m in methods if m not in available]
@@ -89,6 +94,20 @@ def create_evaluation(store: Store, upload_id: str, methods: list[str] | None = 
                   "settings": {**{k: v for k, v in config.public().items() if k in JUDGE_OVERRIDES},
                                "modes": list(MODES), "prices": price},
                   "total": upload["summary"]["rounds"] * len(methods) * len(MODES)}
+    store.add_evaluation(evaluation)
+    return store.get_evaluation(evaluation["id"])
+
+
+def _create_mobility(store: Store, upload: dict, reference: str | None) -> dict:
+    """A mobility evaluation: the generated upload scored against a named reference set."""
+    record = store.get_reference(reference) if reference else None
+    if record is None:
+        names = ", ".join(r["name"] for r in store.list_references())
+        raise RequestError(_("Pick the reference set to score against (by name or id). Known reference sets: "
+                             "%(names)s.", names=names or _("none yet; add one on the reference sets page")))
+    evaluation = {"id": new_id(), "upload_id": upload["id"], "kind": "mobility",
+                  "methods": [Path(upload["filename"]).stem or upload["id"]],
+                  "settings": {"reference": record["id"], "reference_name": record["name"]}, "total": 1}
     store.add_evaluation(evaluation)
     return store.get_evaluation(evaluation["id"])
 
@@ -172,6 +191,9 @@ class Runner:
             self.store.set_status(evaluation_id, "failed",
                                   _("The uploaded file is missing from the uploads folder; upload it again."))
             return
+        if evaluation["kind"] == "mobility":
+            self._run_mobility(evaluation, upload, path)
+            return
         config = judge_config(evaluation["settings"], self.environ())
         problem = config.problem()
         if problem:
@@ -189,6 +211,20 @@ class Runner:
         document = self.result_document(evaluation_id)
         self._write_result_file(evaluation_id, document)
         self.store.set_result(evaluation_id, document, status="cancelled" if cancelled else "done")
+
+    def _run_mobility(self, evaluation: dict, upload: dict, path: Path) -> None:
+        """Score a generated mobility set against its reference set: no judge, one step."""
+        record = self.store.get_reference(evaluation["settings"]["reference"])
+        if record is None:
+            self.store.set_status(evaluation["id"], "failed", _("The reference set of this evaluation was removed."))
+            return
+        self.store.set_status(evaluation["id"], "running")
+        with open(path, "rb") as f:
+            generated = mobility.load(f)
+        document = build_mobility_result(evaluation, upload, record,
+                                         references.load(self.upload_folder, record), generated)
+        self._write_result_file(evaluation["id"], document)
+        self.store.set_result(evaluation["id"], document)
 
     def _plan(self, evaluation: dict, upload: dict, path: Path) -> None:
         """Record every judgment the evaluation needs as pending (once; a resumed run skips this)."""

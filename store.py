@@ -90,6 +90,14 @@ CREATE TABLE IF NOT EXISTS shares (
     revoked_at TEXT
 );
 CREATE INDEX IF NOT EXISTS shares_evaluation ON shares (evaluation_id);
+CREATE TABLE IF NOT EXISTS reference_sets (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    sha256 TEXT NOT NULL,
+    source TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
 """
 
 UNFINISHED = ("queued", "running")
@@ -361,6 +369,26 @@ class Store:
                         " created_at) VALUES (?, ?, ?, ?, ?)",
                         (key, value["answer"], value.get("prompt_tokens", 0), value.get("completion_tokens", 0),
                          now()))
+
+    # reference sets (mobility) -------------------------------------------------
+    def add_reference(self, reference: dict) -> dict:
+        """Record a named reference set (its arrays live in a file named by their hash)."""
+        with self._writing() as con:
+            con.execute("INSERT INTO reference_sets (id, name, sha256, source, summary, created_at)"
+                        " VALUES (:id, :name, :sha256, :source, :summary, :created_at)",
+                        {**reference, "summary": json.dumps(reference["summary"]), "created_at": now()})
+        return self.get_reference(reference["id"])
+
+    def get_reference(self, id_or_name: str) -> dict | None:
+        """A reference set by id or by name, or None."""
+        with self._connect() as con:
+            return _decode(con.execute("SELECT * FROM reference_sets WHERE id = ? OR name = ?",
+                                       (id_or_name, id_or_name)).fetchone())
+
+    def list_references(self) -> list[dict]:
+        """Every reference set, newest first."""
+        with self._connect() as con:
+            return [_decode(r) for r in con.execute("SELECT * FROM reference_sets ORDER BY created_at DESC, rowid DESC")]
 
     # shares ------------------------------------------------------------------
     # Read-only links to one result (web/share.py). The token is stored as it is, not hashed: the result

@@ -21,9 +21,13 @@ class Kind:
 
 KINDS: dict[str, Kind] = {
     "dialogue": Kind("benchmarks.dialogue", ".jsonl"),
+    "mobility": Kind("benchmarks.mobility", ".json"),
 }
 
 
 def detect_kind(head: bytes, filename: str = "") -> str:
-    """Guess the benchmark kind from the start of a file and its name (only dialogue exists so far)."""
+    """Guess the benchmark kind from the start of a file: DailyMobility outputs are one JSON object with the
+    four mobility arrays; everything else is read as dialogue JSONL (whose validation says what is wrong)."""
+    if b'"gyration_radius"' in head or b'"intention_sequences"' in head:
+        return "mobility"
     return "dialogue"

@@ -43,7 +43,7 @@ def get_upload(upload_id: str):
 
 @bp.post("/evaluations")
 def create():
-    """Start an evaluation of an upload: `{upload_id, methods?, judge?}`."""
+    """Start an evaluation of an upload: `{upload_id, methods?, judge?}`, or `{upload_id, reference}` for mobility."""
     body = request.get_json(silent=True)
     if not isinstance(body, dict):
         return jsonify({"error": _("Send a JSON object such as {\"upload_id\": \"...\"}.")}), 400
@@ -53,9 +53,12 @@ def create():
     judge = body.get("judge")
     if judge is not None and not isinstance(judge, dict):
         return jsonify({"error": _("'judge' must be an object of judge settings.")}), 400
+    reference = body.get("reference")
+    if reference is not None and not isinstance(reference, str):
+        return jsonify({"error": _("'reference' must be the name or id of a reference set.")}), 400
     try:
         evaluation = create_evaluation(get_store(), body.get("upload_id"), methods, judge,
-                                       get_judge_settings().environ())
+                                       get_judge_settings().environ(), reference)
     except RequestError as exc:
         return jsonify({"error": str(exc)}), 400
     get_runner().start(evaluation["id"])

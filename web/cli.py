@@ -10,6 +10,7 @@ import click
 from flask import Flask, current_app
 from flask.cli import with_appcontext
 
+import references
 from ingest import InvalidUpload, ingest
 from jobs import RequestError, create_evaluation
 from translations import _, duration
@@ -49,8 +50,6 @@ class ProgressBar:
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the result here instead of stdout.")
 def score(file: Path, kind: str | None, reference: str | None, methods: str | None, out: Path | None) -> None:
     """Validate and score FILE, then print the result document as JSON."""
-    if reference:
-        raise click.UsageError(_("--reference applies to the mobility kind, which this version does not score yet."))
     try:
         with file.open("rb") as stream:
             upload = ingest(stream, file.name, get_store(), current_app.config["UPLOAD_FOLDER"], kind)
@@ -65,8 +64,16 @@ def score(file: Path, kind: str | None, reference: str | None, methods: str | No
         click.echo(_("warning: %(message)s", message=w["message"]), err=True)
     chosen = [m.strip() for m in methods.split(",") if m.strip()] if methods else None
     try:
-        evaluation = create_evaluation(get_store(), upload["id"], chosen, None, get_judge_settings().environ())
-    except RequestError as exc:
+        if upload["kind"] == "mobility":
+            if not reference:
+                raise RequestError(_("Mobility outputs are scored against a reference set: add --reference with "
+                                     "its name, or the path of the groundtruth folder, a ZIP or a JSON file."))
+            reference = references.resolve(get_store(), current_app.config["UPLOAD_FOLDER"], reference)["id"]
+        elif reference:
+            raise RequestError(_("--reference applies to mobility outputs only."))
+        evaluation = create_evaluation(get_store(), upload["id"], chosen, None, get_judge_settings().environ(),
+                                       reference)
+    except (RequestError, references.ReferenceProblem) as exc:
         click.echo(_("error: %(message)s", message=exc), err=True)
         sys.exit(2)
     get_runner().run(evaluation["id"], on_progress=ProgressBar())

@@ -13,6 +13,7 @@ from flask import Blueprint, Flask, render_template, request
 
 import charts
 import compare_charts
+import mobility_charts
 from translations import _, status_label
 from web import get_store
 from web.payloads import list_arg
@@ -47,10 +48,10 @@ def load_runs(ids: list[str]) -> list[dict]:
     unknown = [i for i, record in records.items() if record is None]
     if unknown:
         raise CompareError(_("No evaluation has the id %(ids)s.", ids=", ".join(unknown)))
-    other_kind = [i for i, record in records.items() if record["kind"] != "dialogue"]
-    if other_kind:
-        raise CompareError(_("Only dialogue evaluations can be compared: %(ids)s is of another kind.",
-                             ids=", ".join(other_kind)))
+    kinds = {record["kind"] for record in records.values()}
+    if len(kinds) > 1:
+        raise CompareError(_("Compare evaluations of one kind at a time; these are of kinds %(kinds)s.",
+                             kinds=", ".join(sorted(kinds))))
     unfinished = [f"{i} ({status_label(record['status'])})" for i, record in records.items()
                   if record["status"] != "done" or not record.get("result")]
     if unfinished:
@@ -62,7 +63,7 @@ def load_runs(ids: list[str]) -> list[dict]:
         result = record["result"]
         upload = store.get_upload(record["upload_id"])
         filename = upload["filename"] if upload else result["input"]["filename"]
-        model = result["judge"].get("model") or record["settings"].get("model", "")
+        model = result["judge"]["model"] if "judge" in result else result["reference"]["name"]
         runs.append({"id": evaluation_id, "short_id": evaluation_id[:SHORT_ID], "filename": filename,
                      "model": model, "label": f"{filename} · {evaluation_id[:SHORT_ID]} · {model}",
                      "finished_at": record["finished_at"], "result": result})
@@ -105,9 +106,17 @@ def comparison(runs: list[dict]) -> dict:
             "figures": compare_charts.compare_figures(runs, colours)}
 
 
+def mobility_comparison(runs: list[dict]) -> dict:
+    """Generated mobility sets side by side: both variants' JSDs and final scores, and their charts."""
+    for position, run in enumerate(runs):
+        run["style"] = compare_charts.run_style(position)
+    return {"runs": runs, "kind": "mobility", "metric_labels": mobility_charts.metric_labels(),
+            "figures": compare_charts.mobility_figures(runs, mobility_charts.metric_labels())}
+
+
 def _candidates() -> list[dict]:
-    """Finished dialogue evaluations, newest first, to pick from."""
-    return [e for e in get_store().list_evaluations() if e["status"] == "done" and e["kind"] == "dialogue"]
+    """Finished evaluations, newest first, to pick from."""
+    return [e for e in get_store().list_evaluations() if e["status"] == "done"]
 
 
 @bp.get("/compare")
@@ -117,7 +126,8 @@ def compare():
     if not ids:
         return render_template("compare.html", candidates=_candidates(), chosen=[])
     try:
-        data = comparison(load_runs(ids))
+        runs = load_runs(ids)
+        data = mobility_comparison(runs) if runs[0]["result"]["kind"] == "mobility" else comparison(runs)
     except CompareError as exc:
         return render_template("compare.html", error=str(exc), candidates=_candidates(), chosen=ids), 400
-    return render_template("compare.html", cmp=data, figures=data["figures"], colours=data["colours"])
+    return render_template("compare.html", cmp=data, figures=data["figures"], colours=data.get("colours", {}))

@@ -10,6 +10,7 @@ from pathlib import Path
 from flask import Blueprint, Response, abort, render_template
 
 import charts
+from benchmarks.mobility import KEYS as MOBILITY_KEYS
 from evaluator import DIMENSIONS
 from web import get_store
 from web.payloads import result_tables
@@ -43,6 +44,11 @@ def export_csv(evaluation_id: str):
     result = _result_or_404(evaluation_id)
     out = io.StringIO()
     writer = csv.writer(out)
+    if result["kind"] == "mobility":
+        writer.writerow(("variant", *MOBILITY_KEYS, "final_score"))
+        for variant in ("official", "strict"):
+            writer.writerow((variant, *(result[variant]["jsd"][k] for k in MOBILITY_KEYS), result[variant]["final_score"]))
+        return _csv_response(out.getvalue(), f"{evaluation_id}.csv")
     writer.writerow(("method", *CSV_COLUMNS))
     for name, m in result["methods"].items():
         ci_avg = m["ci95"]["avg"] or [None, None]
@@ -50,8 +56,13 @@ def export_csv(evaluation_id: str):
         flat = {**m, **m["dimensions"], "ci95_avg_low": ci_avg[0], "ci95_avg_high": ci_avg[1],
                 "ci95_binary_rate_low": ci_bin[0], "ci95_binary_rate_high": ci_bin[1]}
         writer.writerow((name, *("" if flat.get(c) is None else flat[c] for c in CSV_COLUMNS)))
-    return Response("\ufeff" + out.getvalue(), mimetype="text/csv; charset=utf-8",
-                    headers={"Content-Disposition": f"attachment; filename={evaluation_id}.csv"})
+    return _csv_response(out.getvalue(), f"{evaluation_id}.csv")
+
+
+def _csv_response(text: str, filename: str) -> Response:
+    """A CSV download, UTF-8 with BOM so spreadsheet programs read Chinese correctly."""
+    return Response("\ufeff" + text, mimetype="text/csv; charset=utf-8",
+                    headers={"Content-Disposition": f"attachment; filename={filename}"})
 
 
 def _csv_line(values) -> str:

@@ -10,6 +10,7 @@ from flask import (Blueprint, Response, abort, current_app, redirect, render_tem
                    send_from_directory, url_for)
 
 import charts
+import mobility_charts
 from evaluator import JudgeConfig, test_connection
 from ingest import InvalidUpload, ingest
 from jobs import RequestError, create_evaluation
@@ -58,6 +59,9 @@ def upload():
 def upload_detail(upload_id: str, error: str | None = None, status: int = 200):
     """An upload's summary and warnings, with the form that starts an evaluation."""
     record = get_store().get_upload(upload_id) or abort(404)
+    if record["kind"] == "mobility":
+        return render_template("upload_mobility.html", upload=record, error=error,
+                               references=get_store().list_references()), status
     return render_template("upload_detail.html", upload=record, error=error, judge_problem=judge_problem(),
                            defaults=JudgeConfig()), status
 
@@ -69,7 +73,7 @@ def evaluate(upload_id: str):
     overrides = {k: form[k].strip() for k in ("model", "temperature", "language") if form.get(k, "").strip()}
     try:
         evaluation = create_evaluation(get_store(), upload_id, form.getlist("methods") or None, overrides,
-                                       get_judge_settings().environ())
+                                       get_judge_settings().environ(), form.get("reference") or None)
     except RequestError as exc:
         return upload_detail(upload_id, error=str(exc), status=400)
     get_runner().start(evaluation["id"])
@@ -86,6 +90,8 @@ def evaluations():
 def evaluation(evaluation_id: str):
     """The result page; shows live progress until the evaluation ends. `methods` in the query narrows it."""
     record = get_store().get_evaluation(evaluation_id) or abort(404)
+    if record["kind"] == "mobility":
+        return _mobility_result(record)
     colours = charts.method_colours(record["methods"])
     context = {"evaluation": record, "upload": get_store().get_upload(record["upload_id"]),
                "status": evaluation_status(record), "colours": colours, "result": None,
@@ -98,6 +104,15 @@ def evaluation(evaluation_id: str):
             figures=charts.dialogue_figures(result, colours), detail=session_list(record, request.args),
             failures=get_store().failures(evaluation_id), **result_tables(result))
     return render_template("result.html", **context)
+
+
+def _mobility_result(record: dict):
+    """The result page of a mobility evaluation."""
+    result = record.get("result")
+    return render_template("result_mobility.html", evaluation=record, result=result,
+                           upload=get_store().get_upload(record["upload_id"]), status=evaluation_status(record),
+                           figures=mobility_charts.mobility_figures(result) if result else None,
+                           metric_labels=mobility_charts.metric_labels())
 
 
 @bp.get("/evaluations/<evaluation_id>/sessions/<int:index>")

@@ -1,4 +1,4 @@
-// Result page: draw the charts, and poll progress until the evaluation ends.
+// Result and compare pages: draw every [data-figure] chart, load sessions when opened, poll progress.
 (function () {
   "use strict";
   var figures = document.getElementById("figures");
@@ -6,9 +6,9 @@
     var data = JSON.parse(figures.textContent);
     var config = {responsive: true, displaylogo: false,
                   toImageButtonOptions: {format: "png", filename: "personasteer-chart"}};
-    [["chart-al", "al_curve"], ["chart-binary", "binary_curve"], ["chart-radar", "radar"]].forEach(function (pair) {
-      var el = document.getElementById(pair[0]);
-      if (el && data[pair[1]]) { Plotly.newPlot(el, data[pair[1]].data, data[pair[1]].layout, config); }
+    document.querySelectorAll("[data-figure]").forEach(function (el) {
+      var figure = data[el.dataset.figure];
+      if (figure) { Plotly.newPlot(el, figure.data, figure.layout, config); }
     });
   }
 

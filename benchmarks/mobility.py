@@ -1,0 +1,692 @@
+"""The mobility benchmark (AgentSociety DailyMobility): upload format, validation and the two scores.
+
+A mobility upload is one JSON object with four arrays, one entry per simulated user (DESIGN.md
+section 3): `gyration_radius` (metres), `daily_location_numbers`, `intention_sequences` (a code 1-7
+per half-hour slot) and `intention_proportions` (the share of each intention). It is scored against a
+reference set by Jensen-Shannon in two variants (DESIGN.md section 5): `official`, which reproduces
+AgentSociety's evaluation code exactly, and `strict`, the documented divergence with its defects fixed.
+The Jensen-Shannon arithmetic itself lives in benchmarks.stats.
+
+Validation parses the whole file with json (the file is arrays), converts each array with numpy in one
+call and checks it with vectorised operations; only when that fast path fails does a per-element scan
+locate the bad items, so a million-user file validates in seconds.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import BinaryIO
+
+import numpy as np
+
+from benchmarks import stats
+from benchmarks.jsonl import UTF8_BOM, _json_reason, _wrong_encoding, format_size
+from benchmarks.problems import MAX_PROBLEMS, Problem, Report
+from translations import _, ngettext
+
+KEYS = ("gyration_radius", "daily_location_numbers", "intention_sequences", "intention_proportions")
+INTENTIONS = {1: "sleep", 2: "home activity", 3: "other", 4: "work", 5: "shopping", 6: "eating out",
+              7: "leisure and entertainment"}
+FIRST_CODE = min(INTENTIONS)
+LAST_CODE = max(INTENTIONS)
+SUM_TOLERANCE = 0.01  # a proportions row whose sum is further than this from 1 gets a warning
+
+_ONE_D = ("gyration_radius", "daily_location_numbers")
+_LITERALS = (b"true", b"false", b"null")  # JSON values numpy would read as numbers (or NaN) without a trace
+_MISSING = object()
+_FAILED = object()
+
+
+@dataclass
+class MobilityData:
+    """The four arrays of a generated or reference set (one row or value per user)."""
+
+    gyration_radius: np.ndarray  # float64, (users,)
+    daily_location_numbers: np.ndarray  # float64, (users,)
+    intention_sequences: np.ndarray  # smallest fitting int (int8 for codes 1-7), (users, slots)
+    intention_proportions: np.ndarray  # float64, (users, intentions)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MobilityData):
+            return NotImplemented
+        return all(np.array_equal(getattr(self, key), getattr(other, key)) for key in KEYS)
+
+    def summary(self) -> dict:
+        """Sizes and ranges for the upload page (plain ints and floats)."""
+        return {
+            "users": int(len(self.gyration_radius)),
+            "sequence_shape": [int(n) for n in self.intention_sequences.shape],
+            "proportion_shape": [int(n) for n in self.intention_proportions.shape],
+            "radius": _spread(self.gyration_radius),
+            "locations": _spread(self.daily_location_numbers),
+        }
+
+
+def _spread(values: np.ndarray) -> dict:
+    if not values.size:
+        return {"min": None, "median": None, "max": None}
+    return {"min": float(values.min()), "median": float(np.median(values)), "max": float(values.max())}
+
+
+# --- validation --------------------------------------------------------------------------------
+
+def validate(stream: BinaryIO, max_bytes: int | None = None) -> Report:
+    """Check a mobility JSON stream: every problem (up to the cap) with its JSON path, warnings, summary."""
+    return read(stream, max_bytes)[0]
+
+
+def load(stream: BinaryIO) -> MobilityData:
+    """The arrays of a validated file; raise ValueError with the first problem otherwise."""
+    report, data = read(stream)
+    if data is None:
+        raise ValueError(report.problems[0].message)
+    return data
+
+
+def read(stream: BinaryIO, max_bytes: int | None = None) -> tuple[Report, MobilityData | None]:
+    """Validate a mobility JSON stream; return the report and the data (None when there are errors)."""
+    report = Report()
+    raw = _read_bytes(stream, max_bytes, report)
+    if raw is None:
+        return report, None
+    obj = _parse(raw, report)
+    if obj is _FAILED:
+        return report, None
+    # numpy reads true and false as 1 and 0 without a trace, so when the file holds any of these tokens
+    # (or null) the values are checked one by one instead of by the fast conversion.
+    exact = any(token in raw for token in _LITERALS)
+    del raw
+    if type(obj) is not dict:
+        report.add(Problem(None, "", _(
+            "The file is %(found)s, not a JSON object. A mobility file is one object with the keys "
+            "'gyration_radius', 'daily_location_numbers', 'intention_sequences' and "
+            "'intention_proportions', each a list with one entry per user.", found=_found(obj))))
+        return report, None
+    unknown = [key for key in obj if key not in KEYS]
+    if unknown:
+        report.warn(Problem(None, "", _(
+            "Unknown keys are ignored: %(names)s.", names=", ".join(_short(key) for key in unknown[:10]))))
+    arrays: dict[str, np.ndarray] = {}
+    for key in KEYS:
+        values = obj.get(key, _MISSING)
+        if values is _MISSING:
+            report.add(Problem(None, key, _(
+                "'%(key)s' is missing; add it as %(expected)s.", key=key, expected=_expected(key))))
+        elif type(values) is not list:
+            report.add(Problem(None, key, _(
+                "'%(key)s' must be %(expected)s, found %(found)s.",
+                key=key, expected=_expected(key), found=_found(values))))
+        elif not values:
+            report.add(Problem(None, key, _(
+                "'%(key)s' is an empty list; add %(expected)s.", key=key, expected=_expected(key))))
+        else:
+            array = _to_array(key, values, exact, report)
+            if array is not None:
+                array = _check_array(key, array, report)
+            if array is not None:
+                arrays[key] = array
+        if report.truncated:
+            break
+    return report, _finish(arrays, report)
+
+
+def _expected(key: str) -> str:
+    """What a key must hold, for messages."""
+    if key == "gyration_radius":
+        return _("a list with one radius of gyration per user (metres, 0 or more)")
+    if key == "daily_location_numbers":
+        return _("a list with one number of locations visited per day per user (0 or more)")
+    if key == "intention_sequences":
+        return _("a list with one row per user of intention codes 1-7, one code per half-hour slot")
+    return _("a list with one row per user of intention shares (each 0-1, the row summing to 1)")
+
+
+def _read_bytes(stream: BinaryIO, max_bytes: int | None, report: Report) -> bytes | None:
+    raw = stream.read() if max_bytes is None else stream.read(max_bytes + 1)
+    if max_bytes is not None and len(raw) > max_bytes:
+        report.add(Problem(None, "", _(
+            "The file is larger than the limit of %(limit)s; upload fewer users.", limit=format_size(max_bytes))))
+        return None
+    return raw
+
+
+def _parse(raw: bytes, report: Report) -> object:
+    """The JSON value of the file, or _FAILED after recording why it cannot be read."""
+    problem = _wrong_encoding(raw[:4])
+    if problem is not None:
+        report.add(problem)
+        return _FAILED
+    if raw.startswith(UTF8_BOM):
+        raw = raw[len(UTF8_BOM):]
+    if not raw.strip():
+        report.add(Problem(None, "", _(
+            "The file is empty. Upload one JSON object with the keys 'gyration_radius', "
+            "'daily_location_numbers', 'intention_sequences' and 'intention_proportions'.")))
+        return _FAILED
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        report.add(Problem(raw.count(b"\n", 0, exc.start) + 1, "", _(
+            "The file is not valid UTF-8: byte 0x%(byte)s at byte offset %(offset)s cannot be decoded. "
+            "Save it as UTF-8 and upload it again.", byte=f"{raw[exc.start]:02X}", offset=exc.start)))
+        return _FAILED
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data":
+            reason = _("there is more text after the JSON object; the file must hold exactly one object")
+        else:
+            reason = _json_reason(exc.msg)
+        report.add(Problem(exc.lineno, "", _(
+            "The file is not valid JSON at line %(line)s, column %(column)s: %(reason)s.",
+            line=exc.lineno, column=exc.colno, reason=reason)))
+    except RecursionError:
+        report.add(Problem(None, "", _("The file nests lists too deeply to be read as JSON.")))
+    return _FAILED
+
+
+# --- from JSON lists to arrays -----------------------------------------------------------------
+
+def _to_array(key: str, values: list, exact: bool, report: Report) -> np.ndarray | None:
+    """The list as a numeric array (1-D or 2-D by key), or None after reporting the items in the way."""
+    ndim = 1 if key in _ONE_D else 2
+    if not exact:
+        array = _fast_array(values, ndim)
+        if array is not None:
+            return array
+    scan = _scan_values if ndim == 1 else _scan_rows
+    if not scan(key, values, report, precise=False):
+        return None
+    try:
+        return np.asarray(values, dtype=np.float64)  # every item is an int or a float, the rows of one length
+    except OverflowError:  # an integer beyond the float range: find it
+        scan(key, values, report, precise=True)
+        return None
+
+
+def _fast_array(values: list, ndim: int) -> np.ndarray | None:
+    """numpy's own conversion; None unless it gives a numeric array of the right rank (and non-empty rows)."""
+    try:
+        array = np.asarray(values)
+    except (ValueError, TypeError, OverflowError):
+        return None  # ragged rows, or items numpy cannot convert
+    if array.ndim != ndim or array.dtype.kind not in "iuf" or (ndim == 2 and array.shape[1] == 0):
+        return None  # strings, null, booleans alone, nested lists, big integers (object dtype) or empty rows
+    return array
+
+
+_NUMBER_TYPES = {int, float}
+
+
+def _is_number(value: object) -> bool:
+    """An int or a float, and an int that fits in a float."""
+    kind = type(value)
+    if kind is float:
+        return True
+    if kind is not int:
+        return False
+    if -(1 << 53) <= value <= 1 << 53:
+        return True
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
+
+
+def _numbers_only(items: list, precise: bool) -> bool:
+    """Whether every item is a number: by the set of their types (fast), or one by one when precise."""
+    if precise:
+        return all(map(_is_number, items))
+    return set(map(type, items)) <= _NUMBER_TYPES
+
+
+def _scan_values(key: str, values: list, report: Report, precise: bool) -> bool:
+    """Report every item of a 1-D list that is not a number; True when there is none."""
+    if _numbers_only(values, precise):
+        return True
+    for index, value in enumerate(values):
+        if not _is_number(value):
+            _not_a_number(f"{key}[{index}]", value, report)
+            if report.truncated:
+                break
+    return False
+
+
+def _scan_rows(key: str, rows: list, report: Report, precise: bool) -> bool:
+    """Report rows that are not lists, empty or of another length than most, and items that are not numbers."""
+    lengths: dict[int, int] = {}
+    for row in rows:
+        if type(row) is list and row:
+            lengths[len(row)] = lengths.get(len(row), 0) + 1
+    width = max(lengths, key=lambda n: (lengths[n], -n)) if lengths else 0
+    width_row = next((r for r, row in enumerate(rows) if type(row) is list and len(row) == width), 0)
+    ok = True
+    for r, row in enumerate(rows):
+        if type(row) is list and len(row) == width and _numbers_only(row, precise):
+            continue
+        ok = False
+        path = f"{key}[{r}]"
+        if type(row) is not list:
+            report.add(Problem(None, path, _row_not_a_list(key, path, row)))
+        elif not row:
+            report.add(Problem(None, path, _empty_row(key, path)))
+        else:
+            if len(row) != width:
+                report.add(Problem(None, path, _ragged_row(key, path, len(row), f"{key}[{width_row}]", width)))
+            for c, value in enumerate(row):
+                if not _is_number(value):
+                    _not_a_number(f"{path}[{c}]", value, report)
+                    if report.truncated:
+                        return False
+        if report.truncated:
+            return False
+    return ok
+
+
+def _row_not_a_list(key: str, path: str, row: object) -> str:
+    if key == "intention_sequences":
+        return _("'%(path)s' must be a list of intention codes (one per half-hour slot), found %(found)s.",
+                 path=path, found=_found(row))
+    return _("'%(path)s' must be a list of intention shares, found %(found)s.", path=path, found=_found(row))
+
+
+def _empty_row(key: str, path: str) -> str:
+    if key == "intention_sequences":
+        return _("'%(path)s' is an empty row; give one intention code per half-hour slot.", path=path)
+    return _("'%(path)s' is an empty row; give one share per intention.", path=path)
+
+
+def _ragged_row(key: str, path: str, length: int, other: str, width: int) -> str:
+    if key == "intention_sequences":
+        return _("'%(path)s' has %(length)s codes but '%(other)s' has %(width)s; every user needs a code for "
+                 "each of the same half-hour slots.", path=path, length=length, other=other, width=width)
+    return _("'%(path)s' has %(length)s values but '%(other)s' has %(width)s; every row needs one share per "
+             "intention, in the same order.", path=path, length=length, other=other, width=width)
+
+
+def _not_a_number(path: str, value: object, report: Report) -> None:
+    if type(value) is str:
+        try:
+            numeric = bool(value.strip()) and math.isfinite(float(value))
+        except ValueError:
+            numeric = False
+        if numeric:
+            message = _("'%(path)s' must be a number, found a string (%(value)s); write the number without quotes.",
+                        path=path, value=_short(value))
+        else:
+            message = _("'%(path)s' must be a number, found %(found)s.", path=path, found=_found(value))
+    elif type(value) is int:
+        message = _("'%(path)s' is too large to be a number (%(value)s).", path=path, value=_short(value))
+    else:
+        message = _("'%(path)s' must be a number, found %(found)s.", path=path, found=_found(value))
+    report.add(Problem(None, path, message))
+
+
+# --- checks on arrays (uploads and reference sets) ---------------------------------------------
+
+def check_arrays(arrays: Mapping[str, np.ndarray], report: Report | None = None) -> tuple[Report, MobilityData | None]:
+    """Check four arrays as validation checks a file (shapes, finite values, ranges, codes) and convert them.
+
+    Returns the report (errors, warnings, summary) and the data, with float64 amounts and shares and
+    int8 codes, or None when there are errors.
+    """
+    report = Report() if report is None else report
+    data: dict[str, np.ndarray] = {}
+    for key in KEYS:
+        if key not in arrays:
+            report.add(Problem(None, key, _(
+                "'%(key)s' is missing; add it as %(expected)s.", key=key, expected=_expected(key))))
+            continue
+        array = _check_array(key, np.asarray(arrays[key]), report)
+        if array is not None:
+            data[key] = array
+        if report.truncated:
+            break
+    return report, _finish(data, report)
+
+
+def _check_array(key: str, array: np.ndarray, report: Report) -> np.ndarray | None:
+    """One array checked and converted to its stored dtype, or None after reporting its problems."""
+    array = _checked_shape(key, array, report)
+    if array is None:
+        return None
+    if key in _ONE_D:
+        return _check_amounts(key, array, report)
+    if key == "intention_sequences":
+        return _check_codes(array, report)
+    return _check_shares(array, report)
+
+
+def _finish(data: dict[str, np.ndarray], report: Report) -> MobilityData | None:
+    """The data with the whole-set warnings and the summary, when there are no errors."""
+    if not report.ok:
+        return None
+    _warn_sums(data["intention_proportions"], report)
+    _warn_users(data, report)
+    result = MobilityData(**data)
+    report.summary = result.summary()
+    return result
+
+
+def _checked_shape(key: str, array: np.ndarray, report: Report) -> np.ndarray | None:
+    ndim = 1 if key in _ONE_D else 2
+    if array.dtype.kind not in "iuf":
+        report.add(Problem(None, key, _(
+            "'%(key)s' must hold numbers, found values of type %(dtype)s.", key=key, dtype=str(array.dtype))))
+        return None
+    if array.ndim != ndim:
+        if ndim == 1:
+            message = _("'%(key)s' must be one value per user, found an array of shape %(shape)s.",
+                        key=key, shape=shape_text(array.shape))
+        else:
+            message = _("'%(key)s' must be a table with one row per user, found an array of shape %(shape)s.",
+                        key=key, shape=shape_text(array.shape))
+        report.add(Problem(None, key, message))
+        return None
+    if array.size == 0:
+        report.add(Problem(None, key, _(
+            "'%(key)s' is empty (shape %(shape)s); add %(expected)s.",
+            key=key, shape=shape_text(array.shape), expected=_expected(key))))
+        return None
+    return array
+
+
+def _positions(key: str, mask: np.ndarray) -> list[tuple[str, int]]:
+    """JSON paths and flat indices of the first true items of a mask (one more than the report holds, so
+    that it marks itself truncated when there are more)."""
+    flat = np.flatnonzero(mask)[:MAX_PROBLEMS + 1]
+    if mask.ndim == 1:
+        return [(f"{key}[{i}]", int(i)) for i in flat]
+    rows, cols = np.unravel_index(flat, mask.shape)
+    return [(f"{key}[{r}][{c}]", int(i)) for r, c, i in zip(rows.tolist(), cols.tolist(), flat.tolist())]
+
+
+def _report_non_finite(key: str, values: np.ndarray, report: Report) -> None:
+    for path, i in _positions(key, ~np.isfinite(values)):
+        report.add(Problem(None, path, _(
+            "'%(path)s' is %(value)s; only finite numbers are allowed (NaN and Infinity are not numbers "
+            "in JSON). Give a real value or leave the user out.", path=path, value=_number_text(values.flat[i]))))
+
+
+def _all_finite(values: np.ndarray) -> tuple[bool, float, float]:
+    """Whether every value is finite (NaN and infinities carry into min and max), with the min and max."""
+    low, high = float(values.min()), float(values.max())
+    return math.isfinite(low) and math.isfinite(high), low, high
+
+
+def _check_amounts(key: str, array: np.ndarray, report: Report) -> np.ndarray | None:
+    """Radius or location numbers: finite and not negative; returned as float64."""
+    values = array.astype(np.float64, copy=False)
+    finite, low, _high = _all_finite(values)
+    if finite and low >= 0:
+        return values
+    if not finite:
+        _report_non_finite(key, values, report)
+    with np.errstate(invalid="ignore"):
+        negative = np.isfinite(values) & (values < 0)
+    for path, i in _positions(key, negative):
+        value = _number_text(values.flat[i])
+        if key == "gyration_radius":
+            message = _("'%(path)s' is %(value)s; a radius of gyration is a distance and cannot be negative.",
+                        path=path, value=value)
+        else:
+            message = _("'%(path)s' is %(value)s; a number of locations cannot be negative.",
+                        path=path, value=value)
+        report.add(Problem(None, path, message))
+    return None
+
+
+def _check_codes(array: np.ndarray, report: Report) -> np.ndarray | None:
+    """Intention codes: whole numbers 1-7; returned as int8, the smallest integer type that holds them."""
+    key = "intention_sequences"
+    low, high = array.min(), array.max()  # NaN carries into both
+    whole = array.dtype.kind in "iu" or bool(np.all(np.floor(array) == array))
+    if whole and low >= FIRST_CODE and high <= LAST_CODE:
+        return array.astype(np.int8)
+    with np.errstate(invalid="ignore"):
+        if array.dtype.kind == "f":
+            _report_non_finite(key, array, report)
+            finite = np.isfinite(array)
+            fraction = finite & (np.floor(array) != array)
+            for path, i in _positions(key, fraction):
+                report.add(Problem(None, path, _(
+                    "'%(path)s' is %(value)s; intention codes are whole numbers from 1 to 7 (%(codes)s).",
+                    path=path, value=_number_text(array.flat[i]), codes=_code_list())))
+            outside = finite & ~fraction & ((array < FIRST_CODE) | (array > LAST_CODE))
+        else:
+            outside = (array < FIRST_CODE) | (array > LAST_CODE)
+    for path, i in _positions(key, outside):
+        report.add(Problem(None, path, _(
+            "'%(path)s' is %(value)s, not an intention code; codes go from 1 to 7 (%(codes)s).",
+            path=path, value=_number_text(array.flat[i]), codes=_code_list())))
+    return None
+
+
+def _check_shares(array: np.ndarray, report: Report) -> np.ndarray | None:
+    """Intention proportions: finite numbers in [0, 1]; returned as float64."""
+    key = "intention_proportions"
+    values = array.astype(np.float64, copy=False)
+    finite, low, high = _all_finite(values)
+    if not finite:
+        _report_non_finite(key, values, report)
+    if not finite or low < 0 or high > 1:
+        with np.errstate(invalid="ignore"):
+            outside = (values < 0) | (values > 1)
+        outside &= np.isfinite(values)
+        for path, i in _positions(key, outside):
+            report.add(Problem(None, path, _(
+                "'%(path)s' is %(value)s; a proportion must be between 0 and 1.",
+                path=path, value=_number_text(values.flat[i]))))
+        return None
+    return values
+
+
+def _warn_sums(shares: np.ndarray, report: Report) -> None:
+    totals = shares.sum(axis=1)
+    off = np.flatnonzero(np.abs(totals - 1.0) > SUM_TOLERANCE)
+    if not off.size:
+        return
+    row = int(off[0])
+    count = int(off.size)
+    report.warn(Problem(None, f"intention_proportions[{row}]" if count == 1 else "intention_proportions", ngettext(
+        "%(num)s row of 'intention_proportions' does not sum to 1: 'intention_proportions[%(row)s]' sums to "
+        "%(total)s. Each row should give the share of the day spent on each intention.",
+        "%(num)s rows of 'intention_proportions' do not sum to 1 (the first is 'intention_proportions[%(row)s]', "
+        "summing to %(total)s). Each row should give the share of the day spent on each intention.",
+        count, row=row, total=f"{totals[row]:.4g}")))
+
+
+def _warn_users(data: Mapping[str, np.ndarray], report: Report) -> None:
+    counts = {key: len(data[key]) for key in KEYS}
+    if len(set(counts.values())) > 1:
+        report.warn(Problem(None, "", _(
+            "The four arrays describe different numbers of users: %(counts)s. The official score compares "
+            "distributions and does not need equal counts, but check that no users were lost.",
+            counts=", ".join(f"{key} {count}" for key, count in counts.items()))))
+
+
+# --- comparing with a reference ----------------------------------------------------------------
+
+def shape_text(shape: tuple[int, ...]) -> str:
+    """A shape for messages: '100' or '100 × 48'."""
+    return " × ".join(str(int(n)) for n in shape) or "0"
+
+
+def shape_warnings(reference: MobilityData, generated: MobilityData) -> list[Problem]:
+    """One warning for each array whose shape differs from the reference's, naming both shapes."""
+    warnings = []
+    for key in KEYS:
+        ref_shape = getattr(reference, key).shape
+        gen_shape = getattr(generated, key).shape
+        if ref_shape == gen_shape:
+            continue
+        args = dict(key=key, generated=shape_text(gen_shape), reference=shape_text(ref_shape))
+        if key == "intention_sequences" and ref_shape[1:] != gen_shape[1:]:
+            message = _(
+                "'%(key)s' has shape %(generated)s (users × half-hour slots), different from the reference's "
+                "%(reference)s: the days have a different number of slots. The strict variant counts the "
+                "slots missing from one set as empty.", **args)
+        elif key == "intention_proportions" and ref_shape[1:] != gen_shape[1:]:
+            message = _(
+                "'%(key)s' has shape %(generated)s (users × intentions), different from the reference's "
+                "%(reference)s: the number of intentions differs. The strict variant compares only the "
+                "first %(num)s intentions.", num=min(ref_shape[1], gen_shape[1]), **args)
+        else:
+            message = _(
+                "'%(key)s' has shape %(generated)s, different from the reference's %(reference)s: another "
+                "number of users. The scores compare distributions, so this is allowed.", **args)
+        warnings.append(Problem(None, key, message))
+    return warnings
+
+
+def score(reference: MobilityData, generated: MobilityData) -> dict:
+    """The four Jensen-Shannon values and the final score, in the official and the strict variant."""
+    ref_slots = slot_counts(reference.intention_sequences)
+    gen_slots = slot_counts(generated.intention_sequences)
+    official = {
+        "gyration_radius": stats.official_jsd(reference.gyration_radius, generated.gyration_radius),
+        "daily_location_numbers": stats.official_jsd(reference.daily_location_numbers,
+                                                     generated.daily_location_numbers),
+        "intention_sequences": stats.official_js_distance(
+            _code_density(ref_slots, reference.intention_sequences.dtype),
+            _code_density(gen_slots, generated.intention_sequences.dtype)),
+        "intention_proportions": stats.official_jsd(reference.intention_proportions,
+                                                    generated.intention_proportions),
+    }
+    strict = {
+        "gyration_radius": _strict_shared(reference.gyration_radius, generated.gyration_radius),
+        "daily_location_numbers": _strict_shared(reference.daily_location_numbers,
+                                                 generated.daily_location_numbers),
+        "intention_sequences": stats.js_divergence_bits(*_padded_slots(ref_slots, gen_slots)),
+        "intention_proportions": _strict_proportions(reference.intention_proportions,
+                                                     generated.intention_proportions),
+    }
+    return {"official": _variant(official), "strict": _variant(strict)}
+
+
+def _variant(jsd: dict[str, float]) -> dict:
+    """The JSD values with AgentSociety's final score, written as its code writes it (same rounding)."""
+    jsd_gyration = jsd["gyration_radius"]
+    jsd_locations = jsd["daily_location_numbers"]
+    jsd_sequences = jsd["intention_sequences"]
+    jsd_proportions = jsd["intention_proportions"]
+    final_score = ((1-jsd_gyration + 1-jsd_locations + 1-jsd_sequences + 1-jsd_proportions) / 4) * 100
+    return {"jsd": {key: float(jsd[key]) for key in KEYS}, "final_score": float(final_score)}
+
+
+def slot_counts(sequences: np.ndarray) -> np.ndarray:
+    """counts[t, c]: how many users have intention code c (0-7; column 0 stays 0) in slot t."""
+    if sequences.ndim != 2 or sequences.dtype.kind not in "iu":
+        raise ValueError("intention sequences must be a 2-D integer array")
+    if sequences.size and (sequences.min() < FIRST_CODE or sequences.max() > LAST_CODE):
+        raise ValueError("intention codes must be 1-7")
+    counts = np.empty((sequences.shape[1], LAST_CODE + 1), dtype=np.int64)
+    for slot in range(sequences.shape[1]):
+        # One column at a time: bincount copies its input to intp, so this keeps the copy to one column.
+        counts[slot] = np.bincount(sequences[:, slot], minlength=LAST_CODE + 1)
+    return counts
+
+
+def _code_density(counts: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """The official density of the flattened codes, computed from their counts.
+
+    numpy.histogram of the distinct codes weighted by their counts uses the same range (the smallest
+    and largest code present), the same bins and the same arithmetic as on the flattened array, so the
+    result is identical to the last bit; the codes are passed in the data's own dtype for that reason.
+    """
+    totals = counts.sum(axis=0)
+    present = np.flatnonzero(totals)
+    low, high = int(present[0]), int(present[-1])
+    codes = np.arange(low, high + 1).astype(dtype)
+    return stats.official_density(codes, weights=totals[low:high + 1].astype(np.float64))
+
+
+def _strict_shared(reference: np.ndarray, generated: np.ndarray) -> float:
+    _edges, ref_counts, gen_counts = stats.shared_histograms(reference, generated)
+    return stats.js_divergence_bits(ref_counts, gen_counts)
+
+
+def _padded_slots(ref_counts: np.ndarray, gen_counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The (slot, intention) counts of both sets over the union of their slots, zeros where a set has none."""
+    slots = max(len(ref_counts), len(gen_counts))
+    padded = []
+    for counts in (ref_counts, gen_counts):
+        table = np.zeros((slots, LAST_CODE), dtype=np.int64)
+        table[:len(counts)] = counts[:, FIRST_CODE:]
+        padded.append(table)
+    return padded[0], padded[1]
+
+
+def _strict_proportions(reference: np.ndarray, generated: np.ndarray) -> float:
+    """Mean over the intentions present in both of the divergence of that column's histograms on [0, 1]."""
+    columns = min(reference.shape[1], generated.shape[1])
+    values = []
+    for column in range(columns):
+        _edges, ref_counts, gen_counts = stats.shared_histograms(
+            reference[:, column], generated[:, column], value_range=(0.0, 1.0))
+        values.append(stats.js_divergence_bits(ref_counts, gen_counts))
+    return sum(values) / columns
+
+
+def distributions(reference: MobilityData, generated: MobilityData) -> dict:
+    """Small per-bin and per-slot data for the charts: shares of users, never per-user values."""
+    result = {}
+    for key in _ONE_D:
+        edges, ref_counts, gen_counts = stats.shared_histograms(getattr(reference, key), getattr(generated, key))
+        result[key] = {"edges": edges.tolist(), "reference": _shares(ref_counts), "generated": _shares(gen_counts)}
+    slots = {}
+    for name, data in (("reference", reference), ("generated", generated)):
+        counts = slot_counts(data.intention_sequences)[:, FIRST_CODE:]
+        slots[name] = (counts / counts.sum(axis=1, keepdims=True)).tolist()
+    result["slots"] = slots
+    result["proportions"] = {"reference": reference.intention_proportions.mean(axis=0).tolist(),
+                             "generated": generated.intention_proportions.mean(axis=0).tolist()}
+    return result
+
+
+def _shares(counts: np.ndarray) -> list[float]:
+    return (counts / counts.sum()).tolist()
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+def intention_labels() -> dict[int, str]:
+    """The intention names of INTENTIONS in the current language."""
+    return {1: _("sleep"), 2: _("home activity"), 3: _("other"), 4: _("work"), 5: _("shopping"),
+            6: _("eating out"), 7: _("leisure and entertainment")}
+
+
+def _code_list() -> str:
+    return ", ".join(f"{code} {label}" for code, label in intention_labels().items())
+
+
+def _found(value: object) -> str:
+    """Describe a JSON value's type for a message, e.g. 'a string ("12")'."""
+    if value is None:
+        return _("null")
+    if type(value) is bool:
+        return _("a boolean (%(value)s)", value=_short(value))
+    if type(value) in (int, float):
+        return _("a number (%(value)s)", value=_short(value))
+    if type(value) is str:
+        return _("a string (%(value)s)", value=_short(value))
+    if type(value) is list:
+        return _("a list")
+    return _("an object")
+
+
+def _number_text(value) -> str:
+    """A number for messages: whole values without '.0', NaN and infinities as JSON would name them."""
+    value = value.item() if isinstance(value, np.generic) else value
+    if type(value) is float and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return _short(value)
+
+
+def _short(value: object, limit: int = 40) -> str:
+    """The JSON text of a value, cut to a readable length."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
