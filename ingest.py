@@ -46,8 +46,7 @@ def upload_path(folder: str | Path, sha256: str, kind: str) -> Path:
     return Path(folder) / f"{sha256}{KINDS[kind].extension}"
 
 
-def ingest(stream: BinaryIO, filename: str, store, folder: str | Path, kind: str | None = None,
-           max_line_bytes: int | None = None) -> dict:
+def ingest(stream: BinaryIO, filename: str, store, folder: str | Path, kind: str | None = None) -> dict:
     """Validate and store an uploaded file; returns the upload record or raises InvalidUpload."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -62,7 +61,7 @@ def ingest(stream: BinaryIO, filename: str, store, folder: str | Path, kind: str
             raise InvalidUpload(Report([Problem(None, "kind", message)], [], {}))
         module = KINDS[kind].module
         with open(tmp, "rb") as f:
-            report = module.validate(f, max_line_bytes) if max_line_bytes else module.validate(f)
+            report = module.validate(f)
         if not report.ok:
             raise InvalidUpload(report)
         existing = store.find_upload(sha256, kind)

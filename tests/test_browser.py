@@ -15,6 +15,7 @@ import io
 import json
 import re
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -362,6 +363,35 @@ def test_compare_view_draws_overlaid_curves(page, watch, server, judge, sample_e
     assert watch.errors == [], watch.errors
 
 
+def mobility_evaluation(server) -> str | None:
+    """A finished DailyMobility evaluation: a generated set made from the real reference (None without it)."""
+    import numpy as np
+    groundtruth = ROOT.parent / "shared" / "data" / "dailymobility" / "groundtruth"
+    if not groundtruth.exists():
+        return None
+    boundary = "refzip"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for path in groundtruth.glob("*.npy"):
+            archive.write(path, f"groundtruth/{path.name}")
+    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nbeijing\r\n"
+            f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"groundtruth.zip\"\r\n"
+            "Content-Type: application/zip\r\n\r\n").encode() + buffer.getvalue() + f"\r\n--{boundary}--\r\n".encode()
+    server.call("/api/references", body, {"Content-Type": f"multipart/form-data; boundary={boundary}"})
+    rng = np.random.default_rng(7)
+    pick = rng.integers(0, 100, 300)
+    generated = {
+        "gyration_radius": (np.load(groundtruth / "gyration_radius.npy")[pick] * rng.uniform(0.6, 1.8, 300)).tolist(),
+        "daily_location_numbers": (np.load(groundtruth / "daily_location_numbers.npy")[pick]
+                                   + rng.integers(0, 2, 300)).tolist(),
+        "intention_sequences": np.roll(np.load(groundtruth / "daily_intentions_2d.npy")[pick], 2, axis=1).tolist(),
+        "intention_proportions": rng.dirichlet(np.ones(7) * 2, size=300).tolist()}
+    upload_id = server.upload(json.dumps(generated).encode(), "my_agent.json")
+    created = server.call("/api/evaluations", json.dumps({"upload_id": upload_id, "reference": "beijing"}).encode(),
+                          {"Content-Type": "application/json"})
+    return created["id"]
+
+
 def make_screenshots(out: Path) -> list[Path]:
     """Walk through the dashboard once and save full-page PNGs of its main pages."""
     import tempfile
@@ -427,6 +457,12 @@ def make_screenshots(out: Path) -> list[Path]:
         shot(page, "result-zh.png")
 
         page.locator("header .lang a[lang=en]").click()
+        mobility_id = mobility_evaluation(server)
+        if mobility_id:
+            open_page(page, server, f"/evaluations/{mobility_id}")
+            page.locator("[data-figure=slots] .main-svg").first.wait_for(state="attached")
+            shot(page, "mobility.png")
+
         open_page(page, server, "/settings")
         page.get_by_role("button", name="Test connection").click()
         page.locator("#test-result").wait_for()
