@@ -181,12 +181,14 @@ def test_bad_price_is_refused(make_app, judge_env):
 
 
 def test_progress_reports_pace_while_running(client, judge_server):
-    judge_server.latency_s = 0.1
-    evaluation_id = start(client, [session_line("pace", 5)])
+    judge_server.latency_s = 0.2  # 60 judgments at 4 in flight: about 3 s, several progress updates
+    evaluation_id = start(client, [session_line(f"pace{i}", 5, user_profile=f"p{i}") for i in range(3)])
     progress = {}
-    for _ in range(200):
-        progress = client.get(f"/api/evaluations/{evaluation_id}").get_json()["progress"]
-        if progress["rate_per_s"]:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        body = client.get(f"/api/evaluations/{evaluation_id}").get_json()
+        progress = body["progress"]
+        if progress["rate_per_s"] or body["status"] not in ("queued", "running"):
             break
         time.sleep(0.02)
     assert progress["rate_per_s"] > 0 and progress["eta_s"] >= 0
