@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from benchmarks.jsonl import iter_lines
-from benchmarks.problems import Problem, Report
+from benchmarks.problems import Problem, Report, describe, short_json
 from translations import _, ngettext
 
 DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024
@@ -182,7 +182,7 @@ def _not_an_object(obj: object, line: int, state: _FileState) -> None:
         state.error(line, "", _(
             "Line %(line)s is %(found)s, not a session object. Each line must be one JSON object "
             "with 'session_id', 'user_profile', 'user_personality' and 'rounds'.",
-            line=line, found=_found(obj)))
+            line=line, found=describe(obj)))
 
 
 def _session_id(obj: dict, line: int, state: _FileState) -> str | None:
@@ -190,7 +190,7 @@ def _session_id(obj: dict, line: int, state: _FileState) -> str | None:
     if type(value) in (int, float):
         state.error(line, "session_id", _(
             "Line %(line)s: 'session_id' must be a string, found a number (%(value)s); put the id "
-            "in quotes, e.g. \"%(value)s\".", line=line, value=_short(value)))
+            "in quotes, e.g. \"%(value)s\".", line=line, value=short_json(value)))
         return None
     session_id = _text(obj, "session_id", line, "session_id", state, non_empty=True, value=value)
     if session_id is None:
@@ -199,7 +199,7 @@ def _session_id(obj: dict, line: int, state: _FileState) -> str | None:
     if first != line:
         state.error(line, "session_id", _(
             "Line %(line)s: 'session_id' %(value)s is used again; it first appeared on line "
-            "%(first)s. Each session needs its own id.", line=line, value=_short(session_id), first=first))
+            "%(first)s. Each session needs its own id.", line=line, value=short_json(session_id), first=first))
     return session_id
 
 
@@ -318,7 +318,7 @@ def _round_number(rnd: dict, index: int, previous: int, line: int, path: str, st
     if type(value) is str and value.strip().isdigit():
         state.error(line, number_path, _(
             "Line %(line)s: '%(path)s' must be a whole number, found a string (%(value)s); write the "
-            "number without quotes.", line=line, path=number_path, value=_short(value)))
+            "number without quotes.", line=line, path=number_path, value=short_json(value)))
         return None
     _wrong(value, line, number_path, _("a whole number of 1 or more"), state)
     return None
@@ -418,32 +418,11 @@ def _wrong(value: object, line: int, path: str, expected: str, state: _FileState
     else:
         state.error(line, path, _(
             "Line %(line)s: '%(path)s' must be %(expected)s, found %(found)s.",
-            line=line, path=path, expected=expected, found=_found(value)))
-
-
-def _found(value: object) -> str:
-    """Describe a JSON value's type for a message, e.g. 'a number (3)'."""
-    if value is None:
-        return _("null")
-    if type(value) is bool:
-        return _("a boolean (%(value)s)", value=_short(value))
-    if type(value) in (int, float):
-        return _("a number (%(value)s)", value=_short(value))
-    if type(value) is str:
-        return _("a string (%(value)s)", value=_short(value))
-    if type(value) is list:
-        return _("a list")
-    return _("an object")
-
-
-def _short(value: object, limit: int = 40) -> str:
-    """The JSON text of a value, cut to a readable length."""
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+            line=line, path=path, expected=expected, found=describe(value)))
 
 
 def _names(names: list[str]) -> str:
-    return ", ".join(_short(name) for name in names)
+    return ", ".join(short_json(name) for name in names)
 
 
 def _method_path(responses_path: str, name: str) -> str:

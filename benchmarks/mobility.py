@@ -23,7 +23,7 @@ import numpy as np
 
 from benchmarks import stats
 from benchmarks.jsonl import UTF8_BOM, _json_reason, _wrong_encoding, format_size
-from benchmarks.problems import MAX_PROBLEMS, Problem, Report
+from benchmarks.problems import MAX_PROBLEMS, Problem, Report, describe, short_json
 from translations import _, ngettext
 
 KEYS = ("gyration_radius", "daily_location_numbers", "intention_sequences", "intention_proportions")
@@ -102,12 +102,12 @@ def read(stream: BinaryIO, max_bytes: int | None = None) -> tuple[Report, Mobili
         report.add(Problem(None, "", _(
             "The file is %(found)s, not a JSON object. A mobility file is one object with the keys "
             "'gyration_radius', 'daily_location_numbers', 'intention_sequences' and "
-            "'intention_proportions', each a list with one entry per user.", found=_found(obj))))
+            "'intention_proportions', each a list with one entry per user.", found=describe(obj))))
         return report, None
     unknown = [key for key in obj if key not in KEYS]
     if unknown:
         report.warn(Problem(None, "", _(
-            "Unknown keys are ignored: %(names)s.", names=", ".join(_short(key) for key in unknown[:10]))))
+            "Unknown keys are ignored: %(names)s.", names=", ".join(short_json(key) for key in unknown[:10]))))
     arrays: dict[str, np.ndarray] = {}
     for key in KEYS:
         values = obj.get(key, _MISSING)
@@ -117,7 +117,7 @@ def read(stream: BinaryIO, max_bytes: int | None = None) -> tuple[Report, Mobili
         elif type(values) is not list:
             report.add(Problem(None, key, _(
                 "'%(key)s' must be %(expected)s, found %(found)s.",
-                key=key, expected=_expected(key), found=_found(values))))
+                key=key, expected=_expected(key), found=describe(values))))
         elif not values:
             report.add(Problem(None, key, _(
                 "'%(key)s' is an empty list; add %(expected)s.", key=key, expected=_expected(key))))
@@ -289,8 +289,8 @@ def _scan_rows(key: str, rows: list, report: Report, precise: bool) -> bool:
 def _row_not_a_list(key: str, path: str, row: object) -> str:
     if key == "intention_sequences":
         return _("'%(path)s' must be a list of intention codes (one per half-hour slot), found %(found)s.",
-                 path=path, found=_found(row))
-    return _("'%(path)s' must be a list of intention shares, found %(found)s.", path=path, found=_found(row))
+                 path=path, found=describe(row))
+    return _("'%(path)s' must be a list of intention shares, found %(found)s.", path=path, found=describe(row))
 
 
 def _empty_row(key: str, path: str) -> str:
@@ -315,13 +315,13 @@ def _not_a_number(path: str, value: object, report: Report) -> None:
             numeric = False
         if numeric:
             message = _("'%(path)s' must be a number, found a string (%(value)s); write the number without quotes.",
-                        path=path, value=_short(value))
+                        path=path, value=short_json(value))
         else:
-            message = _("'%(path)s' must be a number, found %(found)s.", path=path, found=_found(value))
+            message = _("'%(path)s' must be a number, found %(found)s.", path=path, found=describe(value))
     elif type(value) is int:
-        message = _("'%(path)s' is too large to be a number (%(value)s).", path=path, value=_short(value))
+        message = _("'%(path)s' is too large to be a number (%(value)s).", path=path, value=short_json(value))
     else:
-        message = _("'%(path)s' must be a number, found %(found)s.", path=path, found=_found(value))
+        message = _("'%(path)s' must be a number, found %(found)s.", path=path, found=describe(value))
     report.add(Problem(None, path, message))
 
 
@@ -663,30 +663,9 @@ def _code_list() -> str:
     return ", ".join(f"{code} {label}" for code, label in intention_labels().items())
 
 
-def _found(value: object) -> str:
-    """Describe a JSON value's type for a message, e.g. 'a string ("12")'."""
-    if value is None:
-        return _("null")
-    if type(value) is bool:
-        return _("a boolean (%(value)s)", value=_short(value))
-    if type(value) in (int, float):
-        return _("a number (%(value)s)", value=_short(value))
-    if type(value) is str:
-        return _("a string (%(value)s)", value=_short(value))
-    if type(value) is list:
-        return _("a list")
-    return _("an object")
-
-
 def _number_text(value) -> str:
     """A number for messages: whole values without '.0', NaN and infinities as JSON would name them."""
     value = value.item() if isinstance(value, np.generic) else value
     if type(value) is float and value.is_integer() and abs(value) < 1e15:
         return str(int(value))
-    return _short(value)
-
-
-def _short(value: object, limit: int = 40) -> str:
-    """The JSON text of a value, cut to a readable length."""
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return short_json(value)

@@ -1,7 +1,10 @@
 """Problems and reports produced by validating an uploaded file."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+
+from translations import _
 
 MAX_PROBLEMS = 100
 
@@ -54,3 +57,24 @@ class Report:
             "summary": self.summary,
             "truncated": self.truncated,
         }
+
+
+def describe(value: object) -> str:
+    """Describe a JSON value's type for a message, e.g. 'a number (3)' or 'a string ("12")'."""
+    if value is None:
+        return _("null")
+    if type(value) is bool:
+        return _("a boolean (%(value)s)", value=short_json(value))
+    if type(value) in (int, float):
+        return _("a number (%(value)s)", value=short_json(value))
+    if type(value) is str:
+        return _("a string (%(value)s)", value=short_json(value))
+    if type(value) is list:
+        return _("a list")
+    return _("an object")
+
+
+def short_json(value: object, limit: int = 40) -> str:
+    """The JSON text of a value, cut to a readable length."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit - 1] + "…"

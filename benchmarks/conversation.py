@@ -1,0 +1,536 @@
+"""The conversation benchmark (RecLLMSim, Human-vs-Agent): upload format, validation and statistics.
+
+An upload holds conversations between a user and an assistant (DESIGN.md section 3): the RecLLMSim
+JSON, one object per conversation with a `history` of turns `{role, content, content_zh, intent,
+intent_zh, hallucination, satisfaction}`. Simulated users ("agent") carry a `rating` object of numeric
+fields; real people ("human") carry a `questionnaire` instead. Accepted as a single JSON object, a
+JSON array of objects, JSON Lines, or a ZIP of the dataset's folders:
+
+    LLM_agent_user/<task>/<n>.json                 simulated users
+    real_human_user/User_<i>/<task>/<n>.json       real people (with questionnaire)
+    human_exp_V2/User_<i>/<task>/<n>.json          real people (per-turn satisfaction)
+
+The source and the task come from the file, else from the path. Chinese and English task and intent
+labels are mapped to one English set (TASKS, INTENTS).
+
+Questionnaire answers are mapped to numbers: Detail 详细/一般/简略 -> 2/1/0, Availability
+很有用/有一定参考/不可用 -> 2/1/0, Diversity 结果多样/一般/结果单一 -> 2/1/0. Memorization asks "did the
+assistant forget something said earlier?": 是 (yes) -> 1, 否 (no) -> 0, so for Memorization a higher
+mean means *more* forgetting.
+
+`statistics` computes the DESIGN.md section 7 document (without "kind"); the Jensen-Shannon arithmetic
+is benchmarks.stats.js_divergence_bits.
+"""
+from __future__ import annotations
+
+import io
+import json
+import math
+import zipfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import BinaryIO
+
+from benchmarks import stats
+from benchmarks.jsonl import UTF8_BOM, _json_reason, _wrong_encoding, format_size
+from benchmarks.problems import Problem, Report, describe
+from translations import _
+
+TASKS = ("travel planning", "recipe planning", "preparing gifts", "skills learning planning")
+SOURCES = ("agent", "human")
+INTENTS = ("Planning", "Recommendation", "Search", "Search & Recommendation", "Evaluation", "Others")
+
+MAX_UNCOMPRESSED = 200 * 1024 * 1024  # a ZIP whose members together expand to more is refused
+LENGTH_BINS = 20  # equal bins over the joint range of user-message lengths (fidelity)
+
+# Folder names of the dataset -> source.
+SOURCE_FOLDERS = {"LLM_agent_user": "agent", "real_human_user": "human", "human_exp_V2": "human"}
+
+_TASK_NAMES = {
+    "旅行规划": "travel planning", "旅游规划": "travel planning", "travel planning": "travel planning",
+    "new travel planning": "travel planning", "travel": "travel planning",
+    "菜谱规划": "recipe planning", "食谱规划": "recipe planning", "recipe planning": "recipe planning",
+    "new recipe planning": "recipe planning", "recipe": "recipe planning",
+    "礼物准备": "preparing gifts", "准备礼物": "preparing gifts", "preparing gifts": "preparing gifts",
+    "new preparing gifts": "preparing gifts", "gift preparation": "preparing gifts", "gifts": "preparing gifts",
+    "技能学习规划": "skills learning planning", "skills learning planning": "skills learning planning",
+    "new skills learning planning": "skills learning planning",
+    "skill learning planning": "skills learning planning",
+}
+
+_INTENT_NAMES = {
+    "planning": "Planning", "规划": "Planning",
+    "recommendation": "Recommendation", "推荐": "Recommendation",
+    "search": "Search", "检索": "Search",
+    "search & recommendation": "Search & Recommendation", "search+recommendation": "Search & Recommendation",
+    "检索+推荐": "Search & Recommendation",
+    "evaluation": "Evaluation", "评估": "Evaluation",
+    "others": "Others", "other": "Others", "其他": "Others", "其它": "Others",
+}
+
+# Questionnaire: summary field -> {answer: value}.
+QUESTIONNAIRE = {
+    "Detail": {"详细": 2, "一般": 1, "简略": 0},
+    "Availability": {"很有用": 2, "有一定参考": 1, "不可用": 0},
+    "Diversity": {"结果多样": 2, "一般": 1, "结果单一": 0},
+    "Memorization": {"是": 1, "否": 0},
+}
+
+_HALLUCINATION_VALUES = {"是": True, "否": False, "yes": True, "no": False, "true": True, "false": False}
+_UNKNOWN_HALLUCINATION = ("无法判断", "unknown", "cannot tell")
+_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
+_FAILED = object()
+
+
+@dataclass
+class Conversation:
+    """One conversation of a simulated ("agent") or real ("human") user."""
+
+    source: str  # "agent" (LLM-simulated user) or "human"
+    task: str  # one of TASKS when recognised, else as given
+    path: str  # where it came from: the member path inside the ZIP, or the upload name (with [i] / :line)
+    history: list[dict]  # the turns as in the file
+    ratings: dict[str, float] = field(default_factory=dict)  # numeric `rating` fields, names as in the data
+    questionnaire: dict[str, int] = field(default_factory=dict)  # answers mapped by QUESTIONNAIRE
+
+    @property
+    def turns(self) -> int:
+        """Number of user-assistant exchanges: len(history) // 2."""
+        return len(self.history) // 2
+
+
+# --- labels ------------------------------------------------------------------------------------
+
+def task_name(task: str) -> str:
+    """The English task name of a Chinese or English task label; unknown labels kept as given."""
+    text = task.strip()
+    return _TASK_NAMES.get(text, _TASK_NAMES.get(text.lower(), text))
+
+
+def intent_label(label):
+    """The English intent label of a Chinese or English label (a list: each label); unknown kept."""
+    if isinstance(label, list):
+        return [intent_label(item) for item in label]
+    if not isinstance(label, str):
+        return label
+    text = label.strip()
+    return _INTENT_NAMES.get(text, _INTENT_NAMES.get(text.lower().replace(" + ", "+"), text))
+
+
+def user_intents(turn: dict) -> list[str]:
+    """The English intent labels of a user turn (from `intent`, else `intent_zh`); [] when none."""
+    value = turn.get("intent")
+    if value in (None, "", []):
+        value = turn.get("intent_zh")
+    if isinstance(value, str):
+        value = [value] if value.strip() else []
+    if not isinstance(value, list):
+        return []
+    return [intent_label(item) for item in value if isinstance(item, str) and item.strip()]
+
+
+def hallucination(turn: dict) -> bool | None:
+    """Whether an assistant turn is marked as hallucinating: True/False, None when absent or unknown.
+
+    Accepts booleans, {"hallucination": bool, ...} objects and 是/否/无法判断 (无法判断 = unknown).
+    """
+    value = turn.get("hallucination")
+    if isinstance(value, dict):
+        value = value.get("hallucination")
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        text = value.strip().lower()
+        return _HALLUCINATION_VALUES.get(text)
+    return None
+
+
+def satisfaction(turn: dict) -> float | None:
+    """The per-turn satisfaction score of an assistant turn (a number or numeric string), else None."""
+    value = turn.get("satisfaction")
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+# --- reading -----------------------------------------------------------------------------------
+
+def validate(stream: BinaryIO) -> Report:
+    """Check an upload for the app's upload step; the summary counts conversations by source and task."""
+    return read_any(stream, getattr(stream, "name", "") or "upload")[0]
+
+
+def read_any(stream: BinaryIO, filename: str) -> tuple[Report, list[Conversation]]:
+    """Read a JSON object, JSON array, JSONL or ZIP of conversations; no conversations when any error."""
+    report = Report()
+    raw = stream.read()
+    name = str(filename).replace("\\", "/")
+    conversations: list[Conversation] = []
+    if raw.startswith(_ZIP_MAGIC):
+        _read_zip(raw, report, conversations)
+    else:
+        values = _parse_document(raw, name, report)
+        if values is not _FAILED:
+            for label, line, value in values:
+                conv = _conversation(value, label, line, name, report)
+                if conv is not None:
+                    conversations.append(conv)
+            if not values:
+                report.add(Problem(None, "", _("%(file)s holds no conversations.", file=name)))
+    if not report.ok:
+        return report, []
+    report.summary = _summary(conversations)
+    return report, conversations
+
+
+def _summary(conversations: list[Conversation]) -> dict:
+    by_source = Counter(conv.source for conv in conversations)
+    by_task = Counter(conv.task for conv in conversations)
+    return {"conversations": len(conversations),
+            "by_source": {source: by_source[source] for source in SOURCES if by_source[source]},
+            "by_task": {task: by_task[task] for task in _ordered_tasks(by_task)}}
+
+
+def _ordered_tasks(tasks) -> list[str]:
+    """TASKS first (in their order), then other task names alphabetically."""
+    present = set(tasks)
+    return [t for t in TASKS if t in present] + sorted(present - set(TASKS))
+
+
+def _decode(raw: bytes, name: str, report: Report) -> str | None:
+    problem = _wrong_encoding(raw[:4])
+    if problem is not None:
+        report.add(Problem(None, "", "%s: %s" % (name, problem.message)))
+        return None
+    if raw.startswith(UTF8_BOM):
+        raw = raw[len(UTF8_BOM):]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        report.add(Problem(None, "", _(
+            "%(file)s is not valid UTF-8 JSON: byte 0x%(byte)s at byte offset %(offset)s cannot be decoded. "
+            "Upload conversation JSON files saved as UTF-8, or a ZIP of them.",
+            file=name, byte=f"{raw[exc.start]:02X}", offset=exc.start)))
+        return None
+
+
+def _parse_document(raw: bytes, name: str, report: Report):
+    """[(label, line, value)] of the conversations in a JSON / JSON array / JSONL file, or _FAILED."""
+    text = _decode(raw, name, report)
+    if text is None:
+        return _FAILED
+    if not text.strip():
+        report.add(Problem(None, "", _(
+            "%(file)s is empty. Upload a conversation JSON file, a JSON array or JSON Lines of them, or a "
+            "ZIP of the dataset's folders.", file=name)))
+        return _FAILED
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data":
+            return _parse_lines(text, name, report)
+        report.add(Problem(exc.lineno, "", _(
+            "%(file)s is not valid JSON at line %(line)s, column %(column)s: %(reason)s.",
+            file=name, line=exc.lineno, column=exc.colno, reason=_json_reason(exc.msg))))
+        return _FAILED
+    except RecursionError:
+        report.add(Problem(None, "", _("%(file)s nests values too deeply to be read as JSON.", file=name)))
+        return _FAILED
+    if isinstance(value, list):
+        return [(f"{name}[{i}]", None, item) for i, item in enumerate(value)]
+    return [(name, None, value)]
+
+
+def _parse_lines(text: str, name: str, report: Report):
+    values = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            values.append((f"{name}:{lineno}", lineno, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            report.add(Problem(lineno, "", _(
+                "%(file)s line %(line)s is not valid JSON at character %(column)s: %(reason)s.",
+                file=name, line=lineno, column=exc.colno, reason=_json_reason(exc.msg))))
+    return values if report.ok else _FAILED
+
+
+def _member_name(info: zipfile.ZipInfo) -> str:
+    """The member's path; names from ZIP tools that do not flag UTF-8 are re-decoded (UTF-8, else GBK)."""
+    name = info.filename
+    if not info.flag_bits & 0x800:
+        try:
+            raw = name.encode("cp437")
+        except UnicodeEncodeError:
+            return name.replace("\\", "/")
+        for encoding in ("utf-8", "gbk"):
+            try:
+                return raw.decode(encoding).replace("\\", "/")
+            except UnicodeDecodeError:
+                continue
+    return name.replace("\\", "/")
+
+
+def _read_zip(raw: bytes, report: Report, out: list[Conversation]) -> None:
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(raw))
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+        report.add(Problem(None, "", _("The file is not a valid ZIP archive (%(reason)s).", reason=str(exc))))
+        return
+    with archive:
+        members = []
+        for info in archive.infolist():
+            name = _member_name(info)
+            parts = PurePosixPath(name).parts
+            if info.is_dir() or not parts or parts[0] == "__MACOSX" or parts[-1].startswith("._"):
+                continue
+            if name.lower().endswith(".json"):
+                members.append((name, info))
+        total = sum(info.file_size for _name, info in members)
+        if total > MAX_UNCOMPRESSED:
+            report.add(Problem(None, "", _(
+                "The ZIP expands to %(size)s, more than the limit of %(limit)s; it is refused. Upload fewer "
+                "conversations at a time.", size=format_size(total), limit=format_size(MAX_UNCOMPRESSED))))
+            return
+        if not members:
+            report.add(Problem(None, "", _(
+                "The ZIP holds no .json files. Put the dataset's folders (LLM_agent_user, real_human_user, "
+                "human_exp_V2) with their conversation .json files in the ZIP.")))
+            return
+        budget = MAX_UNCOMPRESSED
+        for name, info in members:
+            try:
+                with archive.open(info) as member:
+                    data = member.read(budget + 1)
+            except (zipfile.BadZipFile, RuntimeError, NotImplementedError, OSError, EOFError) as exc:
+                report.add(Problem(None, name, _("%(file)s in the ZIP cannot be read (%(reason)s).",
+                                                 file=name, reason=str(exc))))
+                continue
+            budget -= len(data)
+            if budget < 0:
+                report.add(Problem(None, name, _(
+                    "%(file)s in the ZIP expands beyond the size limit; the ZIP is refused.", file=name)))
+                return
+            values = _parse_document(data, name, report)
+            if values is _FAILED:
+                continue
+            for label, line, value in values:
+                conv = _conversation(value, label, line, name, report)
+                if conv is not None:
+                    out.append(conv)
+            if report.truncated:
+                return
+
+
+def _from_path(path: str) -> tuple[str | None, str | None]:
+    """(source, task) from a dataset path such as real_human_user/User_0/旅行规划/6.json."""
+    parts = PurePosixPath(path).parts
+    for i, part in enumerate(parts):
+        source = SOURCE_FOLDERS.get(part)
+        if source is None:
+            continue
+        rest = list(parts[i + 1:-1])  # folders between the source folder and the file
+        if rest and rest[0].lower().startswith("user_"):
+            rest = rest[1:]
+        return source, (rest[0] if rest else None)
+    return None, None
+
+
+def _conversation(value, label: str, line: int | None, path: str, report: Report) -> Conversation | None:
+    """A Conversation from one parsed JSON value, or None after recording its problems."""
+    def problem(json_path: str, message: str) -> None:
+        report.add(Problem(line, json_path, f"{label}: {message}"))
+
+    if not isinstance(value, dict):
+        problem("", _("a conversation must be a JSON object with a 'history' list, found %(found)s.",
+                      found=describe(value)))
+        return None
+    history = value.get("history")
+    if history is None:
+        problem("history", _("'history' is missing; this is not a conversation file (a conversation has "
+                             "'history', a list of turns with 'role' and 'content')."))
+        return None
+    if not isinstance(history, list):
+        problem("history", _("'history' must be a list of turns, found %(found)s.", found=describe(history)))
+        return None
+    if not history:
+        problem("history", _("'history' is empty; a conversation needs at least one turn."))
+        return None
+    ok = True
+    for i, turn in enumerate(history):
+        where = f"history[{i}]"
+        if not isinstance(turn, dict):
+            problem(where, _("%(path)s must be an object with 'role' and 'content', found %(found)s.",
+                             path=where, found=describe(turn)))
+            ok = False
+        elif turn.get("role") not in ("user", "assistant"):
+            problem(f"{where}.role", _("%(path)s.role must be \"user\" or \"assistant\", found %(found)s.",
+                                       path=where, found=describe(turn.get("role"))))
+            ok = False
+        elif not isinstance(turn.get("content"), str):
+            problem(f"{where}.content", _("%(path)s.content must be a string, found %(found)s.",
+                                          path=where, found=describe(turn.get("content"))))
+            ok = False
+    path_source, path_task = _from_path(path)
+    source = value.get("source")
+    if source not in SOURCES:
+        source = path_source
+    if source is None:
+        if isinstance(value.get("rating"), dict):
+            source = "agent"
+        elif "questionnaire" in value:
+            source = "human"
+    if source is None:
+        problem("source", _("cannot tell whether the user is simulated or a real person: add \"source\": "
+                            "\"agent\" or \"human\", or keep the dataset's folders (LLM_agent_user, "
+                            "real_human_user, human_exp_V2) in a ZIP."))
+        ok = False
+    task = next((value[key] for key in ("task", "task_type") if isinstance(value.get(key), str)
+                 and value[key].strip()), None) or path_task
+    if task is None:
+        problem("task", _("the task is missing: add 'task' (for example \"travel planning\") or keep the "
+                          "dataset's task folders in a ZIP."))
+        ok = False
+    if not ok:
+        return None
+    rating = value.get("rating")
+    ratings = {}
+    if isinstance(rating, dict):
+        ratings = {str(k): float(v) for k, v in rating.items()
+                   if type(v) in (int, float) and math.isfinite(v)}
+    return Conversation(source=source, task=task_name(task), path=label, history=history, ratings=ratings,
+                        questionnaire=_questionnaire(value.get("questionnaire")))
+
+
+def _questionnaire(items) -> dict[str, int]:
+    """Answers mapped to numbers by QUESTIONNAIRE; unknown fields and answers are left out."""
+    out: dict[str, int] = {}
+    if not isinstance(items, list):
+        return out
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        options = QUESTIONNAIRE.get(item.get("summary"))
+        answer = item.get("option")
+        if options is not None and isinstance(answer, str) and answer.strip() in options:
+            out[item["summary"]] = options[answer.strip()]
+    return out
+
+
+# --- statistics --------------------------------------------------------------------------------
+
+def _means(dicts) -> dict[str, float]:
+    """Per key, the mean over the dicts that have it (keys in order of first appearance)."""
+    sums: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for d in dicts:
+        for key, v in d.items():
+            sums[key] = sums.get(key, 0.0) + v
+            counts[key] = counts.get(key, 0) + 1
+    return {key: sums[key] / counts[key] for key in sums}
+
+
+def _shares(counter: Counter) -> dict[str, float]:
+    total = sum(counter.values())
+    return {label: n / total for label, n in counter.most_common()} if total else {}
+
+
+def _intent_counts(conversations) -> Counter:
+    counts: Counter = Counter()
+    for conv in conversations:
+        for turn in conv.history:
+            if isinstance(turn, dict) and turn.get("role") == "user":
+                counts.update(user_intents(turn))
+    return counts
+
+
+def _user_lengths(conversations) -> list[int]:
+    return [len(turn["content"]) for conv in conversations for turn in conv.history
+            if isinstance(turn, dict) and turn.get("role") == "user" and isinstance(turn.get("content"), str)]
+
+
+def _hallucination_rate(conversations) -> float | None:
+    flags = [hallucination(turn) for conv in conversations for turn in conv.history
+             if isinstance(turn, dict) and turn.get("role") == "assistant"]
+    known = [f for f in flags if f is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _satisfaction(conversations) -> dict | None:
+    """Mean per-turn satisfaction overall and per assistant turn number (1-based), None without any."""
+    by_turn: dict[int, list[float]] = {}
+    for conv in conversations:
+        k = 0
+        for turn in conv.history:
+            if isinstance(turn, dict) and turn.get("role") == "assistant":
+                k += 1
+                score = satisfaction(turn)
+                if score is not None:
+                    by_turn.setdefault(k, []).append(score)
+    if not by_turn:
+        return None
+    scores = [s for values in by_turn.values() for s in values]
+    return {"mean": sum(scores) / len(scores), "n": len(scores),
+            "by_turn": [{"turn": k, "mean": sum(v) / len(v), "n": len(v)} for k, v in sorted(by_turn.items())]}
+
+
+def _categorical_jsd(a: Counter, b: Counter) -> float | None:
+    if not sum(a.values()) or not sum(b.values()):
+        return None
+    keys = sorted(set(a) | set(b), key=str)
+    return stats.js_divergence_bits([a[k] for k in keys], [b[k] for k in keys])
+
+
+def _length_jsd(a: list[int], b: list[int]) -> float | None:
+    if not a or not b:
+        return None
+    _edges, counts_a, counts_b = stats.shared_histograms(a, b, bins=LENGTH_BINS)
+    return stats.js_divergence_bits(counts_a, counts_b)
+
+
+def _fidelity(agent: list[Conversation], human: list[Conversation]) -> dict:
+    return {
+        "turns": _categorical_jsd(Counter(c.turns for c in agent), Counter(c.turns for c in human)),
+        "user_message_length": _length_jsd(_user_lengths(agent), _user_lengths(human)),
+        "intents": _categorical_jsd(_intent_counts(agent), _intent_counts(human)),
+    }
+
+
+def statistics(conversations: list[Conversation]) -> dict:
+    """The conversation result document of DESIGN.md section 7, without "kind".
+
+    Every per-source section has both "agent" and "human" keys (empty, or None, without data).
+    Fidelity compares simulated with real users by JS divergence in bits (0 = same distribution,
+    1 = disjoint): turn counts (categorical), user-message lengths in characters of `content` (20 equal
+    bins over the joint range) and intent labels; None where either side has no data.
+    """
+    groups = {source: [c for c in conversations if c.source == source] for source in SOURCES}
+    doc: dict = {"sources": {}, "by_turns": {}, "ratings": {}, "intents": {}, "hallucination_rate": {},
+                 "questionnaire": {}, "satisfaction": {}}
+    for source, convs in groups.items():
+        tasks = Counter(c.task for c in convs)
+        doc["sources"][source] = {"conversations": len(convs),
+                                  "by_task": {t: tasks[t] for t in _ordered_tasks(tasks)}}
+        by_turns: dict[int, list[Conversation]] = {}
+        for conv in convs:
+            by_turns.setdefault(conv.turns, []).append(conv)
+        doc["by_turns"][source] = [
+            {"turns": n, "conversations": len(group), "ratings": _means(c.ratings for c in group)}
+            for n, group in sorted(by_turns.items())]
+        doc["ratings"][source] = _means(c.ratings for c in convs)
+        doc["intents"][source] = _shares(_intent_counts(convs))
+        doc["hallucination_rate"][source] = _hallucination_rate(convs)
+        doc["questionnaire"][source] = _means(c.questionnaire for c in convs)
+        doc["satisfaction"][source] = _satisfaction(convs)
+    agent, human = groups["agent"], groups["human"]
+    fidelity = _fidelity(agent, human)
+    tasks = _ordered_tasks({c.task for c in conversations})
+    fidelity["by_task"] = {task: _fidelity([c for c in agent if c.task == task],
+                                           [c for c in human if c.task == task]) for task in tasks}
+    doc["fidelity"] = fidelity
+    return doc
