@@ -605,7 +605,11 @@ def test_judges_on_one_endpoint_share_its_budget(judge_server):
         for thread in threads:
             thread.join(20)
     assert [len(results[name]) for name in ("one", "two")] == [24, 24]
-    assert judge_server.requests == 48 and judge_server.max_in_flight == 4
+    # Never more than the endpoint's budget in flight, for both judges together; and they did overlap.
+    # (Exactly 4 and exactly 48 requests are the usual outcome, but a loaded machine may time out and
+    # retry a call, or not fill the last slot in time.)
+    assert 2 <= judge_server.max_in_flight <= 4, judge_server.max_in_flight
+    assert judge_server.requests >= 48
 
 
 def test_the_latest_concurrency_setting_wins(judge_server):
