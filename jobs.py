@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
 import references
-from benchmarks import dialogue, mobility
+from benchmarks import conversation, dialogue, mobility
 from benchmarks.dialogue_result import build_result
 from benchmarks.mobility_result import build_result as build_mobility_result
 from evaluator import DIMENSIONS, MODES, DialogueContext, Judge, JudgeConfig, Verdict
@@ -68,6 +68,8 @@ def create_evaluation(store: Store, upload_id: str, methods: list[str] | None = 
         raise RequestError(_("Upload '%(id)s' does not exist. Upload the file first.", id=upload_id))
     if upload["kind"] == "mobility":
         return _create_mobility(store, upload, reference)
+    if upload["kind"] == "conversation":
+        return _create_single_step(store, upload, {})
     available = upload["summary"]["methods"]
     methods = list(methods or available)
     unknown = [m for m in methods if m not in available]
@@ -105,9 +107,13 @@ def _create_mobility(store: Store, upload: dict, reference: str | None) -> dict:
         names = ", ".join(r["name"] for r in store.list_references())
         raise RequestError(_("Pick the reference set to score against (by name or id). Known reference sets: "
                              "%(names)s.", names=names or _("none yet; add one on the reference sets page")))
-    evaluation = {"id": new_id(), "upload_id": upload["id"], "kind": "mobility",
-                  "methods": [Path(upload["filename"]).stem or upload["id"]],
-                  "settings": {"reference": record["id"], "reference_name": record["name"]}, "total": 1}
+    return _create_single_step(store, upload, {"reference": record["id"], "reference_name": record["name"]})
+
+
+def _create_single_step(store: Store, upload: dict, settings: dict) -> dict:
+    """An evaluation computed in one step, without a judge (named after the uploaded file)."""
+    evaluation = {"id": new_id(), "upload_id": upload["id"], "kind": upload["kind"],
+                  "methods": [Path(upload["filename"]).stem or upload["id"]], "settings": settings, "total": 1}
     store.add_evaluation(evaluation)
     return store.get_evaluation(evaluation["id"])
 
@@ -194,6 +200,9 @@ class Runner:
         if evaluation["kind"] == "mobility":
             self._run_mobility(evaluation, upload, path)
             return
+        if evaluation["kind"] == "conversation":
+            self._run_conversation(evaluation, upload, path)
+            return
         config = judge_config(evaluation["settings"], self.environ())
         problem = config.problem()
         if problem:
@@ -223,6 +232,18 @@ class Runner:
             generated = mobility.load(f)
         document = build_mobility_result(evaluation, upload, record,
                                          references.load(self.upload_folder, record), generated)
+        self._write_result_file(evaluation["id"], document)
+        self.store.set_result(evaluation["id"], document)
+
+    def _run_conversation(self, evaluation: dict, upload: dict, path: Path) -> None:
+        """Statistics and simulator fidelity of Human-vs-Agent conversations: no judge, one step."""
+        self.store.set_status(evaluation["id"], "running")
+        with open(path, "rb") as f:
+            report, conversations = conversation.read_any(f, upload["filename"])
+        document = {"kind": "conversation", "evaluation_id": evaluation["id"],
+                    "input": {"upload_id": upload["id"], "filename": upload["filename"], "sha256": upload["sha256"],
+                              "conversations": len(conversations)},
+                    **conversation.statistics(conversations)}
         self._write_result_file(evaluation["id"], document)
         self.store.set_result(evaluation["id"], document)
 

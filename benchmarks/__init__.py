@@ -22,12 +22,16 @@ class Kind:
 KINDS: dict[str, Kind] = {
     "dialogue": Kind("benchmarks.dialogue", ".jsonl"),
     "mobility": Kind("benchmarks.mobility", ".json"),
+    "conversation": Kind("benchmarks.conversation", ""),  # JSON, JSONL or a ZIP of the dataset's folders
 }
 
 
 def detect_kind(head: bytes, filename: str = "") -> str:
     """Guess the benchmark kind from the start of a file: DailyMobility outputs are one JSON object with the
-    four mobility arrays; everything else is read as dialogue JSONL (whose validation says what is wrong)."""
+    four mobility arrays; Human-vs-Agent conversations have a `history` (or come as a ZIP of the dataset's
+    folders); everything else is read as dialogue JSONL (whose validation says what is wrong)."""
     if b'"gyration_radius"' in head or b'"intention_sequences"' in head:
         return "mobility"
+    if head.startswith(b"PK\x03\x04") or (b'"history"' in head and b'"rounds"' not in head):
+        return "conversation"
     return "dialogue"

@@ -49,6 +49,8 @@ def load_runs(ids: list[str]) -> list[dict]:
     if unknown:
         raise CompareError(_("No evaluation has the id %(ids)s.", ids=", ".join(unknown)))
     kinds = {record["kind"] for record in records.values()}
+    if kinds == {"conversation"}:
+        raise CompareError(_("Conversation results cannot be compared side by side yet."))
     if len(kinds) > 1:
         raise CompareError(_("Compare evaluations of one kind at a time; these are of kinds %(kinds)s.",
                              kinds=", ".join(sorted(kinds))))

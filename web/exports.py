@@ -44,6 +44,11 @@ def export_csv(evaluation_id: str):
     result = _result_or_404(evaluation_id)
     out = io.StringIO()
     writer = csv.writer(out)
+    if result["kind"] == "conversation":
+        writer.writerow(("task", "turns", "user_message_length", "intents"))
+        for task, f in {"all": result["fidelity"], **result["fidelity"]["by_task"]}.items():
+            writer.writerow((task, *("" if f[k] is None else f[k] for k in ("turns", "user_message_length", "intents"))))
+        return _csv_response(out.getvalue(), f"{evaluation_id}.csv")
     if result["kind"] == "mobility":
         writer.writerow(("variant", *MOBILITY_KEYS, "final_score"))
         for variant in ("official", "strict"):

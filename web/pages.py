@@ -10,6 +10,7 @@ from flask import (Blueprint, Response, abort, current_app, redirect, render_tem
                    send_from_directory, url_for)
 
 import charts
+import conversation_charts
 import mobility_charts
 from evaluator import JudgeConfig, test_connection
 from ingest import InvalidUpload, ingest
@@ -62,6 +63,9 @@ def upload_detail(upload_id: str, error: str | None = None, status: int = 200):
     if record["kind"] == "mobility":
         return render_template("upload_mobility.html", upload=record, error=error,
                                references=get_store().list_references()), status
+    if record["kind"] == "conversation":
+        return render_template("upload_conversation.html", upload=record, error=error,
+                               source_labels=conversation_charts.source_labels()), status
     return render_template("upload_detail.html", upload=record, error=error, judge_problem=judge_problem(),
                            defaults=JudgeConfig()), status
 
@@ -92,6 +96,8 @@ def evaluation(evaluation_id: str):
     record = get_store().get_evaluation(evaluation_id) or abort(404)
     if record["kind"] == "mobility":
         return _mobility_result(record)
+    if record["kind"] == "conversation":
+        return _conversation_result(record)
     colours = charts.method_colours(record["methods"])
     context = {"evaluation": record, "upload": get_store().get_upload(record["upload_id"]),
                "status": evaluation_status(record), "colours": colours, "result": None,
@@ -113,6 +119,16 @@ def _mobility_result(record: dict):
                            upload=get_store().get_upload(record["upload_id"]), status=evaluation_status(record),
                            figures=mobility_charts.mobility_figures(result) if result else None,
                            metric_labels=mobility_charts.metric_labels())
+
+
+def _conversation_result(record: dict):
+    """The result page of a Human-vs-Agent conversation evaluation."""
+    result = record.get("result")
+    tasks = sorted({task for s in result["sources"].values() for task in s["by_task"]}) if result else []
+    return render_template("result_conversation.html", evaluation=record, result=result, tasks=tasks,
+                           upload=get_store().get_upload(record["upload_id"]), status=evaluation_status(record),
+                           figures=conversation_charts.conversation_figures(result) if result else None,
+                           source_labels=conversation_charts.source_labels())
 
 
 @bp.get("/evaluations/<evaluation_id>/sessions/<int:index>")
