@@ -36,6 +36,20 @@ def intents_figure(result: dict) -> dict:
     return {"data": traces, "layout": layout}
 
 
+def satisfaction_figure(result: dict) -> dict:
+    """Mean per-turn satisfaction by assistant turn number, per source that has it."""
+    labels = source_labels()
+    traces = [{"type": "scatter", "mode": "lines+markers", "name": labels[source],
+               "line": {"color": COLOURS[source]}, "x": [row["turn"] for row in s["by_turn"]],
+               "y": [row["mean"] for row in s["by_turn"]], "customdata": [row["n"] for row in s["by_turn"]],
+               "hovertemplate": "%{x}: %{y:.2f} (n=%{customdata})<extra></extra>"}
+              for source, s in result.get("satisfaction", {}).items() if s]
+    layout = _layout(_("Per-turn satisfaction"), _("Assistant turn"), _("Mean satisfaction"), [0, 1])
+    layout["yaxis"] = {k: v for k, v in layout["yaxis"].items() if k != "range"}
+    return {"data": traces, "layout": layout}
+
+
 def conversation_figures(result: dict) -> dict:
     """All charts of a conversation result page."""
-    return {"turns": turns_figure(result), "intents": intents_figure(result)}
+    return {"turns": turns_figure(result), "intents": intents_figure(result),
+            "satisfaction": satisfaction_figure(result)}

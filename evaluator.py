@@ -29,11 +29,15 @@ import httpx2  # the openai SDK's HTTP client
 import openai
 from openai.types.chat import ChatCompletion
 
+import conversation_prompts
 from translations import _, ngettext
 
 PROMPT_VERSION = "psb-judge-2026.11-1"
 DIMENSIONS = ("style", "content", "naturalness", "personalization", "conversation")
 MODES = ("fine", "binary")
+ANNOTATE = "annotate"  # one judgment per Human-vs-Agent conversation (conversation_prompts)
+ANNOTATION_SCALES = ("detail", "diversity", "utility")  # each 0-2
+MAX_TURN_CHARS = 4000  # longer turns are cut in annotation prompts, to bound their cost
 LANGUAGES = ("en", "zh")
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -230,6 +234,16 @@ class DialogueContext:
 
 
 @dataclass
+class ConversationContext:
+    """What the judge sees to annotate one Human-vs-Agent conversation."""
+
+    task: str
+    task_context: str
+    profile: str
+    turns: list[tuple[str, str]]  # (role, content), role "user" or "assistant"
+
+
+@dataclass
 class Verdict:
     """The outcome of one judgment."""
 
@@ -388,12 +402,41 @@ def _render_context(mode: str, ctx: DialogueContext, language: str) -> str:
     return "\n\n".join(parts)
 
 
-def build_messages(mode: str, ctx: DialogueContext, language: str) -> list[dict]:
+def _cut(text: str, labels: dict) -> str:
+    """A turn's text, cut to MAX_TURN_CHARS with a note saying how much was left out."""
+    if len(text) <= MAX_TURN_CHARS:
+        return text
+    return text[:MAX_TURN_CHARS] + "\n" + labels["cut"].format(chars=len(text) - MAX_TURN_CHARS)
+
+
+def _render_conversation(ctx: ConversationContext, language: str) -> str:
+    """The user message of an annotation: the task, the profile and every turn as quoted blocks."""
+    labels = conversation_prompts.LABELS[language]
+    payload = json.dumps([ctx.task, ctx.task_context, ctx.profile, ctx.turns], ensure_ascii=False)
+    bid = hashlib.sha256(payload.encode("utf-8")).hexdigest()[:12]
+    parts = [labels["task"] + "\n" + _block("task", ctx.task, bid, labels["not_given"]),
+             labels["context"] + "\n" + _block("task_context", ctx.task_context, bid, labels["not_given"]),
+             labels["profile"] + "\n" + _block("profile", ctx.profile, bid, labels["not_given"]),
+             labels["conversation"]]
+    counts = {"user": 0, "assistant": 0}
+    for role, content in ctx.turns:
+        counts[role] += 1
+        name = f"{role}_{counts[role]}"
+        parts.append(labels[role].format(n=counts[role]) + "\n"
+                     + _block(name, _cut(content, labels), bid, labels["not_given"]))
+    parts.append(labels["tail"])
+    return "\n\n".join(parts)
+
+
+def build_messages(mode: str, ctx: DialogueContext | ConversationContext, language: str) -> list[dict]:
     """The chat messages for one judgment: instructions as system, quoted dialogue as user."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if mode not in (*MODES, ANNOTATE):
+        raise ValueError(f"mode must be one of {', '.join((*MODES, ANNOTATE))}, got {mode!r}")
     if language not in LANGUAGES:
         raise ValueError(f"language must be one of {', '.join(LANGUAGES)}, got {language!r}")
+    if mode == ANNOTATE:
+        return [{"role": "system", "content": conversation_prompts.SYSTEM[language]},
+                {"role": "user", "content": _render_conversation(ctx, language)}]
     system = (_FINE_SYSTEM if mode == "fine" else _BINARY_SYSTEM)[language]
     return [
         {"role": "system", "content": system},
@@ -477,11 +520,55 @@ def parse_binary(text: str) -> int | None:
     return _parse_binary(text)[0]
 
 
+_SCALE_LABELS = {"detail": "Detail Level", "diversity": "Diversity", "utility": "Practical Utility"}
+_SCALE_RES = {
+    scale: re.compile(rf"^[ \t>*#_\-]*{label}[ \t*_]*[:：][ \t*_]*([+-]?\d+(?:\.\d+)?)(?:[ \t*_]*/[ \t*_]*(\d+))?",
+                      re.IGNORECASE | re.MULTILINE)
+    for scale, label in _SCALE_LABELS.items()
+}
+_HALLUCINATION_RE = re.compile(r"^[ \t>*#_\-]*Hallucination[ \t*_]*[:：][ \t*_]*([^\s*_]+)",
+                               re.IGNORECASE | re.MULTILINE)
+_FLAGS = {"yes": 1, "no": 0, "是": 1, "否": 0}
+
+
+def _parse_annotation(text: str) -> tuple[dict[str, int] | None, str | None]:
+    """{detail, diversity, utility (0-2), hallucination (0/1)} from an annotation answer, else the reason."""
+    scores: dict[str, int] = {}
+    for scale, pattern in _SCALE_RES.items():
+        matches = pattern.findall(text)
+        label = _SCALE_LABELS[scale]
+        if not matches:
+            return None, _("%(dimension)s score not found", dimension=label)
+        number, denominator = matches[-1]
+        if (denominator and denominator != "2") or number not in ("0", "1", "2"):
+            return None, _("%(dimension)s score %(score)s is not 0, 1 or 2", dimension=label,
+                           score=number + (f"/{denominator}" if denominator else ""))
+        scores[scale] = int(number)
+    flags = _HALLUCINATION_RE.findall(text)
+    if not flags:
+        return None, _("Hallucination line not found")
+    flag = _FLAGS.get(flags[-1].strip(".,;:。").lower())
+    if flag is None:
+        return None, _("Hallucination answer %(answer)s is not yes or no", answer=flags[-1])
+    scores["hallucination"] = flag
+    return scores, None
+
+
+def parse_annotation(text: str) -> dict[str, int] | None:
+    """The annotation scores of an answer, or None when it does not parse."""
+    return _parse_annotation(text or "")[0]
+
+
 def _verdict_from_answer(mode: str, answer: str, prompt_tokens: int, completion_tokens: int) -> Verdict:
     """A parsed ("ok") or "unparsed" verdict for an answer text."""
     tokens = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
     if not answer or not answer.strip():
         return Verdict("unparsed", answer=answer or "", error=_("the judge returned an empty answer"), **tokens)
+    if mode == ANNOTATE:
+        scores, problem = _parse_annotation(answer)
+        if scores is None:
+            return Verdict("unparsed", answer=answer, error=problem, **tokens)
+        return Verdict("ok", dims=scores, answer=answer, **tokens)
     if mode == "fine":
         parsed, problem = _parse_fine(answer)
         if parsed is None:
@@ -848,7 +935,7 @@ class Judge:
                 return None
             self._pause(self._retry_wait(error, attempts - 1), stop)
 
-    def judge(self, mode: str, ctx: DialogueContext) -> Verdict:
+    def judge(self, mode: str, ctx: DialogueContext | ConversationContext) -> Verdict:
         """One judgment: the cache first (unless use_cache is off), else calls with retries."""
         messages = build_messages(mode, ctx, self.config.language)
         key = self.cache_key(messages)
@@ -871,7 +958,7 @@ class Judge:
 
     def run(
         self,
-        items: Iterable[tuple[object, str, DialogueContext]],
+        items: Iterable[tuple[object, str, DialogueContext | ConversationContext]],
         should_stop: Callable[[], bool] = lambda: False,
     ) -> Iterator[tuple[object, Verdict]]:
         """Judge (tag, mode, ctx) items concurrently; yield (tag, verdict) as they complete.

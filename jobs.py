@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
 import references
-from benchmarks import conversation, dialogue, mobility
-from benchmarks.dialogue_result import build_result
+from benchmarks import conversation, conversation_annotation, dialogue, mobility
+from benchmarks.dialogue_result import build_result, judge_summary
 from benchmarks.mobility_result import build_result as build_mobility_result
+from conversation_prompts import ANNOTATION_PROMPT_VERSION
 from evaluator import DIMENSIONS, MODES, DialogueContext, Judge, JudgeConfig, Verdict
 from ingest import new_id, upload_path
 from judge_settings import prices
@@ -61,21 +62,35 @@ def judge_config(settings: Mapping, environ: Mapping[str, str]) -> JudgeConfig:
 
 def create_evaluation(store: Store, upload_id: str, methods: list[str] | None = None,
                       judge: Mapping | None = None, environ: Mapping[str, str] = os.environ,
-                      reference: str | None = None) -> dict:
-    """Check a request and record a queued evaluation; raises RequestError with a readable reason."""
+                      reference: str | None = None, annotate: bool = False) -> dict:
+    """Check a request and record a queued evaluation; raises RequestError with a readable reason.
+
+    `annotate` asks the judge to annotate a conversation upload (otherwise it is scored without one).
+    """
     upload = store.get_upload(upload_id or "")
     if upload is None:
         raise RequestError(_("Upload '%(id)s' does not exist. Upload the file first.", id=upload_id))
     if upload["kind"] == "mobility":
         return _create_mobility(store, upload, reference)
     if upload["kind"] == "conversation":
-        return _create_single_step(store, upload, {})
+        settings = {"annotate": True, **_judge_settings(judge, environ)} if annotate else {}
+        return _create_single_step(store, upload, settings,
+                                   upload["summary"]["conversations"] if annotate else 1)
     available = upload["summary"]["methods"]
     methods = list(methods or available)
     unknown = [m for m in methods if m not in available]
     if unknown:
         raise RequestError(_("Unknown methods: %(unknown)s. This file has: %(available)s.",
                              unknown=", ".join(unknown), available=", ".join(available)))
+    evaluation = {"id": new_id(), "upload_id": upload_id, "kind": upload["kind"], "methods": methods,
+                  "settings": {**_judge_settings(judge, environ), "modes": list(MODES)},
+                  "total": upload["summary"]["rounds"] * len(methods) * len(MODES)}
+    store.add_evaluation(evaluation)
+    return store.get_evaluation(evaluation["id"])
+
+
+def _judge_settings(judge: Mapping | None, environ: Mapping[str, str]) -> dict:
+    """The judge settings an evaluation records (overrides checked, prices, never the key)."""
     overrides = dict(judge or {})
     if "api_key" in overrides:
         raise RequestError(_("The judge's API key cannot be sent with a request; set JUDGE_API_KEY in the "
@@ -92,12 +107,7 @@ def create_evaluation(store: Store, upload_id: str, methods: list[str] | None = 
     problem = config.problem()
     if problem:
         raise RequestError(problem)
-    evaluation = {"id": new_id(), "upload_id": upload_id, "kind": upload["kind"], "methods": methods,
-                  "settings": {**{k: v for k, v in config.public().items() if k in JUDGE_OVERRIDES},
-                               "modes": list(MODES), "prices": price},
-                  "total": upload["summary"]["rounds"] * len(methods) * len(MODES)}
-    store.add_evaluation(evaluation)
-    return store.get_evaluation(evaluation["id"])
+    return {**{k: v for k, v in config.public().items() if k in JUDGE_OVERRIDES}, "prices": price}
 
 
 def _create_mobility(store: Store, upload: dict, reference: str | None) -> dict:
@@ -110,10 +120,10 @@ def _create_mobility(store: Store, upload: dict, reference: str | None) -> dict:
     return _create_single_step(store, upload, {"reference": record["id"], "reference_name": record["name"]})
 
 
-def _create_single_step(store: Store, upload: dict, settings: dict) -> dict:
-    """An evaluation computed in one step, without a judge (named after the uploaded file)."""
+def _create_single_step(store: Store, upload: dict, settings: dict, total: int = 1) -> dict:
+    """An evaluation of a whole upload rather than of methods (named after the uploaded file)."""
     evaluation = {"id": new_id(), "upload_id": upload["id"], "kind": upload["kind"],
-                  "methods": [Path(upload["filename"]).stem or upload["id"]], "settings": settings, "total": 1}
+                  "methods": [Path(upload["filename"]).stem or upload["id"]], "settings": settings, "total": total}
     store.add_evaluation(evaluation)
     return store.get_evaluation(evaluation["id"])
 
@@ -201,7 +211,7 @@ class Runner:
             self._run_mobility(evaluation, upload, path)
             return
         if evaluation["kind"] == "conversation":
-            self._run_conversation(evaluation, upload, path)
+            self._run_conversation(evaluation, upload, path, on_progress)
             return
         config = judge_config(evaluation["settings"], self.environ())
         problem = config.problem()
@@ -211,11 +221,8 @@ class Runner:
         self.store.set_status(evaluation_id, "running")
         self._plan(evaluation, upload, path)
         pending = self.store.pending_keys(evaluation_id)
-        judge = Judge(config, cache=JudgeCache(self.store))
-        try:
-            self._judge_pending(evaluation, path, pending, judge, on_progress)
-        finally:
-            judge.close()
+        with Judge(config, cache=JudgeCache(self.store)) as judge:
+            self._judge(evaluation_id, self._items(evaluation, path, pending), judge, on_progress)
         cancelled = evaluation_id in self._cancelled
         document = self.result_document(evaluation_id)
         self._write_result_file(evaluation_id, document)
@@ -235,17 +242,38 @@ class Runner:
         self._write_result_file(evaluation["id"], document)
         self.store.set_result(evaluation["id"], document)
 
-    def _run_conversation(self, evaluation: dict, upload: dict, path: Path) -> None:
-        """Statistics and simulator fidelity of Human-vs-Agent conversations: no judge, one step."""
+    def _run_conversation(self, evaluation: dict, upload: dict, path: Path,
+                          on_progress: Callable[[dict], None] | None) -> None:
+        """Statistics and simulator fidelity of Human-vs-Agent conversations, with the judge's annotation
+        of every conversation when asked for."""
+        annotate = evaluation["settings"].get("annotate")
+        config = judge_config(evaluation["settings"], self.environ()) if annotate else None
+        if config is not None and config.problem():
+            self.store.set_status(evaluation["id"], "failed", config.problem())
+            return
         self.store.set_status(evaluation["id"], "running")
         with open(path, "rb") as f:
-            report, conversations = conversation.read_any(f, upload["filename"])
+            _report, conversations = conversation.read_any(f, upload["filename"])
         document = {"kind": "conversation", "evaluation_id": evaluation["id"],
                     "input": {"upload_id": upload["id"], "filename": upload["filename"], "sha256": upload["sha256"],
                               "conversations": len(conversations)},
                     **conversation.statistics(conversations)}
+        cancelled = False
+        if config is not None:
+            if not self.store.progress(evaluation["id"])["total"]:
+                self.store.add_pending(evaluation["id"], conversation_annotation.plan_rows(conversations))
+            pending = self.store.pending_keys(evaluation["id"])
+            with Judge(config, cache=JudgeCache(self.store)) as judge:
+                self._judge(evaluation["id"], conversation_annotation.requests(conversations, pending), judge,
+                            on_progress)
+            cancelled = evaluation["id"] in self._cancelled
+            document["annotation"] = {
+                "judge": {**judge_summary(config, self.store.usage(evaluation["id"]),
+                                          evaluation["settings"].get("prices"), []),
+                          "prompt_version": ANNOTATION_PROMPT_VERSION},
+                **conversation_annotation.summarise(conversations, self.store.judgments(evaluation["id"]))}
         self._write_result_file(evaluation["id"], document)
-        self.store.set_result(evaluation["id"], document)
+        self.store.set_result(evaluation["id"], document, status="cancelled" if cancelled else "done")
 
     def _plan(self, evaluation: dict, upload: dict, path: Path) -> None:
         """Record every judgment the evaluation needs as pending (once; a resumed run skips this)."""
@@ -275,9 +303,9 @@ class Runner:
                         if key in pending:
                             yield key, mode, ctx
 
-    def _judge_pending(self, evaluation: dict, path: Path, pending: set, judge: Judge,
-                       on_progress: Callable[[dict], None] | None) -> None:
-        evaluation_id = evaluation["id"]
+    def _judge(self, evaluation_id: str, items: Iterator, judge: Judge,
+               on_progress: Callable[[dict], None] | None) -> None:
+        """Judge the items, saving verdicts in batches and reporting progress after each batch."""
         batch: list = []
         last_flush = time.monotonic()
 
@@ -290,8 +318,7 @@ class Runner:
             if on_progress:
                 on_progress(self.store.progress(evaluation_id))
 
-        for key, verdict in judge.run(self._items(evaluation, path, pending),
-                                      should_stop=lambda: evaluation_id in self._cancelled):
+        for key, verdict in judge.run(items, should_stop=lambda: evaluation_id in self._cancelled):
             batch.append((key, verdict_fields(verdict)))
             if len(batch) >= FLUSH_EVERY or time.monotonic() - last_flush >= FLUSH_SECONDS:
                 flush()
@@ -317,7 +344,9 @@ class Runner:
 def verdict_fields(verdict: Verdict) -> dict:
     """The database columns of one judgment's outcome."""
     dims = verdict.dims or {}
+    other = {k: v for k, v in dims.items() if k not in DIMENSIONS}
     return {"status": verdict.status, "total": verdict.total, "verdict": verdict.verdict,
-            **{d: dims.get(d) for d in DIMENSIONS}, "answer": verdict.answer, "error": verdict.error,
+            **{d: dims.get(d) for d in DIMENSIONS}, "scores": json.dumps(other) if other else None,
+            "answer": verdict.answer, "error": verdict.error,
             "prompt_tokens": verdict.prompt_tokens, "completion_tokens": verdict.completion_tokens,
             "cached": int(verdict.cached), "attempts": verdict.attempts}

@@ -67,6 +67,7 @@ CREATE TABLE IF NOT EXISTS judgments (
     completion_tokens INTEGER NOT NULL DEFAULT 0,
     cached INTEGER NOT NULL DEFAULT 0,
     attempts INTEGER NOT NULL DEFAULT 0,
+    scores TEXT,
     PRIMARY KEY (evaluation_id, session_idx, round, method, mode)
 );
 -- Covers the progress counts, so polling a 400,000-judgment evaluation stays cheap.
@@ -102,7 +103,7 @@ CREATE TABLE IF NOT EXISTS reference_sets (
 
 UNFINISHED = ("queued", "running")
 _JSON_COLUMNS = {"summary", "warnings", "methods", "settings", "result"}
-_RESULT_COLUMNS = ("status", "total", *DIMENSIONS, "verdict", "answer", "error",
+_RESULT_COLUMNS = ("status", "total", *DIMENSIONS, "verdict", "scores", "answer", "error",
                    "prompt_tokens", "completion_tokens", "cached", "attempts")
 _ACCUMULATED = ("prompt_tokens", "completion_tokens", "attempts")
 _COUNTER_DEFAULTS = {"prompt_tokens": 0, "completion_tokens": 0, "attempts": 0, "cached": 0}
@@ -111,6 +112,7 @@ _ADDED_COLUMNS = (
     ("judgments", "attempts", "INTEGER NOT NULL DEFAULT 0"),
     ("evaluations", "run_started_at", "TEXT"),
     ("evaluations", "run_done_at_start", "INTEGER NOT NULL DEFAULT 0"),
+    ("judgments", "scores", "TEXT"),  # JSON scores of judgments other than the dialogue dimensions
 )
 
 
@@ -326,7 +328,7 @@ class Store:
     def reset_judgments(self, evaluation_id: str, statuses: tuple[str, ...] = ("failed", "unparsed")) -> int:
         """Put judgments with these statuses back to pending (to be asked again, keeping the tokens and attempts
         already spent on them); returns how many."""
-        cleared = ", ".join(f"{c} = NULL" for c in ("total", *DIMENSIONS, "verdict", "answer", "error"))
+        cleared = ", ".join(f"{c} = NULL" for c in ("total", *DIMENSIONS, "verdict", "scores", "answer", "error"))
         with self._writing() as con:
             return con.execute(
                 f"UPDATE judgments SET status = 'pending', {cleared}, cached = 0"

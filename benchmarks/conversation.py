@@ -93,6 +93,8 @@ class Conversation:
     history: list[dict]  # the turns as in the file
     ratings: dict[str, float] = field(default_factory=dict)  # numeric `rating` fields, names as in the data
     questionnaire: dict[str, int] = field(default_factory=dict)  # answers mapped by QUESTIONNAIRE
+    task_context: str = ""  # the task as it was given to the user
+    profile: str = ""  # the user's profile (simulated users' `preference`, real users' `profile` as JSON)
 
     @property
     def turns(self) -> int:
@@ -404,7 +406,16 @@ def _conversation(value, label: str, line: int | None, path: str, report: Report
         ratings = {str(k): float(v) for k, v in rating.items()
                    if type(v) in (int, float) and math.isfinite(v)}
     return Conversation(source=source, task=task_name(task), path=label, history=history, ratings=ratings,
-                        questionnaire=_questionnaire(value.get("questionnaire")))
+                        questionnaire=_questionnaire(value.get("questionnaire")),
+                        task_context=_text(value.get("task_context")),
+                        profile=_text(value.get("preference") or value.get("profile")))
+
+
+def _text(value) -> str:
+    """A string as is, any other JSON value as compact JSON, nothing as ""."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def _questionnaire(items) -> dict[str, int]:

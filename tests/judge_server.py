@@ -4,6 +4,8 @@ It serves POST /v1/chat/completions and GET /v1/models over HTTP/1.1 keep-alive 
 prompts deterministically. The reply under judgment (the `reply` block of the prompt) may carry
 markers: `[[score=NN]]` sets the fine total (split over the five dimensions so they sum to NN) and
 `[[keep=0|1]]` sets the binary verdict; without markers the answer is derived from a hash of the reply.
+Conversation annotation prompts are answered from a `[[annotate=D,V,U,H]]` marker anywhere in the
+quoted conversation (Detail, Diversity, Practical Utility 0-2, Hallucination 0/1), else from a hash.
 
 Knobs (safe to set from the test thread while requests are served):
     latency_s       seconds to wait before answering each chat request (faults included)
@@ -53,13 +55,16 @@ DIMENSIONS = ("Style", "Content", "Naturalness", "Personalization", "Conversatio
 _REPLY_RE = re.compile(r"<<<reply #(\w+)>>>\n(.*?)\n<<<end reply #\1>>>", re.DOTALL)
 _SCORE_RE = re.compile(r"\[\[score=(\d+)\]\]")
 _KEEP_RE = re.compile(r"\[\[keep=([01])\]\]")
+_ANNOTATE_RE = re.compile(r"\[\[annotate=([0-2]),([0-2]),([0-2]),([01])\]\]")
 
 
 def detect_mode(messages: list[dict]) -> str:
-    """'fine', 'binary' or 'other', from the answer format the prompt asks for."""
+    """'fine', 'binary', 'annotate' or 'other', from the answer format the prompt asks for."""
     text = "\n".join(str(m.get("content", "")) for m in messages)
     if "Personalization: n/20" in text:
         return "fine"
+    if "Practical Utility: n/2" in text:
+        return "annotate"
     if "\\boxed{1}" in text and "\\boxed{0}" in text:
         return "binary"
     return "other"
@@ -107,6 +112,21 @@ def binary_answer(reply: str, out_of_range: bool = False) -> str:
     lines = [f"{c}: {status if i == 4 else 'pass'}" for i, c in enumerate(criteria)]
     lines.append(f"\\boxed{{{verdict}}}")
     return "\n".join(lines)
+
+
+def annotation_answer(prompt: str, out_of_range: bool = False) -> str:
+    """An annotation answer: a sentence of reasoning, three 0-2 lines and the hallucination flag."""
+    marker = _ANNOTATE_RE.findall(prompt)
+    if marker:
+        detail, diversity, utility, flag = (int(v) for v in marker[-1])
+    else:
+        h = _stable_int(prompt)
+        detail, diversity, utility, flag = h % 3, (h // 3) % 3, (h // 9) % 3, (h // 27) % 2
+    if out_of_range:
+        detail = 3
+    return "\n".join(["The assistant gives concrete options with some variety.", "",
+                      f"Detail Level: {detail}/2", f"Diversity: {diversity}/2", f"Practical Utility: {utility}/2",
+                      f"Hallucination: {'yes' if flag else 'no'}"])
 
 
 class _Server(ThreadingHTTPServer):
@@ -215,6 +235,8 @@ class _Handler(BaseHTTPRequestHandler):
             content = fine_answer(reply, out_of_range=fault == "out_of_range")
         elif mode == "binary":
             content = binary_answer(reply, out_of_range=fault == "out_of_range")
+        elif mode == "annotate":
+            content = annotation_answer(str(messages[-1].get("content", "")), out_of_range=fault == "out_of_range")
         else:
             content = "OK"
         prompt_chars = sum(len(str(m.get("content", ""))) for m in messages)
@@ -343,7 +365,7 @@ class JudgeServer:
             self.faults: dict[str, int] = {}
             self.log: deque[tuple[float, str, str | None]] = deque(maxlen=LOG_SIZE)
             self.requests = 0
-            self.requests_by_mode = {"fine": 0, "binary": 0, "other": 0}
+            self.requests_by_mode = {"fine": 0, "binary": 0, "annotate": 0, "other": 0}
             self.in_flight = 0
             self.max_in_flight = 0
             self.last_request: dict | None = None

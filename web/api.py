@@ -43,7 +43,8 @@ def get_upload(upload_id: str):
 
 @bp.post("/evaluations")
 def create():
-    """Start an evaluation of an upload: `{upload_id, methods?, judge?}`, or `{upload_id, reference}` for mobility."""
+    """Start an evaluation of an upload: `{upload_id, methods?, judge?}`, `{upload_id, reference}` for mobility,
+    `{upload_id, annotate?, judge?}` for conversations."""
     body = request.get_json(silent=True)
     if not isinstance(body, dict):
         return jsonify({"error": _("Send a JSON object such as {\"upload_id\": \"...\"}.")}), 400
@@ -56,9 +57,12 @@ def create():
     reference = body.get("reference")
     if reference is not None and not isinstance(reference, str):
         return jsonify({"error": _("'reference' must be the name or id of a reference set.")}), 400
+    annotate = body.get("annotate", False)
+    if not isinstance(annotate, bool):
+        return jsonify({"error": _("'annotate' must be true or false.")}), 400
     try:
         evaluation = create_evaluation(get_store(), body.get("upload_id"), methods, judge,
-                                       get_judge_settings().environ(), reference)
+                                       get_judge_settings().environ(), reference, annotate)
     except RequestError as exc:
         return jsonify({"error": str(exc)}), 400
     get_runner().start(evaluation["id"])

@@ -48,7 +48,9 @@ class ProgressBar:
 @click.option("--reference", help="Reference set, path or name (mobility only).")
 @click.option("--methods", help="Comma-separated method names to score (default: all).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the result here instead of stdout.")
-def score(file: Path, kind: str | None, reference: str | None, methods: str | None, out: Path | None) -> None:
+@click.option("--annotate", is_flag=True, help="Conversations: also have the judge annotate each conversation.")
+def score(file: Path, kind: str | None, reference: str | None, methods: str | None, out: Path | None,
+          annotate: bool) -> None:
     """Validate and score FILE, then print the result document as JSON."""
     try:
         with file.open("rb") as stream:
@@ -71,8 +73,10 @@ def score(file: Path, kind: str | None, reference: str | None, methods: str | No
             reference = references.resolve(get_store(), current_app.config["UPLOAD_FOLDER"], reference)["id"]
         elif reference:
             raise RequestError(_("--reference applies to mobility outputs only."))
+        if annotate and upload["kind"] != "conversation":
+            raise RequestError(_("--annotate applies to conversation uploads only."))
         evaluation = create_evaluation(get_store(), upload["id"], chosen, None, get_judge_settings().environ(),
-                                       reference)
+                                       reference, annotate)
     except (RequestError, references.ReferenceProblem) as exc:
         click.echo(_("error: %(message)s", message=exc), err=True)
         sys.exit(2)

@@ -10,8 +10,9 @@ from pathlib import Path
 from flask import Blueprint, Response, abort, render_template
 
 import charts
+from benchmarks.conversation_annotation import QUESTIONNAIRE_FIELDS
 from benchmarks.mobility import KEYS as MOBILITY_KEYS
-from evaluator import DIMENSIONS
+from evaluator import ANNOTATION_SCALES, DIMENSIONS
 from web import get_store
 from web.payloads import result_tables
 
@@ -20,7 +21,7 @@ CSV_COLUMNS = ("avg", "ci95_avg_low", "ci95_avg_high", "slope", "intercept", "r2
                "ci95_binary_rate_low", "ci95_binary_rate_high", "binary_avg", "binary_n_ir", "binary_n_r2",
                "style", "content", "naturalness", "personalization", "conversation", "sessions", "judged",
                "unparsed", "failed")
-JUDGMENT_COLUMNS = ("session_id", "round", "method", "mode", "status", "total", *DIMENSIONS, "verdict", "error",
+JUDGMENT_COLUMNS = ("session_id", "round", "method", "mode", "status", "total", *DIMENSIONS, "verdict", "scores", "error",
                     "prompt_tokens", "completion_tokens", "cached", "attempts")
 STATIC = Path(__file__).resolve().parent.parent / "static"
 
@@ -62,6 +63,24 @@ def export_csv(evaluation_id: str):
                 "ci95_binary_rate_low": ci_bin[0], "ci95_binary_rate_high": ci_bin[1]}
         writer.writerow((name, *("" if flat.get(c) is None else flat[c] for c in CSV_COLUMNS)))
     return _csv_response(out.getvalue(), f"{evaluation_id}.csv")
+
+
+@bp.get("/evaluations/<evaluation_id>/annotations.csv")
+def export_annotations(evaluation_id: str):
+    """The judge's annotation of each conversation beside the people's own answers, as CSV."""
+    result = _result_or_404(evaluation_id)
+    annotation = result.get("annotation") or abort(404)
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(("conversation", "source", "task", "status", *ANNOTATION_SCALES, "hallucination",
+                     *(f"questionnaire_{field}" for field in QUESTIONNAIRE_FIELDS.values()),
+                     "labelled_hallucination", "error"))
+    for r in annotation["conversations"]:
+        scores = r["scores"] or {}
+        writer.writerow(["" if v is None else v for v in (
+            r["path"], r["source"], r["task"], r["status"], *(scores.get(k) for k in (*ANNOTATION_SCALES, "hallucination")),
+            *(r["questionnaire"][k] for k in QUESTIONNAIRE_FIELDS), r["labelled_hallucination"], r["error"])])
+    return _csv_response(out.getvalue(), f"{evaluation_id}-annotations.csv")
 
 
 def _csv_response(text: str, filename: str) -> Response:

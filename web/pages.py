@@ -65,7 +65,8 @@ def upload_detail(upload_id: str, error: str | None = None, status: int = 200):
                                references=get_store().list_references()), status
     if record["kind"] == "conversation":
         return render_template("upload_conversation.html", upload=record, error=error,
-                               source_labels=conversation_charts.source_labels()), status
+                               source_labels=conversation_charts.source_labels(), judge_problem=judge_problem(),
+                               defaults=JudgeConfig()), status
     return render_template("upload_detail.html", upload=record, error=error, judge_problem=judge_problem(),
                            defaults=JudgeConfig()), status
 
@@ -77,7 +78,8 @@ def evaluate(upload_id: str):
     overrides = {k: form[k].strip() for k in ("model", "temperature", "language") if form.get(k, "").strip()}
     try:
         evaluation = create_evaluation(get_store(), upload_id, form.getlist("methods") or None, overrides,
-                                       get_judge_settings().environ(), form.get("reference") or None)
+                                       get_judge_settings().environ(), form.get("reference") or None,
+                                       annotate=form.get("annotate") == "1")
     except RequestError as exc:
         return upload_detail(upload_id, error=str(exc), status=400)
     get_runner().start(evaluation["id"])

@@ -36,7 +36,8 @@ api_bp = Blueprint("share_api", __name__, url_prefix="/api")
 # Result-page links and where they lead on a share page; endpoints kept as they are; everything else is "#".
 SHARED_ENDPOINTS = {"pages.evaluation": "share.page", "exports.export_json": "share.export_json",
                     "exports.export_csv": "share.export_csv", "pages.session_fragment": "share.session_fragment",
-                    "exports.export_judgments": "share.export_judgments", "exports.export_report": "share.export_report"}
+                    "exports.export_judgments": "share.export_judgments", "exports.export_report": "share.export_report",
+                    "exports.export_annotations": "share.export_annotations"}
 KEPT_ENDPOINTS = {"static", "pages.plotly_js", "pages.set_language"}
 
 
@@ -155,6 +156,12 @@ def export_csv(token: str):
 def export_judgments(token: str):
     """Every judgment of the shared result as CSV."""
     return exports.export_judgments(_active_share(token)["evaluation_id"])
+
+
+@bp.get("/share/<token>/annotations.csv")
+def export_annotations(token: str):
+    """The shared conversation result's annotations as CSV."""
+    return exports.export_annotations(_active_share(token)["evaluation_id"])
 
 
 @bp.get("/share/<token>/report.html")
