@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_conversation_annotation import items as conversation_items
 from tests.browser_support import CHROMIUM, SAMPLE, PageWatch, dashboard_server, launch_chromium, new_context
 from tests.conftest import ROOT, jsonl, session_line
 from tests.judge_server import JudgeServer
@@ -493,3 +494,21 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def test_conversation_upload_with_llm_annotation(page, watch, server, judge):
+    assert upload_file(page, server, name="simulator.json", data=json.dumps(conversation_items()).encode()) == 302
+    expect(page.locator("h1")).to_have_text("simulator.json")
+    page.locator("input[name=annotate]").check()
+    page.locator("input[name=model]").fill("judge-annotate-browser")
+    page.get_by_role("button", name="Evaluate").click()
+    expect(page).to_have_url(re.compile(r"/evaluations/[\w-]+$"))
+    expect(page.locator("#annotation h3", has_text="Agreement with people")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#status")).to_have_text("done")
+    for chart in ("turns", "intents"):
+        expect(page.locator(f"[data-figure={chart}] .main-svg").first).to_be_visible()
+    row = page.locator("#annotation table").nth(1).locator("tbody tr", has_text="Practical Utility")
+    expect(row.locator("td").nth(1)).to_have_text("2")  # two real users answered the questionnaire
+    expect(row.locator("td").nth(2)).to_have_text("100.0")  # their Availability equals the judge's utility
+    assert watch.errors == [], watch.errors
+    assert judge.requests_by_mode["annotate"] >= 4

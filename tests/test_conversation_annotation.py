@@ -220,3 +220,20 @@ def test_real_sample_annotation_pairs_match_the_files(client, judge_server):
     for path in SAMPLE.rglob("*.json"):
         first = json.loads(path.read_text(encoding="utf-8"))["history"][0]["content"]
         assert any(json.dumps(first[:40], ensure_ascii=False)[1:-1] in p for p in prompts), path
+
+
+def test_compare_conversation_results(client):
+    first = upload(client, json.dumps(items()).encode(), "sim-a.json")
+    second = upload(client, json.dumps(items()[:3]).encode(), "sim-b.json")
+    plain = client.post("/api/evaluations", json={"upload_id": first["id"]}).get_json()
+    annotated = client.post("/api/evaluations", json={"upload_id": second["id"], "annotate": True}).get_json()
+    docs = [wait_for(client, e["id"])["result"] for e in (plain, annotated)]
+    resp = client.get(f"/compare?ids={plain['id']},{annotated['id']}")
+    assert resp.status_code == 200
+    html = resp.get_data(as_text=True)
+    assert "Compare user simulators" in html and "sim-a.json" in html and "sim-b.json" in html
+    # the second upload's simulated user was annotated 2,2,2: its means are on the page
+    assert docs[1]["annotation"]["by_source"]["agent"]["means"]["detail"] == 2.0
+    assert html.count("<td>2.00</td>") >= 3
+    mixed = client.get(f"/compare?ids={plain['id']},nonexistent")
+    assert mixed.status_code == 400

@@ -1,4 +1,4 @@
-"""The compare page: two or more finished dialogue evaluations side by side.
+"""The compare page: two or more finished evaluations of one kind side by side.
 
 `GET /compare?ids=a,b` (or `?ids=a&ids=b`): a merged table with one row per (evaluation, method), the AL(k)
 and BAR(k) curves of every pair overlaid, and for every method found in more than one evaluation the
@@ -49,8 +49,6 @@ def load_runs(ids: list[str]) -> list[dict]:
     if unknown:
         raise CompareError(_("No evaluation has the id %(ids)s.", ids=", ".join(unknown)))
     kinds = {record["kind"] for record in records.values()}
-    if kinds == {"conversation"}:
-        raise CompareError(_("Conversation results cannot be compared side by side yet."))
     if len(kinds) > 1:
         raise CompareError(_("Compare evaluations of one kind at a time; these are of kinds %(kinds)s.",
                              kinds=", ".join(sorted(kinds))))
@@ -65,11 +63,20 @@ def load_runs(ids: list[str]) -> list[dict]:
         result = record["result"]
         upload = store.get_upload(record["upload_id"])
         filename = upload["filename"] if upload else result["input"]["filename"]
-        model = result["judge"]["model"] if "judge" in result else result["reference"]["name"]
+        model = _model(result)
         runs.append({"id": evaluation_id, "short_id": evaluation_id[:SHORT_ID], "filename": filename,
                      "model": model, "label": f"{filename} · {evaluation_id[:SHORT_ID]} · {model}",
                      "finished_at": record["finished_at"], "result": result})
     return runs
+
+
+def _model(result: dict) -> str:
+    """What a run was measured with: the judge model, the reference set, or a dash."""
+    if "judge" in result:
+        return result["judge"]["model"]
+    if "reference" in result:
+        return result["reference"]["name"]
+    return (result.get("annotation") or {}).get("judge", {}).get("model") or "—"
 
 
 def _difference(first, second) -> float | None:
@@ -116,6 +123,14 @@ def mobility_comparison(runs: list[dict]) -> dict:
             "figures": compare_charts.mobility_figures(runs, mobility_charts.metric_labels())}
 
 
+def conversation_comparison(runs: list[dict]) -> dict:
+    """Conversation uploads side by side: simulator fidelity and, where annotated, the judge's ratings."""
+    return {"runs": runs, "kind": "conversation", "annotated": any(run["result"].get("annotation") for run in runs)}
+
+
+COMPARISONS = {"mobility": mobility_comparison, "conversation": conversation_comparison}
+
+
 def _candidates() -> list[dict]:
     """Finished evaluations, newest first, to pick from."""
     return [e for e in get_store().list_evaluations() if e["status"] == "done"]
@@ -129,7 +144,7 @@ def compare():
         return render_template("compare.html", candidates=_candidates(), chosen=[])
     try:
         runs = load_runs(ids)
-        data = mobility_comparison(runs) if runs[0]["result"]["kind"] == "mobility" else comparison(runs)
+        data = COMPARISONS.get(runs[0]["result"]["kind"], comparison)(runs)
     except CompareError as exc:
         return render_template("compare.html", error=str(exc), candidates=_candidates(), chosen=ids), 400
-    return render_template("compare.html", cmp=data, figures=data["figures"], colours=data.get("colours", {}))
+    return render_template("compare.html", cmp=data, figures=data.get("figures"), colours=data.get("colours", {}))
