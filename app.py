@@ -12,7 +12,7 @@ import translations
 from jobs import Runner
 from judge_settings import JudgeSettings
 from store import Store
-from web import api, cli, compare, errors, exports, pages, references, share
+from web import agentbench_views, api, cli, compare, errors, exports, pages, references, share
 
 ROOT = Path(__file__).resolve().parent
 csrf = CSRFProtect()
@@ -58,6 +58,7 @@ def create_app(config: dict | None = None) -> Flask:
     app.register_blueprint(pages.bp)
     app.register_blueprint(api.bp)
     app.register_blueprint(exports.bp)
+    app.register_blueprint(agentbench_views.bp)
     csrf.exempt(api.bp)
     share.register(app, csrf)  # share pages, and the share API exempt from CSRF
     compare.register(app)

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
-from benchmarks import KINDS, detect_kind
+from benchmarks import KINDS, agentbench, detect_kind
 from benchmarks.problems import Problem, Report
 from translations import _
 
@@ -46,26 +46,40 @@ def upload_path(folder: str | Path, sha256: str, kind: str) -> Path:
     return Path(folder) / f"{sha256}{KINDS[kind].extension}"
 
 
-def ingest(stream: BinaryIO, filename: str, store, folder: str | Path, kind: str | None = None) -> dict:
-    """Validate and store an uploaded file; returns the upload record or raises InvalidUpload."""
+def _validate_agentbench(stream: BinaryIO, filename: str, names: dict) -> Report:
+    """Validate AgentBench outputs; a single overall.json keeps its agent and task names in the summary
+    (given, or taken from the uploaded path, which is not stored)."""
+    report, run = agentbench.read_any(stream, filename, names.get("agent"), names.get("task"))
+    if report.ok and run.source == "overall":
+        report.summary["names"] = {"agent": run.tasks[0].agent, "task": run.tasks[0].config_name}
+    return report
+
+
+def ingest(stream: BinaryIO, filename: str, store, folder: str | Path, kind: str | None = None,
+           names: dict | None = None) -> dict:
+    """Validate and store an uploaded file; returns the upload record or raises InvalidUpload.
+
+    `names` ({"agent", "task"}) name an AgentBench overall.json whose path does not; they are kept in
+    the upload's summary under "names", so that scoring reads the file the same way.
+    """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     tmp, sha256, size = _copy_hashing(stream, folder)
     try:
         if kind is None:
             with open(tmp, "rb") as f:
-                kind = detect_kind(f.read(4096), filename)
+                kind = detect_kind(f.read(4096), filename, tmp)
         if kind not in KINDS:
             message = _("Unknown benchmark kind '%(kind)s'. Supported kinds: %(kinds)s.", kind=kind,
                         kinds=", ".join(KINDS))
             raise InvalidUpload(Report([Problem(None, "kind", message)], [], {}))
         module = KINDS[kind].module
         with open(tmp, "rb") as f:
-            report = module.validate(f)
+            report = _validate_agentbench(f, filename, names or {}) if kind == "agentbench" else module.validate(f)
         if not report.ok:
             raise InvalidUpload(report)
         existing = store.find_upload(sha256, kind)
-        if existing:
+        if existing and existing["summary"].get("names") == report.summary.get("names"):
             return existing
         target = upload_path(folder, sha256, kind)
         os.replace(tmp, target)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
 import references
-from benchmarks import conversation, conversation_annotation, dialogue, mobility
+from benchmarks import agentbench, conversation, conversation_annotation, dialogue, mobility
 from benchmarks.dialogue_result import build_result, judge_summary
 from benchmarks.mobility_result import build_result as build_mobility_result
 from conversation_prompts import ANNOTATION_PROMPT_VERSION
@@ -72,6 +72,8 @@ def create_evaluation(store: Store, upload_id: str, methods: list[str] | None = 
         raise RequestError(_("Upload '%(id)s' does not exist. Upload the file first.", id=upload_id))
     if upload["kind"] == "mobility":
         return _create_mobility(store, upload, reference)
+    if upload["kind"] == "agentbench":
+        return _create_single_step(store, upload, {})
     if upload["kind"] == "conversation":
         settings = {"annotate": True, **_judge_settings(judge, environ)} if annotate else {}
         return _create_single_step(store, upload, settings,
@@ -213,6 +215,9 @@ class Runner:
         if evaluation["kind"] == "conversation":
             self._run_conversation(evaluation, upload, path, on_progress)
             return
+        if evaluation["kind"] == "agentbench":
+            self._run_agentbench(evaluation, upload, path)
+            return
         config = judge_config(evaluation["settings"], self.environ())
         problem = config.problem()
         if problem:
@@ -274,6 +279,17 @@ class Runner:
                 **conversation_annotation.summarise(conversations, self.store.judgments(evaluation["id"]))}
         self._write_result_file(evaluation["id"], document)
         self.store.set_result(evaluation["id"], document, status="cancelled" if cancelled else "done")
+
+    def _run_agentbench(self, evaluation: dict, upload: dict, path: Path) -> None:
+        """Per-task tables, status breakdown and overall score of AgentBench outputs: no judge, one step."""
+        self.store.set_status(evaluation["id"], "running")
+        names = upload["summary"].get("names") or {}
+        with open(path, "rb") as f:
+            _report, run = agentbench.read_any(f, upload["filename"], names.get("agent"), names.get("task"))
+        document = {**agentbench.score(run), "evaluation_id": evaluation["id"],
+                    "input": {"upload_id": upload["id"], "filename": upload["filename"], "sha256": upload["sha256"]}}
+        self._write_result_file(evaluation["id"], document)
+        self.store.set_result(evaluation["id"], document)
 
     def _plan(self, evaluation: dict, upload: dict, path: Path) -> None:
         """Record every judgment the evaluation needs as pending (once; a resumed run skips this)."""

@@ -7,7 +7,7 @@ from ingest import InvalidUpload, ingest
 from jobs import RequestError, create_evaluation
 from translations import _
 from web import get_judge_settings, get_runner, get_store
-from web.payloads import evaluation_status, session_page, upload_json
+from web.payloads import evaluation_status, session_page, upload_json, upload_names
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
@@ -22,13 +22,13 @@ def problem_response(exc: InvalidUpload):
 
 @bp.post("/uploads")
 def create_upload():
-    """Upload a file (multipart field `file`, optional `kind`)."""
+    """Upload a file (multipart field `file`, optional `kind`; `agent` and `task` for a lone overall.json)."""
     file = request.files.get("file")
     if file is None or not file.filename:
         return jsonify({"error": _("Send the file as multipart form field 'file'."), "problems": []}), 400
     try:
-        upload = ingest(file.stream, file.filename, get_store(),
-                        current_app.config["UPLOAD_FOLDER"], request.form.get("kind") or None)
+        upload = ingest(file.stream, file.filename, get_store(), current_app.config["UPLOAD_FOLDER"],
+                        request.form.get("kind") or None, upload_names(request.form))
     except InvalidUpload as exc:
         return problem_response(exc)
     return jsonify(upload_json(upload)), 201

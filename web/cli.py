@@ -48,13 +48,17 @@ class ProgressBar:
 @click.option("--reference", help="Reference set, path or name (mobility only).")
 @click.option("--methods", help="Comma-separated method names to score (default: all).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the result here instead of stdout.")
+@click.option("--agent", help="AgentBench: the agent of a lone overall.json whose path does not name it.")
+@click.option("--task", help="AgentBench: the task config name (e.g. os-std) of a lone overall.json.")
 @click.option("--annotate", is_flag=True, help="Conversations: also have the judge annotate each conversation.")
 def score(file: Path, kind: str | None, reference: str | None, methods: str | None, out: Path | None,
-          annotate: bool) -> None:
+          annotate: bool, agent: str | None, task: str | None) -> None:
     """Validate and score FILE, then print the result document as JSON."""
     try:
         with file.open("rb") as stream:
-            upload = ingest(stream, file.name, get_store(), current_app.config["UPLOAD_FOLDER"], kind)
+            # the path as given, so that <run>/<agent>/<task>/overall.json names its agent and task
+            upload = ingest(stream, str(file), get_store(), current_app.config["UPLOAD_FOLDER"], kind,
+                            {k: v for k, v in (("agent", agent), ("task", task)) if v})
     except InvalidUpload as exc:
         for p in exc.report.problems:
             where = _("line %(line)s", line=p.line) if p.line else _("file")

@@ -11,6 +11,7 @@ from typing import Mapping
 
 from flask import Blueprint, Flask, render_template, request
 
+import agentbench_charts
 import charts
 import compare_charts
 import mobility_charts
@@ -128,7 +129,18 @@ def conversation_comparison(runs: list[dict]) -> dict:
     return {"runs": runs, "kind": "conversation", "annotated": any(run["result"].get("annotation") for run in runs)}
 
 
-COMPARISONS = {"mobility": mobility_comparison, "conversation": conversation_comparison}
+def agentbench_comparison(runs: list[dict]) -> dict:
+    """AgentBench uploads side by side: one row per (upload, agent) with its task scores and OA."""
+    tasks: list[str] = []
+    for run in runs:
+        tasks += [t for t in run["result"]["tasks"] if t not in tasks]
+    rows = [{"run": run, "agent": name, "doc": agent} for run in runs for name, agent in run["result"]["agents"].items()]
+    return {"runs": runs, "kind": "agentbench", "tasks": tasks, "rows": rows,
+            "task_labels": agentbench_charts.task_labels()}
+
+
+COMPARISONS = {"mobility": mobility_comparison, "conversation": conversation_comparison,
+               "agentbench": agentbench_comparison}
 
 
 def _candidates() -> list[dict]:

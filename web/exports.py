@@ -10,6 +10,7 @@ from pathlib import Path
 from flask import Blueprint, Response, abort, render_template
 
 import charts
+from benchmarks.agentbench import STATUS_GROUPS
 from benchmarks.conversation_annotation import QUESTIONNAIRE_FIELDS
 from benchmarks.mobility import KEYS as MOBILITY_KEYS
 from evaluator import ANNOTATION_SCALES, DIMENSIONS
@@ -49,6 +50,16 @@ def export_csv(evaluation_id: str):
         writer.writerow(("task", "turns", "user_message_length", "intents"))
         for task, f in {"all": result["fidelity"], **result["fidelity"]["by_task"]}.items():
             writer.writerow((task, *("" if f[k] is None else f[k] for k in ("turns", "user_message_length", "intents"))))
+        return _csv_response(out.getvalue(), f"{evaluation_id}.csv")
+    if result["kind"] == "agentbench":
+        writer.writerow(("agent", "task", "config_name", "split", "score", "normalised", "in_oa", "total",
+                         *STATUS_GROUPS, "average_history_length", "oa"))
+        for agent, a in result["agents"].items():
+            for key, t in a["tasks"].items():
+                status, history = t["status"] or {}, t["history_length"] or {}
+                writer.writerow(["" if v is None else v for v in (
+                    agent, key, t["config_name"], t["split"], t["score"], t["normalised"], t["in_oa"], t["total"],
+                    *(status.get(g) for g in STATUS_GROUPS), history.get("average"), a["oa"])])
         return _csv_response(out.getvalue(), f"{evaluation_id}.csv")
     if result["kind"] == "mobility":
         writer.writerow(("variant", *MOBILITY_KEYS, "final_score"))

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 from flask import (Blueprint, Response, abort, current_app, redirect, render_template, request,
                    send_from_directory, url_for)
 
+import agentbench_charts
 import charts
 import conversation_charts
 import mobility_charts
@@ -17,9 +18,9 @@ from ingest import InvalidUpload, ingest
 from jobs import RequestError, create_evaluation
 from judge_settings import VARIABLES
 from translations import COOKIE, LANGUAGES, _
-from web import get_judge_settings, get_runner, get_store
+from web import agentbench_views, get_judge_settings, get_runner, get_store
 from web.payloads import (chosen_methods, evaluation_status, method_toggles, result_tables, session_detail,
-                          session_list, with_methods)
+                          session_list, upload_names, with_methods)
 
 bp = Blueprint("pages", __name__)
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,7 +49,8 @@ def upload():
         return render_template("upload.html", error=_("Choose a file to upload."), judge_problem=judge_problem(),
                                max_mb=current_app.config["MAX_CONTENT_LENGTH"] / (1024 * 1024)), 400
     try:
-        record = ingest(file.stream, file.filename, get_store(), current_app.config["UPLOAD_FOLDER"])
+        record = ingest(file.stream, file.filename, get_store(), current_app.config["UPLOAD_FOLDER"],
+                        names=upload_names(request.form))
     except InvalidUpload as exc:
         return render_template("upload.html", report=exc.report, filename=file.filename,
                                judge_problem=judge_problem(),
@@ -63,6 +65,9 @@ def upload_detail(upload_id: str, error: str | None = None, status: int = 200):
     if record["kind"] == "mobility":
         return render_template("upload_mobility.html", upload=record, error=error,
                                references=get_store().list_references()), status
+    if record["kind"] == "agentbench":
+        return render_template("upload_agentbench.html", upload=record, error=error,
+                               task_labels=agentbench_charts.task_labels()), status
     if record["kind"] == "conversation":
         return render_template("upload_conversation.html", upload=record, error=error,
                                source_labels=conversation_charts.source_labels(), judge_problem=judge_problem(),
@@ -100,6 +105,8 @@ def evaluation(evaluation_id: str):
         return _mobility_result(record)
     if record["kind"] == "conversation":
         return _conversation_result(record)
+    if record["kind"] == "agentbench":
+        return agentbench_views.result_page(record)
     colours = charts.method_colours(record["methods"])
     context = {"evaluation": record, "upload": get_store().get_upload(record["upload_id"]),
                "status": evaluation_status(record), "colours": colours, "result": None,

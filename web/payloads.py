@@ -29,6 +29,11 @@ def _speed(evaluation: dict, progress: dict) -> tuple[float | None, float | None
     return rate, (progress["total"] - progress["done"]) / rate
 
 
+def upload_names(form: Mapping) -> dict:
+    """The agent and task names a form gives for a lone AgentBench overall.json (blank ones left out)."""
+    return {k: form[k].strip()[:200] for k in ("agent", "task") if isinstance(form.get(k), str) and form[k].strip()}
+
+
 def evaluation_status(evaluation: dict) -> dict:
     """Status and progress of an evaluation (no result document), with its pace and time left while running."""
     progress = get_store().progress(evaluation["id"])

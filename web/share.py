@@ -26,7 +26,7 @@ from flask import (Blueprint, Flask, Response, abort, current_app, g, has_reques
 
 from ingest import new_id
 from translations import _
-from web import errors, exports, get_store, pages
+from web import agentbench_views, errors, exports, get_store, pages
 
 PREFIX = "/share/"
 TOKEN_BYTES = 24
@@ -37,7 +37,8 @@ api_bp = Blueprint("share_api", __name__, url_prefix="/api")
 SHARED_ENDPOINTS = {"pages.evaluation": "share.page", "exports.export_json": "share.export_json",
                     "exports.export_csv": "share.export_csv", "pages.session_fragment": "share.session_fragment",
                     "exports.export_judgments": "share.export_judgments", "exports.export_report": "share.export_report",
-                    "exports.export_annotations": "share.export_annotations"}
+                    "exports.export_annotations": "share.export_annotations",
+                    "agentbench.samples": "share.agentbench_samples"}
 KEPT_ENDPOINTS = {"static", "pages.plotly_js", "pages.set_language"}
 
 
@@ -162,6 +163,12 @@ def export_judgments(token: str):
 def export_annotations(token: str):
     """The shared conversation result's annotations as CSV."""
     return exports.export_annotations(_active_share(token)["evaluation_id"])
+
+
+@bp.get("/share/<token>/samples")
+def agentbench_samples(token: str):
+    """One agent x task's samples of a shared AgentBench result."""
+    return agentbench_views.samples(_active_share(token)["evaluation_id"])
 
 
 @bp.get("/share/<token>/report.html")
