@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_agentbench_pipeline import OA_A, outputs_zip
 from tests.test_conversation_annotation import items as conversation_items
 from tests.browser_support import CHROMIUM, SAMPLE, PageWatch, dashboard_server, launch_chromium, new_context
 from tests.conftest import ROOT, jsonl, session_line
@@ -512,3 +513,17 @@ def test_conversation_upload_with_llm_annotation(page, watch, server, judge):
     expect(row.locator("td").nth(2)).to_have_text("100.0")  # their Availability equals the judge's utility
     assert watch.errors == [], watch.errors
     assert judge.requests_by_mode["annotate"] >= 4
+
+
+def test_agentbench_outputs_zip_charts_and_samples(page, watch, server):
+    assert upload_file(page, server, name="outputs.zip", data=outputs_zip()) == 302
+    expect(page.locator("p.ok")).to_contain_text("AgentBench")
+    page.get_by_role("button", name="Evaluate").click()
+    expect(page).to_have_url(re.compile(r"/evaluations/[\w-]+$"))
+    for chart in ("status", "radar"):
+        page.locator(f"[data-figure={chart}] .main-svg").first.wait_for(state="attached", timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#scores tbody tr").first).to_contain_text(f"{OA_A:.2f}")
+    page.get_by_role("link", name="2 samples").click()
+    page.get_by_text("Conversation history").last.click()
+    expect(page.locator("pre", has_text="<script>alert('x')</script>")).to_be_visible()
+    assert watch.errors == [], watch.errors
