@@ -43,7 +43,7 @@ from pathlib import PurePosixPath
 from typing import BinaryIO
 
 from benchmarks.conversation import _ZIP_MAGIC, _member_name
-from benchmarks.jsonl import UTF8_BOM, _json_reason, _wrong_encoding, format_size
+from benchmarks.jsonl import UTF8_BOM, _json_reason, decode_file, format_size
 from benchmarks.problems import Problem, Report, describe, short_json
 from translations import _
 
@@ -245,20 +245,9 @@ def _warn_splits(run: Run, report: Report) -> None:
 
 
 def _decode(raw: bytes, name: str, report: Report) -> str | None:
-    problem = _wrong_encoding(raw[:4])
-    if problem is not None:
-        report.add(Problem(None, "", "%s: %s" % (name, problem.message)))
-        return None
-    if raw.startswith(UTF8_BOM):
-        raw = raw[len(UTF8_BOM):]
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        report.add(Problem(None, "", _(
-            "%(file)s is not valid UTF-8: byte 0x%(byte)s at byte offset %(offset)s cannot be decoded. "
-            "AgentBench writes UTF-8; save the file as UTF-8 and upload it again.",
-            file=name, byte=f"{raw[exc.start]:02X}", offset=exc.start)))
-        return None
+    return decode_file(raw, name, report, lambda file, byte, offset: _(
+        "%(file)s is not valid UTF-8: byte 0x%(byte)s at byte offset %(offset)s cannot be decoded. "
+        "AgentBench writes UTF-8; save the file as UTF-8 and upload it again.", file=file, byte=byte, offset=offset))
 
 
 def _parse_json(text: str, name: str, report: Report):

@@ -33,7 +33,7 @@ from pathlib import PurePosixPath
 from typing import BinaryIO
 
 from benchmarks import stats
-from benchmarks.jsonl import UTF8_BOM, _json_reason, _wrong_encoding, format_size
+from benchmarks.jsonl import _json_reason, decode_file, format_size
 from benchmarks.problems import Problem, Report, describe
 from translations import _
 
@@ -205,20 +205,9 @@ def _ordered_tasks(tasks) -> list[str]:
 
 
 def _decode(raw: bytes, name: str, report: Report) -> str | None:
-    problem = _wrong_encoding(raw[:4])
-    if problem is not None:
-        report.add(Problem(None, "", "%s: %s" % (name, problem.message)))
-        return None
-    if raw.startswith(UTF8_BOM):
-        raw = raw[len(UTF8_BOM):]
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        report.add(Problem(None, "", _(
-            "%(file)s is not valid UTF-8 JSON: byte 0x%(byte)s at byte offset %(offset)s cannot be decoded. "
-            "Upload conversation JSON files saved as UTF-8, or a ZIP of them.",
-            file=name, byte=f"{raw[exc.start]:02X}", offset=exc.start)))
-        return None
+    return decode_file(raw, name, report, lambda file, byte, offset: _(
+        "%(file)s is not valid UTF-8 JSON: byte 0x%(byte)s at byte offset %(offset)s cannot be decoded. "
+        "Upload conversation JSON files saved as UTF-8, or a ZIP of them.", file=file, byte=byte, offset=offset))
 
 
 def _parse_document(raw: bytes, name: str, report: Report):

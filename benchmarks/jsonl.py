@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
 from benchmarks.problems import Problem
@@ -64,6 +64,22 @@ def iter_lines(stream: BinaryIO, max_line_bytes: int) -> Iterator[tuple[int, obj
             value = _bad_json(lineno, exc)
         seen_content = True
         yield lineno, value
+
+
+def decode_file(raw: bytes, name: str, report, undecodable: Callable[[str, str, int], str]) -> str | None:
+    """The text of a whole UTF-8 file (a BOM dropped), or None after adding a problem to `report`;
+    `undecodable(file, byte, offset)` words the problem for a byte that is not UTF-8."""
+    problem = _wrong_encoding(raw[:4])
+    if problem is not None:
+        report.add(Problem(None, "", "%s: %s" % (name, problem.message)))
+        return None
+    if raw.startswith(UTF8_BOM):
+        raw = raw[len(UTF8_BOM):]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        report.add(Problem(None, "", undecodable(name, f"{raw[exc.start]:02X}", exc.start)))
+        return None
 
 
 def _wrong_encoding(first: bytes) -> Problem | None:

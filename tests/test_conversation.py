@@ -386,3 +386,14 @@ def test_bom_and_validate_summary():
                               "by_task": {"skills learning planning": 1}}
     _r, convs = read(dumps(obj), "x.json")
     assert convs[0].ratings == {"PA": 2.0}  # non-numeric rating fields are left out
+
+
+def test_file_that_is_not_utf8_names_the_byte_and_offset():
+    from benchmarks import conversation
+    raw = '{"history": [{"role": "user", "content": "旅行"}]}'.encode("gbk")
+    report, conversations = conversation.read_any(io.BytesIO(raw), "chat.json")
+    assert conversations == []
+    message = report.problems[0].message
+    assert message.startswith("chat.json is not valid UTF-8 JSON: byte 0xC2 at byte offset 42")  # 13 + 17 + 12 ASCII bytes before it
+    bom = conversation.read_any(io.BytesIO(b"\xef\xbb\xbf" + raw.replace("旅行".encode("gbk"), b"x")), "c.json")[0]
+    assert bom.problems[0].path == "source"  # the BOM is dropped and the JSON read
