@@ -1,18 +1,22 @@
 """PersonaSteer Bench: the application factory; `python app.py` serves the dashboard."""
 from __future__ import annotations
 
+import logging
 import os
 import secrets
+import sys
 from pathlib import Path
 
 from flask import Flask
 from flask_wtf.csrf import CSRFProtect
 
+import accounts
 import translations
+from benchmarks import limits as hard_limits
 from jobs import Runner
 from judge_settings import JudgeSettings
 from store import Store
-from web import agentbench_views, api, cli, compare, errors, exports, pages, references, share
+from web import agentbench_views, api, auth, cli, compare, errors, exports, pages, references, security_headers, share
 
 ROOT = Path(__file__).resolve().parent
 csrf = CSRFProtect()
@@ -40,8 +44,12 @@ def create_app(config: dict | None = None) -> Flask:
         RESUME_ON_START=True,
         JUDGE_ENV=os.environ,
         JUDGE_KEY_FILE=str(instance / "judge_api_key"),  # the key saved on the settings page
+        RATELIMIT_STORAGE_URI=os.environ.get("RATELIMIT_STORAGE_URI", "memory://"),  # sign-in attempts
     )
     app.config.update(config or {})
+    hard_limits.current()  # a bad LIMIT_* setting stops the server here, naming the variable
+    if "AUTH" not in app.config:  # on / off / local (accounts.py)
+        app.config["AUTH"] = accounts.auth_mode(os.environ.get("AUTH"), os.environ.get("HOST"))
     if not app.config.get("SECRET_KEY"):
         app.config["SECRET_KEY"] = _secret_key(instance)
 
@@ -64,7 +72,9 @@ def create_app(config: dict | None = None) -> Flask:
     compare.register(app)
     references.register(app, csrf)
     errors.register(app)
+    security_headers.register(app)  # CSP and the other headers, cookie flags, TRUSTED_PROXIES
     cli.register(app)
+    auth.register(app)  # after every blueprint: guards them all
 
     if app.config["RESUME_ON_START"]:
         # On the first request rather than here, so that CLI commands never pick up a server's work.
@@ -78,7 +88,14 @@ def create_app(config: dict | None = None) -> Flask:
 
 
 if __name__ == "__main__":
-    application = create_app()
+    host = os.environ.get("HOST", "127.0.0.1")
+    try:
+        application = create_app()
+        notes = accounts.check_serving(application.config["AUTH"], host,
+                                       len(application.extensions["store"].list_users()))
+    except accounts.AuthConfigError as exc:
+        sys.exit(f"PersonaSteer Bench: {exc}")
+    for note in notes:
+        logging.getLogger("personasteer").warning(note)
     application.extensions["runner"].resume()
-    application.run(host=os.environ.get("HOST", "127.0.0.1"), port=int(os.environ.get("PORT", "5000")),
-                    threaded=True, use_reloader=False)
+    application.run(host=host, port=int(os.environ.get("PORT", "5000")), threaded=True, use_reloader=False)

@@ -75,7 +75,12 @@ def ingest(stream: BinaryIO, filename: str, store, folder: str | Path, kind: str
             raise InvalidUpload(Report([Problem(None, "kind", message)], [], {}))
         module = KINDS[kind].module
         with open(tmp, "rb") as f:
-            report = _validate_agentbench(f, filename, names or {}) if kind == "agentbench" else module.validate(f)
+            if kind == "agentbench":
+                report = _validate_agentbench(f, filename, names or {})
+            elif kind == "conversation":  # problems name the uploaded file, never the temporary one
+                report = module.read_any(f, filename or "upload")[0]
+            else:
+                report = module.validate(f)
         if not report.ok:
             raise InvalidUpload(report)
         existing = store.find_upload(sha256, kind)

@@ -6,9 +6,11 @@ import logging
 import os
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
+import judge_endpoints
 import references
 from benchmarks import agentbench, conversation, conversation_annotation, dialogue, mobility
 from benchmarks.dialogue_result import build_result, judge_summary
@@ -22,9 +24,11 @@ from translations import _
 
 log = logging.getLogger(__name__)
 
-# Settings a request may override per evaluation; the API key only ever comes from the environment.
-JUDGE_OVERRIDES = ("base_url", "model", "concurrency", "temperature", "language", "max_tokens", "timeout_s",
-                   "max_retries", "use_cache")
+# Settings a request may override per evaluation. The URL and the key come only from the endpoint the request
+# picks among those the operator named ("endpoint", or a "base_url" equal to one of theirs).
+JUDGE_OVERRIDES = ("model", "concurrency", "temperature", "language", "max_tokens", "timeout_s", "max_retries",
+                   "use_cache")
+REQUEST_FIELDS = ("endpoint", "base_url", *JUDGE_OVERRIDES)
 FLUSH_EVERY = 200
 FLUSH_SECONDS = 0.5
 
@@ -56,8 +60,18 @@ def read_session(path: str | Path, offset: int) -> dialogue.Session:
 
 
 def judge_config(settings: Mapping, environ: Mapping[str, str]) -> JudgeConfig:
-    """The judge configuration of an evaluation: environment first, then its stored overrides."""
-    return JudgeConfig.from_env(environ, **{k: settings.get(k) for k in JUDGE_OVERRIDES})
+    """The judge configuration of an evaluation: its endpoint's URL and key, the environment's defaults, then its
+    stored overrides. ValueError when the endpoint is unknown or does not allow the model."""
+    endpoint = judge_endpoints.choose(judge_endpoints.parse(environ), settings.get("endpoint"),
+                                      None if settings.get("endpoint") else settings.get("base_url"))
+    defaults = {k: v for k, v in environ.items()
+                if k not in judge_endpoints.URL_VARIABLES + judge_endpoints.KEY_VARIABLES}
+    config = replace(JudgeConfig.from_env(defaults, **{k: settings.get(k) for k in JUDGE_OVERRIDES}),
+                     base_url=endpoint.base_url, api_key=endpoint.api_key)
+    if not endpoint.allows(config.model):
+        raise ValueError(_("Judge endpoint '%(name)s' does not allow model %(model)s. Allowed: %(models)s.",
+                           name=endpoint.name, model=repr(config.model), models=", ".join(endpoint.models)))
+    return config
 
 
 def create_evaluation(store: Store, upload_id: str, methods: list[str] | None = None,
@@ -97,19 +111,22 @@ def _judge_settings(judge: Mapping | None, environ: Mapping[str, str]) -> dict:
     if "api_key" in overrides:
         raise RequestError(_("The judge's API key cannot be sent with a request; set JUDGE_API_KEY in the "
                              "server's environment or save it on the settings page."))
-    bad = sorted(set(overrides) - set(JUDGE_OVERRIDES))
+    bad = sorted(set(overrides) - set(REQUEST_FIELDS))
     if bad:
         raise RequestError(_("Unknown judge settings: %(bad)s. Allowed: %(allowed)s.", bad=", ".join(bad),
-                             allowed=", ".join(JUDGE_OVERRIDES)))
+                             allowed=", ".join(REQUEST_FIELDS)))
     try:
-        config = judge_config(overrides, environ)
+        endpoint = judge_endpoints.choose(judge_endpoints.parse(environ), overrides.pop("endpoint", None),
+                                          overrides.pop("base_url", None))
+        config = judge_config({**overrides, "endpoint": endpoint.name}, environ)
         price = prices(environ)
     except ValueError as exc:
         raise RequestError(str(exc)) from exc
     problem = config.problem()
     if problem:
         raise RequestError(problem)
-    return {**{k: v for k, v in config.public().items() if k in JUDGE_OVERRIDES}, "prices": price}
+    return {"endpoint": endpoint.name, "base_url": config.base_url,
+            **{k: v for k, v in config.public().items() if k in JUDGE_OVERRIDES}, "prices": price}
 
 
 def _create_mobility(store: Store, upload: dict, reference: str | None) -> dict:
@@ -218,10 +235,8 @@ class Runner:
         if evaluation["kind"] == "agentbench":
             self._run_agentbench(evaluation, upload, path)
             return
-        config = judge_config(evaluation["settings"], self.environ())
-        problem = config.problem()
-        if problem:
-            self.store.set_status(evaluation_id, "failed", problem)
+        config = self._judge_config(evaluation)
+        if config is None:
             return
         self.store.set_status(evaluation_id, "running")
         self._plan(evaluation, upload, path)
@@ -232,6 +247,18 @@ class Runner:
         document = self.result_document(evaluation_id)
         self._write_result_file(evaluation_id, document)
         self.store.set_result(evaluation_id, document, status="cancelled" if cancelled else "done")
+
+    def _judge_config(self, evaluation: dict) -> JudgeConfig | None:
+        """The evaluation's judge, or None after recording why it cannot be called (endpoint gone, no judge)."""
+        try:
+            config = judge_config(evaluation["settings"], self.environ())
+        except ValueError as exc:
+            self.store.set_status(evaluation["id"], "failed", str(exc))
+            return None
+        if config.problem():
+            self.store.set_status(evaluation["id"], "failed", config.problem())
+            return None
+        return config
 
     def _run_mobility(self, evaluation: dict, upload: dict, path: Path) -> None:
         """Score a generated mobility set against its reference set: no judge, one step."""
@@ -251,10 +278,8 @@ class Runner:
                           on_progress: Callable[[dict], None] | None) -> None:
         """Statistics and simulator fidelity of Human-vs-Agent conversations, with the judge's annotation
         of every conversation when asked for."""
-        annotate = evaluation["settings"].get("annotate")
-        config = judge_config(evaluation["settings"], self.environ()) if annotate else None
-        if config is not None and config.problem():
-            self.store.set_status(evaluation["id"], "failed", config.problem())
+        config = self._judge_config(evaluation) if evaluation["settings"].get("annotate") else None
+        if evaluation["settings"].get("annotate") and config is None:
             return
         self.store.set_status(evaluation["id"], "running")
         with open(path, "rb") as f:

@@ -1,17 +1,20 @@
-"""Judge settings saved from the settings page, layered over the environment; the API key is write-only."""
+"""Judge settings saved from the settings page, layered over the environment; API keys are write-only."""
 from __future__ import annotations
 
+import json
 import math
 import os
 from pathlib import Path
 from typing import Mapping
 
+import judge_endpoints
 from evaluator import JudgeConfig
 from translations import _
 
 # Setting name -> environment variable it stands for.
 VARIABLES = {
     "base_url": "JUDGE_BASE_URL",
+    "models": "JUDGE_MODELS",
     "model": "JUDGE_MODEL",
     "concurrency": "JUDGE_CONCURRENCY",
     "temperature": "JUDGE_TEMPERATURE",
@@ -21,6 +24,7 @@ VARIABLES = {
 }
 PRICE_VARIABLES = ("JUDGE_PRICE_PROMPT_PER_M", "JUDGE_PRICE_COMPLETION_PER_M")
 STORE_KEY = "judge"
+ENDPOINTS_KEY = "judge_endpoints"  # named endpoints saved on the settings page (their keys live in a file)
 
 
 def prices(environ: Mapping[str, str]) -> dict:
@@ -48,6 +52,7 @@ class JudgeSettings:
     def __init__(self, store, key_file: str | Path, base_env: Mapping[str, str] = os.environ):
         self.store = store
         self.key_file = Path(key_file)
+        self.endpoint_keys_file = self.key_file.with_name("judge_endpoint_keys.json")
         self.base_env = base_env
 
     def saved(self) -> dict:
@@ -67,7 +72,54 @@ class JudgeSettings:
                 env[VARIABLES[name]] = str(value)
         if self.key_file.exists():
             env["JUDGE_API_KEY"] = self.key_file.read_text().strip()
+        saved = self.saved_endpoints()
+        if saved:
+            keys = self._endpoint_keys()
+            try:
+                named = json.loads(env.get("JUDGE_ENDPOINTS") or "{}")
+            except ValueError:
+                return env  # left as it is, so that judge_endpoints.parse reports the variable's problem
+            for name, spec in saved.items():
+                named.setdefault(name, {**spec, "api_key": keys.get(name), "source": "settings"})
+            env["JUDGE_ENDPOINTS"] = json.dumps(named)
         return env
+
+    def endpoints(self) -> dict[str, judge_endpoints.Endpoint]:
+        """The judge endpoints in force, by name; ValueError when the environment's are invalid."""
+        return judge_endpoints.parse(self.environ())
+
+    def saved_endpoints(self) -> dict:
+        """Named endpoints saved on the settings page: {name: {base_url, models}} (never the keys)."""
+        return dict(self.store.get_setting(ENDPOINTS_KEY, {}))
+
+    def _endpoint_keys(self) -> dict:
+        return json.loads(self.endpoint_keys_file.read_text()) if self.endpoint_keys_file.exists() else {}
+
+    def add_endpoint(self, name: str, base_url: str, models: str = "", api_key: str | None = None) -> None:
+        """Check and save a named endpoint with its key; ValueError when invalid or the name is taken."""
+        name = judge_endpoints.check_name(name.strip())
+        spec = {"base_url": judge_endpoints.check_url(name, base_url), "models":
+                list(judge_endpoints.split_models(models))}
+        if name in self.endpoints():
+            raise ValueError(_("A judge endpoint named '%(name)s' exists already; remove it first or pick another "
+                               "name.", name=name))
+        keys = self._endpoint_keys()
+        keys.pop(name, None)
+        if api_key and api_key.strip():
+            keys[name] = api_key.strip()
+        _write_private(self.endpoint_keys_file, json.dumps(keys))
+        self.store.set_setting(ENDPOINTS_KEY, {**self.saved_endpoints(), name: spec})
+
+    def remove_endpoint(self, name: str) -> bool:
+        """Forget a named endpoint saved on the settings page and its key; False when there is none."""
+        saved = self.saved_endpoints()
+        if saved.pop(name, None) is None:
+            return False
+        self.store.set_setting(ENDPOINTS_KEY, saved)
+        keys = self._endpoint_keys()
+        if keys.pop(name, None) is not None:
+            _write_private(self.endpoint_keys_file, json.dumps(keys))
+        return True
 
     def save(self, values: Mapping[str, str], api_key: str | None = None, clear_key: bool = False) -> None:
         """Check and save settings; an empty value falls back to the environment. Raises ValueError."""
@@ -75,12 +127,20 @@ class JudgeSettings:
         trial = dict(self.base_env)
         trial.update({VARIABLES[n]: v for n, v in cleaned.items() if v})
         JudgeConfig.from_env(trial)  # raises ValueError naming the bad setting
+        judge_endpoints.parse(trial)
         prices(trial)
         self.store.set_setting(STORE_KEY, {n: v for n, v in cleaned.items() if v})
         if clear_key:
             self.key_file.unlink(missing_ok=True)
         elif api_key and api_key.strip():
-            self.key_file.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.key_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as f:
-                f.write(api_key.strip())
+            _write_private(self.key_file, api_key.strip())
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write a file only the server's user can read, replacing it whole."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)

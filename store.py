@@ -99,6 +99,23 @@ CREATE TABLE IF NOT EXISTS reference_sets (
     summary TEXT NOT NULL,
     created_at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS users (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL UNIQUE COLLATE NOCASE,
+    password_hash TEXT NOT NULL,
+    is_admin INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS api_tokens (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    user_id INTEGER NOT NULL REFERENCES users (id),
+    name TEXT NOT NULL,
+    token_hash TEXT NOT NULL UNIQUE,
+    created_at TEXT NOT NULL,
+    last_used_at TEXT,
+    revoked_at TEXT
+);
+CREATE INDEX IF NOT EXISTS api_tokens_user ON api_tokens (user_id);
 """
 
 UNFINISHED = ("queued", "running")
@@ -421,6 +438,69 @@ class Store:
                         (now(), share_id, evaluation_id))
             row = con.execute("SELECT * FROM shares WHERE id = ? AND evaluation_id = ?",
                               (share_id, evaluation_id)).fetchone()
+            return dict(row) if row else None
+
+    # users and API tokens (accounts.py) ----------------------------------------
+    def add_user(self, name: str, password_hash: str, is_admin: bool) -> dict:
+        """Insert a user; returns it (sqlite3.IntegrityError when the name is taken)."""
+        with self._writing() as con:
+            cursor = con.execute("INSERT INTO users (name, password_hash, is_admin, created_at) VALUES (?, ?, ?, ?)",
+                                 (name, password_hash, int(is_admin), now()))
+            return dict(con.execute("SELECT * FROM users WHERE id = ?", (cursor.lastrowid,)).fetchone())
+
+    def get_user(self, user_id: int | None = None, name: str | None = None) -> dict | None:
+        """A user by id or by name (names compare case-insensitively), or None."""
+        with self._connect() as con:
+            row = con.execute("SELECT * FROM users WHERE id = ? OR name = ?", (user_id, name)).fetchone()
+            return dict(row) if row else None
+
+    def list_users(self) -> list[dict]:
+        """Every user, by name."""
+        with self._connect() as con:
+            return [dict(r) for r in con.execute("SELECT * FROM users ORDER BY name")]
+
+    def set_password_hash(self, user_id: int, password_hash: str) -> None:
+        """Replace a user's password hash."""
+        with self._writing() as con:
+            con.execute("UPDATE users SET password_hash = ? WHERE id = ?", (password_hash, user_id))
+
+    def delete_user(self, user_id: int) -> None:
+        """Delete a user and their API tokens."""
+        with self._writing() as con:
+            con.execute("DELETE FROM api_tokens WHERE user_id = ?", (user_id,))
+            con.execute("DELETE FROM users WHERE id = ?", (user_id,))
+
+    def add_token(self, user_id: int, name: str, token_hash: str) -> dict:
+        """Record an API token by its hash; returns the record."""
+        with self._writing() as con:
+            cursor = con.execute("INSERT INTO api_tokens (user_id, name, token_hash, created_at) VALUES (?, ?, ?, ?)",
+                                 (user_id, name, token_hash, now()))
+            return dict(con.execute("SELECT * FROM api_tokens WHERE id = ?", (cursor.lastrowid,)).fetchone())
+
+    def active_token(self, token_hash: str) -> dict | None:
+        """The unrevoked API token with this hash, or None."""
+        with self._connect() as con:
+            row = con.execute("SELECT * FROM api_tokens WHERE token_hash = ? AND revoked_at IS NULL",
+                              (token_hash,)).fetchone()
+            return dict(row) if row else None
+
+    def touch_token(self, token_id: int) -> None:
+        """Note that an API token was just used."""
+        with self._writing() as con:
+            con.execute("UPDATE api_tokens SET last_used_at = ? WHERE id = ?", (now(), token_id))
+
+    def list_tokens(self, user_id: int) -> list[dict]:
+        """A user's API tokens, newest first, revoked ones included."""
+        with self._connect() as con:
+            return [dict(r) for r in con.execute("SELECT * FROM api_tokens WHERE user_id = ?"
+                                                 " ORDER BY created_at DESC, id DESC", (user_id,))]
+
+    def revoke_token(self, user_id: int, token_id: int) -> dict | None:
+        """Revoke one of a user's API tokens (the first time counts); None when the user has no such token."""
+        with self._writing() as con:
+            con.execute("UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ? AND user_id = ?",
+                        (now(), token_id, user_id))
+            row = con.execute("SELECT * FROM api_tokens WHERE id = ? AND user_id = ?", (token_id, user_id)).fetchone()
             return dict(row) if row else None
 
 

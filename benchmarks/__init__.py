@@ -53,8 +53,10 @@ def detect_kind(head: bytes, filename: str = "", path: str | Path | None = None)
 
 def _zip_has(path: str | Path, name: str) -> bool:
     """Whether a ZIP holds a member with this file name (False when it cannot be read)."""
+    from benchmarks import limits  # imported when needed, like the kind modules
+
     try:
-        with zipfile.ZipFile(path) as archive:
+        with limits.open_zip(Path(path).read_bytes(), limits.current()) as archive:
             return any(member.rsplit("/", 1)[-1] == name for member in archive.namelist())
-    except (zipfile.BadZipFile, OSError, ValueError):
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError):  # ValueError includes limits.LimitError
         return False

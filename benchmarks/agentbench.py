@@ -42,8 +42,10 @@ from datetime import datetime
 from pathlib import PurePosixPath
 from typing import BinaryIO
 
+from benchmarks import limits as hard_limits
 from benchmarks.conversation import _ZIP_MAGIC, _member_name
-from benchmarks.jsonl import UTF8_BOM, _json_reason, decode_file, format_size
+from benchmarks.jsonl import UTF8_BOM, _json_reason, decode_file
+from benchmarks.limits import SETTINGS, LimitError, Limits, ZipReader
 from benchmarks.problems import Problem, Report, describe, short_json
 from translations import _
 
@@ -75,7 +77,6 @@ GROUP_OF_STATUS = {"completed": "completed", "agent context limit": "context_lim
                    "unknown": "task_limit", "task error": "task_limit", "task limit reached": "task_limit"}
 HISTORY_KEYS = {"average_history_length": "average", "max_history_length": "max", "min_history_length": "min"}
 
-MAX_UNCOMPRESSED = 200 * 1024 * 1024  # a ZIP whose members to read together expand to more is refused
 MAX_SAMPLES = 1000  # runs.jsonl samples kept per agent x task (all are counted)
 MAX_ERRORS = 2000  # error.jsonl entries kept per agent x task (all are counted)
 MAX_MESSAGE_CHARS = 4000  # each history message is cut to this length
@@ -206,15 +207,34 @@ def read_any(stream: BinaryIO, filename: str, agent: str | None = None,
     raw = stream.read()
     name = str(filename or "upload").replace("\\", "/")
     agent, task = _clean(agent), _clean(task)
-    if raw.startswith(_ZIP_MAGIC):
-        run = _read_zip(raw, report, agent, task)
-    else:
-        run = _read_file(raw, name, report, agent, task)
+    limits = hard_limits.current()
+    try:
+        if raw.startswith(_ZIP_MAGIC):
+            run = _read_zip(raw, report, agent, task, limits, name)
+        else:
+            run = _read_file(raw, name, report, agent, task, limits)
+        if run is not None:
+            _check_agents(run, limits)
+    except LimitError as exc:
+        report.add(exc.problem())
+        run = None
     if run is None or not report.ok:
         return report, Run(source=run.source if run else "unknown")
     _warn_splits(run, report)
     report.summary = _summary(run)
     return report, run
+
+
+def _check_agents(run: Run, limits: Limits) -> None:
+    """LimitError when the results hold more than LIMIT_METHODS agents (named at the first result past it)."""
+    agents: set[str] = set()
+    for result in run.tasks:
+        agents.add(result.agent)
+        if len(agents) > limits.methods:
+            raise LimitError(_(
+                "%(file)s: the upload holds results of more than %(limit)s agents, the limit (%(setting)s). "
+                "Upload fewer agents at a time, or raise %(setting)s.", file=result.source_file,
+                limit=limits.methods, setting=SETTINGS["methods"]), None, result.source_file)
 
 
 def _clean(name: str | None) -> str | None:
@@ -250,16 +270,14 @@ def _decode(raw: bytes, name: str, report: Report) -> str | None:
         "AgentBench writes UTF-8; save the file as UTF-8 and upload it again.", file=file, byte=byte, offset=offset))
 
 
-def _parse_json(text: str, name: str, report: Report):
-    """The JSON value of a whole file, or _FAILED after recording why."""
+def _parse_json(text: str, name: str, report: Report, limits: Limits):
+    """The JSON value of a whole file, or _FAILED after recording why; LimitError past a hard limit."""
     try:
-        return json.loads(text)
+        return hard_limits.loads(text, limits, label=name)
     except json.JSONDecodeError as exc:
         report.add(Problem(exc.lineno, "", _(
             "%(file)s is not valid JSON at line %(line)s, column %(column)s: %(reason)s.",
             file=name, line=exc.lineno, column=exc.colno, reason=_json_reason(exc.msg))))
-    except RecursionError:
-        report.add(Problem(None, "", _("%(file)s nests values too deeply to be read as JSON.", file=name)))
     return _FAILED
 
 
@@ -275,7 +293,8 @@ def _names_from_path(path: str) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _read_file(raw: bytes, name: str, report: Report, agent: str | None, task: str | None) -> Run | None:
+def _read_file(raw: bytes, name: str, report: Report, agent: str | None, task: str | None,
+               limits: Limits) -> Run | None:
     text = _decode(raw, name, report)
     if text is None:
         return None
@@ -292,7 +311,7 @@ def _read_file(raw: bytes, name: str, report: Report, agent: str | None, task: s
             "%(file)s holds per-sample records and no scores. Upload the overall.json next to it, or a ZIP "
             "of the whole outputs folder (overall.json, runs.jsonl and error.jsonl together).", file=name)))
         return None
-    value = _parse_json(text, name, report)
+    value = _parse_json(text, name, report, limits)
     if value is _FAILED:
         return None
     if isinstance(value, dict) and ("summary" in value or "details" in value) and "validation" not in value:
@@ -326,7 +345,7 @@ def _task_result(value, file: str, agent: str, config_name: str, report: Report,
         return f"{prefix}.{path}" if prefix else path
 
     def problem(path: str, message: str) -> None:
-        report.add(Problem(None, at(path), f"{file}: {message}"))
+        report.add(Problem(None, at(path) or file, f"{file}: {message}"))  # the whole value: its file
 
     def warn(path: str, message: str) -> None:
         report.warn(Problem(None, at(path), f"{file}: {message}"))
@@ -557,7 +576,13 @@ def _summary_result(agent: str, config: str, metric, name: str, line: int | None
 
 
 def _read_summary_csv(text: str, name: str, report: Report) -> list[TaskResult]:
-    rows = list(csv.reader(io.StringIO(text)))
+    reader = csv.reader(io.StringIO(text))
+    try:
+        rows = list(reader)
+    except csv.Error as exc:  # e.g. a cell longer than the csv module's field limit
+        report.add(Problem(reader.line_num, "", _("%(file)s line %(line)s cannot be read as CSV: %(reason)s.",
+                                                  file=name, line=reader.line_num, reason=str(exc))))
+        return []
     header = [cell.strip() for cell in rows[0]] if rows else []
     tasks = header[1:]
     if not tasks or not all(tasks):
@@ -608,21 +633,12 @@ class _Candidate:
     info: zipfile.ZipInfo
 
 
-class _Budget:
-    """Bytes that may still be decompressed from the ZIP."""
-
-    def __init__(self, limit: int) -> None:
-        self.left = limit
-
-    def take(self, size: int) -> bool:
-        """Use `size` bytes; False once the budget is overdrawn."""
-        self.left -= size
-        return self.left >= 0
-
-
-def _read_zip(raw: bytes, report: Report, agent: str | None, task: str | None) -> Run | None:
+def _read_zip(raw: bytes, report: Report, agent: str | None, task: str | None, limits: Limits,
+              label: str) -> Run | None:
     try:
-        archive = zipfile.ZipFile(io.BytesIO(raw))
+        archive = hard_limits.open_zip(raw, limits, label)
+    except LimitError:
+        raise
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
         report.add(Problem(None, "", _("The file is not a valid ZIP archive (%(reason)s).", reason=str(exc))))
         return None
@@ -633,17 +649,12 @@ def _read_zip(raw: bytes, report: Report, agent: str | None, task: str | None) -
             return None
         winners, superseded = _newest(candidates, report)
         members = [folders[c.folder][base] for c in winners for base in _TREE_FILES if base in folders[c.folder]]
-        declared = sum(info.file_size for _name, info in members)
-        if declared > MAX_UNCOMPRESSED:
-            report.add(Problem(None, "", _(
-                "The ZIP expands to %(size)s, more than the limit of %(limit)s; it is refused. Upload fewer "
-                "agents or tasks at a time.", size=format_size(declared), limit=format_size(MAX_UNCOMPRESSED))))
-            return None
-        budget = _Budget(MAX_UNCOMPRESSED)
+        reader = ZipReader(archive, limits)
+        reader.check_declared(members)
         run = Run("outputs", superseded=superseded)
         for candidate in winners:
-            result = _read_candidate(archive, candidate, folders[candidate.folder], budget, report)
-            if budget.left < 0 or report.truncated:
+            result = _read_candidate(reader, candidate, folders[candidate.folder], report, limits)
+            if report.truncated:
                 return None
             if result is not None:
                 run.tasks.append(result)
@@ -719,13 +730,13 @@ def _newest(candidates: list[_Candidate], report: Report) -> tuple[list[_Candida
     return winners, superseded
 
 
-def _read_candidate(archive: zipfile.ZipFile, candidate: _Candidate, files: dict, budget: _Budget,
-                    report: Report) -> TaskResult | None:
-    data = _read_member(archive, candidate.name, candidate.info, budget, report)
+def _read_candidate(reader: ZipReader, candidate: _Candidate, files: dict, report: Report,
+                    limits: Limits) -> TaskResult | None:
+    data = _read_member(reader, candidate.name, candidate.info, report)
     if data is None:
         return None
     text = _decode(data, candidate.name, report)
-    value = _FAILED if text is None else _parse_json(text, candidate.name, report)
+    value = _FAILED if text is None else _parse_json(text, candidate.name, report, limits)
     if value is _FAILED:
         return None
     result = _task_result(value, candidate.name, candidate.agent, candidate.task, report)
@@ -734,11 +745,11 @@ def _read_candidate(archive: zipfile.ZipFile, candidate: _Candidate, files: dict
     result.modified = _date_text(candidate.info.date_time)
     result.run = candidate.run
     if "runs.jsonl" in files:
-        result.samples = _read_samples(_member_lines(archive, *files["runs.jsonl"], budget, report),
-                                       files["runs.jsonl"][0], report)
+        result.samples = _read_samples(_member_lines(reader, *files["runs.jsonl"], report),
+                                       files["runs.jsonl"][0], report, limits)
     if "error.jsonl" in files:
-        result.errors = _read_errors(_member_lines(archive, *files["error.jsonl"], budget, report),
-                                     files["error.jsonl"][0], report)
+        result.errors = _read_errors(_member_lines(reader, *files["error.jsonl"], report),
+                                     files["error.jsonl"][0], report, limits)
     return result
 
 
@@ -746,38 +757,20 @@ def _date_text(date_time: tuple) -> str:
     return datetime(*date_time).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _read_member(archive: zipfile.ZipFile, name: str, info: zipfile.ZipInfo, budget: _Budget,
-                 report: Report) -> bytes | None:
+def _read_member(reader: ZipReader, name: str, info: zipfile.ZipInfo, report: Report) -> bytes | None:
     try:
-        with archive.open(info) as member:
-            data = member.read(max(budget.left, 0) + 1)
+        return reader.read(name, info)
     except (zipfile.BadZipFile, RuntimeError, NotImplementedError, OSError, EOFError) as exc:
-        report.add(Problem(None, "", _("%(file)s in the ZIP cannot be read (%(reason)s).", file=name,
-                                       reason=str(exc))))
+        report.add(Problem(None, name, _("%(file)s in the ZIP cannot be read (%(reason)s).", file=name,
+                                         reason=str(exc))))
         return None
-    if not budget.take(len(data)):
-        report.add(Problem(None, "", _("%(file)s in the ZIP expands beyond the size limit; the ZIP is refused.",
-                                       file=name)))
-        return None
-    return data
 
 
-def _member_lines(archive: zipfile.ZipFile, name: str, info: zipfile.ZipInfo, budget: _Budget,
+def _member_lines(reader: ZipReader, name: str, info: zipfile.ZipInfo,
                   report: Report) -> Iterator[tuple[int, bytes]]:
-    """(line number, bytes) of a JSONL member, within the budget; a read failure is a warning."""
+    """(line number, bytes) of a JSONL member, within the ZIP limits; a read failure is a warning."""
     try:
-        with archive.open(info) as member:
-            lineno = 0
-            while True:
-                line = member.readline(max(budget.left, 0) + 1)
-                if not line:
-                    return
-                lineno += 1
-                if not budget.take(len(line)):
-                    report.add(Problem(None, "", _(
-                        "%(file)s in the ZIP expands beyond the size limit; the ZIP is refused.", file=name)))
-                    return
-                yield lineno, line
+        yield from reader.lines(name, info)
     except (zipfile.BadZipFile, RuntimeError, NotImplementedError, OSError, EOFError) as exc:
         report.warn(Problem(None, "", _("%(file)s in the ZIP cannot be read (%(reason)s).", file=name,
                                         reason=str(exc))))
@@ -804,14 +797,14 @@ class _BadLines:
                                                  count=self.count - MAX_LINE_WARNINGS, file=self.file)))
 
 
-def _parse_line(lineno: int, raw: bytes, bad: _BadLines):
-    """The JSON object of one line, or _SKIP (blank, or warned about)."""
+def _parse_line(lineno: int, raw: bytes, bad: _BadLines, limits: Limits):
+    """The JSON object of one line, or _SKIP (blank, or warned about); LimitError past a hard limit."""
     if lineno == 1 and raw.startswith(UTF8_BOM):
         raw = raw[len(UTF8_BOM):]
     if not raw.strip():
         return _SKIP
     try:
-        value = json.loads(raw.decode("utf-8"))
+        value = hard_limits.loads(raw.decode("utf-8"), limits, bad.file, lineno)
     except UnicodeDecodeError:
         bad.add(lineno, "", _("%(file)s line %(line)s is not valid UTF-8; the line is skipped.",
                               file=bad.file, line=lineno))
@@ -821,10 +814,6 @@ def _parse_line(lineno: int, raw: bytes, bad: _BadLines):
                               "The line is skipped.", file=bad.file, line=lineno, column=exc.colno,
                               reason=_json_reason(exc.msg)))
         return _SKIP
-    except RecursionError:
-        bad.add(lineno, "", _("%(file)s line %(line)s nests values too deeply; the line is skipped.",
-                              file=bad.file, line=lineno))
-        return _SKIP
     if not isinstance(value, dict):
         bad.add(lineno, "", _("%(file)s line %(line)s must be a JSON object, found %(found)s; the line is "
                               "skipped.", file=bad.file, line=lineno, found=describe(value)))
@@ -832,11 +821,11 @@ def _parse_line(lineno: int, raw: bytes, bad: _BadLines):
     return value
 
 
-def _read_samples(lines: Iterator[tuple[int, bytes]], file: str, report: Report) -> Log:
+def _read_samples(lines: Iterator[tuple[int, bytes]], file: str, report: Report, limits: Limits) -> Log:
     log = Log(file=file)
     bad = _BadLines(file, report)
     for lineno, raw in lines:
-        value = _parse_line(lineno, raw, bad)
+        value = _parse_line(lineno, raw, bad, limits)
         if value is _SKIP:
             continue
         output = value.get("output")
@@ -902,11 +891,11 @@ def _text(value, limit: int) -> str | None:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def _read_errors(lines: Iterator[tuple[int, bytes]], file: str, report: Report) -> Log:
+def _read_errors(lines: Iterator[tuple[int, bytes]], file: str, report: Report, limits: Limits) -> Log:
     log = Log(file=file)
     bad = _BadLines(file, report)
     for lineno, raw in lines:
-        value = _parse_line(lineno, raw, bad)
+        value = _parse_line(lineno, raw, bad, limits)
         if value is _SKIP:
             continue
         kind = value.get("error")

@@ -23,7 +23,6 @@ is benchmarks.stats.js_divergence_bits.
 """
 from __future__ import annotations
 
-import io
 import json
 import math
 import zipfile
@@ -32,8 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import BinaryIO
 
+from benchmarks import limits as hard_limits
 from benchmarks import stats
-from benchmarks.jsonl import _json_reason, decode_file, format_size
+from benchmarks.jsonl import _json_reason, decode_file
+from benchmarks.limits import SETTINGS, LimitError, Limits
 from benchmarks.problems import Problem, Report, describe
 from translations import _
 
@@ -41,7 +42,6 @@ TASKS = ("travel planning", "recipe planning", "preparing gifts", "skills learni
 SOURCES = ("agent", "human")
 INTENTS = ("Planning", "Recommendation", "Search", "Search & Recommendation", "Evaluation", "Others")
 
-MAX_UNCOMPRESSED = 200 * 1024 * 1024  # a ZIP whose members together expand to more is refused
 LENGTH_BINS = 20  # equal bins over the joint range of user-message lengths (fidelity)
 
 # Folder names of the dataset -> source.
@@ -173,17 +173,18 @@ def read_any(stream: BinaryIO, filename: str) -> tuple[Report, list[Conversation
     raw = stream.read()
     name = str(filename).replace("\\", "/")
     conversations: list[Conversation] = []
-    if raw.startswith(_ZIP_MAGIC):
-        _read_zip(raw, report, conversations)
-    else:
-        values = _parse_document(raw, name, report)
-        if values is not _FAILED:
-            for label, line, value in values:
-                conv = _conversation(value, label, line, name, report)
-                if conv is not None:
-                    conversations.append(conv)
-            if not values:
-                report.add(Problem(None, "", _("%(file)s holds no conversations.", file=name)))
+    limits = hard_limits.current()
+    try:
+        if raw.startswith(_ZIP_MAGIC):
+            _read_zip(raw, report, conversations, limits, name)
+        else:
+            values = _parse_document(raw, name, report, limits)
+            if values is not _FAILED:
+                _collect(values, name, report, conversations, limits)
+                if not values:
+                    report.add(Problem(None, name, _("%(file)s holds no conversations.", file=name)))
+    except LimitError as exc:
+        report.add(exc.problem())
     if not report.ok:
         return report, []
     report.summary = _summary(conversations)
@@ -210,7 +211,20 @@ def _decode(raw: bytes, name: str, report: Report) -> str | None:
         "Upload conversation JSON files saved as UTF-8, or a ZIP of them.", file=file, byte=byte, offset=offset))
 
 
-def _parse_document(raw: bytes, name: str, report: Report):
+def _collect(values, path: str, report: Report, out: list[Conversation], limits: Limits) -> None:
+    """Add the conversations of one file's values to `out`; LimitError past LIMIT_SESSIONS conversations."""
+    for label, line, value in values:
+        conv = _conversation(value, label, line, path, report, limits)
+        if conv is not None:
+            out.append(conv)
+            if len(out) > limits.sessions:
+                raise LimitError(_(
+                    "%(file)s: the upload holds more than %(limit)s conversations, the limit (%(setting)s). Upload "
+                    "fewer at a time, or raise %(setting)s.", file=label, limit=limits.sessions,
+                    setting=SETTINGS["sessions"]), line, label)
+
+
+def _parse_document(raw: bytes, name: str, report: Report, limits: Limits):
     """[(label, line, value)] of the conversations in a JSON / JSON array / JSONL file, or _FAILED."""
     text = _decode(raw, name, report)
     if text is None:
@@ -221,29 +235,26 @@ def _parse_document(raw: bytes, name: str, report: Report):
             "ZIP of the dataset's folders.", file=name)))
         return _FAILED
     try:
-        value = json.loads(text)
+        value = hard_limits.loads(text, limits, label=name)
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data":
-            return _parse_lines(text, name, report)
+            return _parse_lines(text, name, report, limits)
         report.add(Problem(exc.lineno, "", _(
             "%(file)s is not valid JSON at line %(line)s, column %(column)s: %(reason)s.",
             file=name, line=exc.lineno, column=exc.colno, reason=_json_reason(exc.msg))))
-        return _FAILED
-    except RecursionError:
-        report.add(Problem(None, "", _("%(file)s nests values too deeply to be read as JSON.", file=name)))
         return _FAILED
     if isinstance(value, list):
         return [(f"{name}[{i}]", None, item) for i, item in enumerate(value)]
     return [(name, None, value)]
 
 
-def _parse_lines(text: str, name: str, report: Report):
+def _parse_lines(text: str, name: str, report: Report, limits: Limits):
     values = []
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            values.append((f"{name}:{lineno}", lineno, json.loads(line)))
+            values.append((f"{name}:{lineno}", lineno, hard_limits.loads(line, limits, name, lineno)))
         except json.JSONDecodeError as exc:
             report.add(Problem(lineno, "", _(
                 "%(file)s line %(line)s is not valid JSON at character %(column)s: %(reason)s.",
@@ -267,9 +278,12 @@ def _member_name(info: zipfile.ZipInfo) -> str:
     return name.replace("\\", "/")
 
 
-def _read_zip(raw: bytes, report: Report, out: list[Conversation]) -> None:
+def _read_zip(raw: bytes, report: Report, out: list[Conversation], limits: Limits, label: str) -> None:
+    """Add the conversations of a ZIP's .json members to `out`; LimitError past a hard limit."""
     try:
-        archive = zipfile.ZipFile(io.BytesIO(raw))
+        archive = hard_limits.open_zip(raw, limits, label)
+    except LimitError:
+        raise
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
         report.add(Problem(None, "", _("The file is not a valid ZIP archive (%(reason)s).", reason=str(exc))))
         return
@@ -282,38 +296,24 @@ def _read_zip(raw: bytes, report: Report, out: list[Conversation]) -> None:
                 continue
             if name.lower().endswith(".json"):
                 members.append((name, info))
-        total = sum(info.file_size for _name, info in members)
-        if total > MAX_UNCOMPRESSED:
-            report.add(Problem(None, "", _(
-                "The ZIP expands to %(size)s, more than the limit of %(limit)s; it is refused. Upload fewer "
-                "conversations at a time.", size=format_size(total), limit=format_size(MAX_UNCOMPRESSED))))
-            return
+        reader = hard_limits.ZipReader(archive, limits)
+        reader.check_declared(members)
         if not members:
             report.add(Problem(None, "", _(
                 "The ZIP holds no .json files. Put the dataset's folders (LLM_agent_user, real_human_user, "
                 "human_exp_V2) with their conversation .json files in the ZIP.")))
             return
-        budget = MAX_UNCOMPRESSED
         for name, info in members:
             try:
-                with archive.open(info) as member:
-                    data = member.read(budget + 1)
+                data = reader.read(name, info)
             except (zipfile.BadZipFile, RuntimeError, NotImplementedError, OSError, EOFError) as exc:
                 report.add(Problem(None, name, _("%(file)s in the ZIP cannot be read (%(reason)s).",
                                                  file=name, reason=str(exc))))
                 continue
-            budget -= len(data)
-            if budget < 0:
-                report.add(Problem(None, name, _(
-                    "%(file)s in the ZIP expands beyond the size limit; the ZIP is refused.", file=name)))
-                return
-            values = _parse_document(data, name, report)
+            values = _parse_document(data, name, report, limits)
             if values is _FAILED:
                 continue
-            for label, line, value in values:
-                conv = _conversation(value, label, line, name, report)
-                if conv is not None:
-                    out.append(conv)
+            _collect(values, name, report, out, limits)
             if report.truncated:
                 return
 
@@ -332,10 +332,11 @@ def _from_path(path: str) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _conversation(value, label: str, line: int | None, path: str, report: Report) -> Conversation | None:
+def _conversation(value, label: str, line: int | None, path: str, report: Report,
+                  limits: Limits) -> Conversation | None:
     """A Conversation from one parsed JSON value, or None after recording its problems."""
     def problem(json_path: str, message: str) -> None:
-        report.add(Problem(line, json_path, f"{label}: {message}"))
+        report.add(Problem(line, json_path or label, f"{label}: {message}"))  # the whole value: its file
 
     if not isinstance(value, dict):
         problem("", _("a conversation must be a JSON object with a 'history' list, found %(found)s.",
@@ -351,6 +352,11 @@ def _conversation(value, label: str, line: int | None, path: str, report: Report
         return None
     if not history:
         problem("history", _("'history' is empty; a conversation needs at least one turn."))
+        return None
+    if len(history) > limits.rounds:
+        problem("history", _("'history' has %(count)s turns, more than the limit of %(limit)s (%(setting)s). Split "
+                             "the conversation, or raise %(setting)s.", count=len(history), limit=limits.rounds,
+                             setting=SETTINGS["rounds"]))
         return None
     ok = True
     for i, turn in enumerate(history):

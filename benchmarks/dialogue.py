@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from benchmarks.jsonl import iter_lines
+from benchmarks.limits import SETTINGS, Limits, current
 from benchmarks.problems import Problem, Report, describe, short_json
 from translations import _, ngettext
 
@@ -45,6 +46,7 @@ class _FileState:
     """What validation remembers across the lines of one file."""
 
     report: Report = field(default_factory=Report)
+    limits: Limits = field(default_factory=current)
     errors: int = 0  # every error seen, including those past the report's cap
     lines: int = 0  # non-blank lines read
     first_line_of: dict[str, int] = field(default_factory=dict)  # session_id -> line
@@ -70,13 +72,19 @@ class _FileState:
 def validate(stream: BinaryIO, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Report:
     """Check a dialogue JSONL stream and report every problem (up to the cap), warnings and a summary."""
     state = _FileState()
-    for line, value in iter_lines(stream, max_line_bytes):
+    for line, value in iter_lines(stream, max_line_bytes, state.limits):
         state.lines += 1
         if type(value) is Problem:
             state.errors += 1
             state.report.add(value)
         else:
             _read_session(value, line, state)
+        if state.sessions > state.limits.sessions:
+            state.error(line, "", _(
+                "Line %(line)s: the file holds more than %(limit)s sessions, the limit (%(setting)s). Split it "
+                "into smaller files, or raise %(setting)s.", line=line, limit=state.limits.sessions,
+                setting=SETTINGS["sessions"]))
+            break
         if state.report.truncated:
             break
     _finish(state)
@@ -86,7 +94,7 @@ def validate(stream: BinaryIO, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> 
 def iter_sessions(stream: BinaryIO, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[Session]:
     """Yield the normalised sessions of a validated file; raise ValueError at the first problem."""
     state = _FileState()
-    for line, value in iter_lines(stream, max_line_bytes):
+    for line, value in iter_lines(stream, max_line_bytes, state.limits):
         state.lines += 1
         if type(value) is Problem:
             raise ValueError(value.message)
@@ -212,6 +220,12 @@ def _rounds(obj: dict, line: int, state: _FileState) -> list[Round]:
     if not count:
         state.error(line, "rounds", _(
             "Line %(line)s: 'rounds' is an empty list; a session needs at least one round.", line=line))
+    if count > state.limits.rounds:
+        state.error(line, "rounds", _(
+            "Line %(line)s: 'rounds' has %(count)s rounds, more than the limit of %(limit)s (%(setting)s). Split "
+            "the session, or raise %(setting)s.", line=line, count=count, limit=state.limits.rounds,
+            setting=SETTINGS["rounds"]))
+        return []
     state.rounds += count
     if state.min_rounds is None or count < state.min_rounds:
         state.min_rounds = count
@@ -361,6 +375,12 @@ def _aloe_responses(rnd: dict, line: int, path: str, state: _FileState) -> dict[
 def _check_methods(responses: dict[str, str], round_label: int, line: int, responses_path: str,
                    state: _FileState) -> None:
     """Compare a round's method names with those of the file's first round."""
+    if len(responses) > state.limits.methods:
+        state.error(line, responses_path, _(
+            "Line %(line)s: '%(path)s' has %(count)s methods, more than the limit of %(limit)s (%(setting)s). "
+            "Compare fewer methods at a time, or raise %(setting)s.", line=line, path=responses_path,
+            count=len(responses), limit=state.limits.methods, setting=SETTINGS["methods"]))
+        return
     if state.methods is None:
         state.methods = list(responses)
         state.method_set = frozenset(responses)

@@ -6,6 +6,8 @@ import json
 from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
+from benchmarks.limits import LimitError, Limits, current, format_size  # noqa: F401  (others import format_size here)
+from benchmarks.limits import loads as limited_loads
 from benchmarks.problems import Problem
 from translations import _
 
@@ -13,12 +15,14 @@ UTF8_BOM = b"\xef\xbb\xbf"
 _SKIP_CHUNK = 1 << 20  # bytes read at a time while skipping an over-long line
 
 
-def iter_lines(stream: BinaryIO, max_line_bytes: int) -> Iterator[tuple[int, object | Problem]]:
+def iter_lines(stream: BinaryIO, max_line_bytes: int,
+               limits: Limits | None = None) -> Iterator[tuple[int, object | Problem]]:
     """Yield (line number, parsed JSON value or Problem) for each non-blank line of a binary stream."""
     if isinstance(stream, io.RawIOBase):
         stream = io.BufferedReader(stream)
     readline = stream.readline
-    loads = json.loads
+    limits = limits or current()
+    loads = limited_loads
     # +2 leaves room for "\r\n", so a line of exactly max_line_bytes is still read whole.
     limit = max_line_bytes + 2
     read_size = limit + len(UTF8_BOM)  # the first line may also carry a BOM
@@ -55,7 +59,9 @@ def iter_lines(stream: BinaryIO, max_line_bytes: int) -> Iterator[tuple[int, obj
             yield lineno, _not_utf8(lineno, raw, exc)
             continue
         try:
-            value = loads(text)
+            value = loads(text, limits, first_line=lineno)
+        except LimitError as exc:
+            value = exc.problem()
         except json.JSONDecodeError as exc:
             if not seen_content and text.strip() in ("{", "["):
                 # A pretty-printed JSON document: every following line would fail too.
@@ -78,7 +84,8 @@ def decode_file(raw: bytes, name: str, report, undecodable: Callable[[str, str, 
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        report.add(Problem(None, "", undecodable(name, f"{raw[exc.start]:02X}", exc.start)))
+        report.add(Problem(raw.count(b"\n", 0, exc.start) + 1, "", undecodable(name, f"{raw[exc.start]:02X}",
+                                                                             exc.start)))
         return None
 
 
@@ -111,15 +118,6 @@ def _skip_rest_of_line(readline) -> int:
         if chunk.endswith(b"\n"):
             return skipped + _content_length(chunk)
         skipped += len(chunk)
-
-
-def format_size(size: int) -> str:
-    """Human-readable size: '12.3 MB', '4.0 KB' or '512 bytes'."""
-    if size >= 1024 * 1024:
-        return _("%(size)s MB", size=f"{size / (1024 * 1024):.1f}")
-    if size >= 1024:
-        return _("%(size)s KB", size=f"{size / 1024:.1f}")
-    return _("%(size)s bytes", size=size)
 
 
 def _too_long(lineno: int, size: int, limit: int) -> Problem:

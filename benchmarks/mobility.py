@@ -22,6 +22,7 @@ from typing import BinaryIO
 import numpy as np
 
 from benchmarks import stats
+from benchmarks import limits as hard_limits
 from benchmarks.jsonl import UTF8_BOM, _json_reason, _wrong_encoding, format_size
 from benchmarks.problems import MAX_PROBLEMS, Problem, Report, describe, short_json
 from translations import _, ngettext
@@ -173,7 +174,9 @@ def _parse(raw: bytes, report: Report) -> object:
             "Save it as UTF-8 and upload it again.", byte=f"{raw[exc.start]:02X}", offset=exc.start)))
         return _FAILED
     try:
-        return json.loads(text)
+        return hard_limits.loads(text, hard_limits.current())
+    except hard_limits.LimitError as exc:
+        report.add(exc.problem())
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data":
             reason = _("there is more text after the JSON object; the file must hold exactly one object")
@@ -182,8 +185,6 @@ def _parse(raw: bytes, report: Report) -> object:
         report.add(Problem(exc.lineno, "", _(
             "The file is not valid JSON at line %(line)s, column %(column)s: %(reason)s.",
             line=exc.lineno, column=exc.colno, reason=reason)))
-    except RecursionError:
-        report.add(Problem(None, "", _("The file nests lists too deeply to be read as JSON.")))
     return _FAILED
 
 

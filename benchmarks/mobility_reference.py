@@ -19,8 +19,10 @@ from typing import BinaryIO
 
 import numpy as np
 
+from benchmarks import limits as hard_limits
 from benchmarks import mobility
 from benchmarks.jsonl import UTF8_BOM, format_size
+from benchmarks.limits import LimitError, ZipReader
 from benchmarks.mobility import KEYS, MobilityData
 from translations import _
 
@@ -29,7 +31,6 @@ HF_BASE_URL = f"https://huggingface.co/datasets/{HF_DATASET}/resolve/main"
 FILES = {"gyration_radius": "gyration_radius", "daily_location_numbers": "daily_location_numbers",
          "intention_sequences": "daily_intentions_2d", "intention_proportions": "intention_proportions_2d"}
 FOLDER = "groundtruth"
-MAX_UNCOMPRESSED = 1 << 30  # a ZIP that expands to more than this (all members together) is refused
 MAX_DOWNLOAD = 1 << 30  # bytes over the four downloaded files
 MAX_REPORTED = 5  # problems quoted in a ReferenceError
 _NPY_MAGIC = b"\x93NUMPY"
@@ -74,27 +75,23 @@ def load_folder(path: Path) -> MobilityData:
 def load_zip(stream: BinaryIO, max_uncompressed: int | None = None) -> MobilityData:
     """The reference in a ZIP of the dataset's folder, at any depth (members are found by file name).
 
-    Refuses archives whose members together expand to more than max_uncompressed bytes (default
-    MAX_UNCOMPRESSED) and member names that are absolute or climb out with '..'. Nothing is extracted
+    Refuses archives past the ZIP limits (benchmarks.limits; max_uncompressed, in bytes, replaces
+    LIMIT_ZIP_EXPANDED_MB) and member names that are absolute or climb out with '..'. Nothing is extracted
     to disk; .npy members are read with allow_pickle=False.
     """
-    limit = MAX_UNCOMPRESSED if max_uncompressed is None else max_uncompressed
-    try:
-        archive = zipfile.ZipFile(_seekable(stream))
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
-        raise ReferenceError(_("The file is not a valid ZIP archive (%(reason)s).", reason=str(exc))) from exc
-    with archive:
+    limits = hard_limits.current()
+    with _open_zip(stream, limits) as archive:
         members = [info for info in archive.infolist() if not info.is_dir()]
         for info in members:
             if _unsafe_name(info.filename):
                 raise ReferenceError(_(
                     "The ZIP holds a member with an unsafe path (%(name)s): absolute paths and '..' are "
                     "refused.", name=info.filename))
-        total = sum(info.file_size for info in members)
-        if total > limit:
-            raise ReferenceError(_(
-                "The ZIP expands to %(size)s, more than the limit of %(limit)s; it is refused. Put only the "
-                "groundtruth folder in the ZIP.", size=format_size(total), limit=format_size(limit)))
+        reader = ZipReader(archive, limits, max_uncompressed)
+        try:
+            reader.check_declared([(info.filename, info) for info in members])
+        except LimitError as exc:
+            raise ReferenceError(str(exc)) from exc
         chosen = _choose_members(members)
         missing = [f"{name}.npy" for key, name in FILES.items() if key not in chosen]
         if missing:
@@ -104,10 +101,8 @@ def load_zip(stream: BinaryIO, max_uncompressed: int | None = None) -> MobilityD
                 "intention_proportions_2d.npy.", missing=", ".join(missing)))
         arrays: dict[str, np.ndarray] = {}
         sources: dict[str, str] = {}
-        budget = limit
         for key, info in chosen.items():
-            data = _read_member(archive, info, budget)
-            budget -= len(data)
+            data = _read_member(reader, info)
             sources[key] = info.filename
             arrays[key] = _read_array(data, info.filename, key)
     return _checked(arrays, sources)
@@ -174,7 +169,9 @@ def save_npz(data: MobilityData, path: Path) -> None:
 
 
 def load_npz(path: Path | BinaryIO) -> MobilityData:
-    """A reference set kept by save_npz."""
+    """A reference set kept by save_npz; a stream (an uploaded .npz) is read like a ZIP, within the limits."""
+    if not isinstance(path, (str, os.PathLike)):
+        return _load_npz_upload(path)
     try:
         with np.load(path, allow_pickle=False) as archive:
             missing = [key for key in KEYS if key not in archive.files]
@@ -185,6 +182,19 @@ def load_npz(path: Path | BinaryIO) -> MobilityData:
         if isinstance(exc, ReferenceError):
             raise
         raise ReferenceError(_("The saved reference set cannot be read (%(reason)s).", reason=str(exc))) from exc
+    return _checked(arrays, {key: f"{key}.npy" for key in KEYS})
+
+
+def _load_npz_upload(stream: BinaryIO) -> MobilityData:
+    """An uploaded .npz: each array's member read within the ZIP limits and checked as a .npy file."""
+    limits = hard_limits.current()
+    with _open_zip(stream, limits) as archive:
+        members = {info.filename: info for info in archive.infolist()}
+        missing = [key for key in KEYS if f"{key}.npy" not in members]
+        if missing:
+            raise ReferenceError(_("The saved reference set has no %(missing)s.", missing=", ".join(missing)))
+        reader = ZipReader(archive, limits)
+        arrays = {key: _read_npy(_read_member(reader, members[f"{key}.npy"]), f"{key}.npy") for key in KEYS}
     return _checked(arrays, {key: f"{key}.npy" for key in KEYS})
 
 
@@ -294,6 +304,16 @@ def _seekable(stream: BinaryIO) -> BinaryIO:
     return io.BytesIO(stream.read())
 
 
+def _open_zip(stream: BinaryIO, limits: hard_limits.Limits) -> zipfile.ZipFile:
+    """The ZIP in a stream, opened within LIMIT_ZIP_MEMBERS; ReferenceError otherwise."""
+    try:
+        return hard_limits.open_zip(stream.read(), limits)
+    except LimitError as exc:
+        raise ReferenceError(str(exc)) from exc
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+        raise ReferenceError(_("The file is not a valid ZIP archive (%(reason)s).", reason=str(exc))) from exc
+
+
 def _unsafe_name(name: str) -> bool:
     parts = name.replace("\\", "/").split("/")
     return name.startswith(("/", "\\")) or ".." in parts or (len(name) > 1 and name[1] == ":")
@@ -320,18 +340,15 @@ def _choose_members(members: list[zipfile.ZipInfo]) -> dict[str, zipfile.ZipInfo
     return {key: info for key, (_rank, info) in best.items()}
 
 
-def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: int) -> bytes:
-    """A member's bytes, never more than budget (whatever its header claims)."""
+def _read_member(reader: ZipReader, info: zipfile.ZipInfo) -> bytes:
+    """A member's bytes, within the ZIP limits whatever its header claims."""
     try:
-        with archive.open(info) as member:
-            data = member.read(budget + 1)
+        return reader.read(info.filename, info)
+    except LimitError as exc:
+        raise ReferenceError(str(exc)) from exc
     except (zipfile.BadZipFile, RuntimeError, NotImplementedError, OSError, EOFError) as exc:
         raise ReferenceError(_("%(name)s in the ZIP cannot be read (%(reason)s).",
                                name=info.filename, reason=str(exc))) from exc
-    if len(data) > budget:
-        raise ReferenceError(_("%(name)s in the ZIP expands beyond the size limit; the ZIP is refused.",
-                               name=info.filename))
-    return data
 
 
 def _fetch(url: str, timeout: float, budget: int) -> bytes:

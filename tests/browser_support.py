@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,6 +26,16 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 VIEWPORT = {"width": 1280, "height": 900}
 SAMPLE = ROOT / "sample_data.jsonl"
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
+# Content-Security-Policy violations, from every page of every context made by new_context: Chromium's own
+# console report ("... violates the following Content Security Policy directive ...", "Refused to ...") and,
+# through CSP_LISTENER, each `securitypolicyviolation` event (also one that a page's script caught).
+# tests/conftest.py fails the test during which any was seen.
+CSP_MARKERS = ("Content Security Policy", "Content-Security-Policy", "Refused to")
+CSP_LISTENER = """document.addEventListener("securitypolicyviolation", function (e) {
+  console.error("Content Security Policy violation: " + e.violatedDirective + " blocked " +
+                (e.blockedURI || "inline code") + " at " + e.sourceFile + ":" + e.lineNumber);
+});"""
+csp_violations: list[str] = []
 
 SERVE = """
 import sys, json
@@ -76,6 +87,8 @@ class DashboardServer:
                 break
             try:
                 urllib.request.urlopen(f"{self.url}/api/evaluations", timeout=1).close()
+                return self
+            except urllib.error.HTTPError:  # it answers, if only "sign in first" (AUTH=on)
                 return self
             except OSError:
                 time.sleep(0.1)
@@ -140,9 +153,20 @@ def launch_chromium(playwright):
 
 
 def new_context(browser, **options):
-    """A fresh context (no cookies) at the documented screenshot size, in English."""
-    return browser.new_context(viewport=VIEWPORT, device_scale_factor=1, locale="en-US", accept_downloads=True,
-                               **options)
+    """A fresh context (no cookies) at the documented screenshot size, in English, recording CSP violations."""
+    context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1, locale="en-US", accept_downloads=True,
+                                  **options)
+    context.add_init_script(CSP_LISTENER)
+    context.on("console", lambda msg: csp_violations.append(f"{msg.text} @ {msg.location.get('url')}")
+               if any(marker in msg.text for marker in CSP_MARKERS) else None)
+    return context
+
+
+def check_csp_violations() -> None:
+    """Fail when a page reported a Content-Security-Policy violation since the last check (then forget them)."""
+    seen = csp_violations[:]
+    csp_violations.clear()
+    assert not seen, "Content-Security-Policy violations in the browser:\n" + "\n".join(seen)
 
 
 def is_local(url: str) -> bool:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -12,6 +13,17 @@ from tests.judge_server import judge_server  # noqa: F401  (fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+@pytest.fixture(autouse=True)
+def no_csp_violations():
+    """Fails any test during which a browser page reported a Content-Security-Policy violation."""
+    support = sys.modules.get("tests.browser_support")  # loaded by the browser tests only
+    if support is not None:
+        support.csp_violations.clear()
+    yield
+    if support is not None:
+        support.check_csp_violations()
 
 
 @pytest.fixture

@@ -23,7 +23,8 @@ Knobs (safe to set from the test thread while requests are served):
     hook            None or a callable(request: dict) -> kind | None, consulted first
 Fault kinds: FAULTS below (an HTTP status code answers with that status and an OpenAI-style error).
 Counters: requests, requests_by_mode, in_flight, max_in_flight, faults ({kind: n} injected),
-last_request (the parsed JSON body), last_authorization, log (one (monotonic start time, reply under
+last_request (the parsed JSON body), last_authorization, seen_headers (method, path and headers of every
+request, any route), log (one (monotonic start time, reply under
 judgment, fault) per chat request, the latest LOG_SIZE); stats() and GET <url>/_stats return the counts.
 `python -m tests.judge_server [--latency S] [--fail-fraction P --fail-kind KIND]` serves until
 interrupted and prints its URL first.
@@ -153,6 +154,13 @@ class _Handler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.server.owner._track(self.connection, True)
+
+    def parse_request(self) -> bool:
+        ok = super().parse_request()
+        if ok:  # every request's line and headers, whatever its route
+            with self.server.owner._lock:
+                self.server.owner.seen_headers.append((self.command, self.path, dict(self.headers)))
+        return ok
 
     def finish(self) -> None:
         try:
@@ -370,6 +378,7 @@ class JudgeServer:
             self.max_in_flight = 0
             self.last_request: dict | None = None
             self.last_authorization: str | None = None
+            self.seen_headers: list[tuple[str, str, dict]] = []
 
     def stats(self) -> dict:
         """The counters as a dict (also served at GET <url>/_stats for a server in another process)."""

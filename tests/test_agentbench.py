@@ -562,7 +562,7 @@ def test_history_budget_drops_later_histories(monkeypatch):
 
 
 def test_zip_bomb_guard(monkeypatch):
-    monkeypatch.setattr(ab, "MAX_UNCOMPRESSED", 1000)
+    monkeypatch.setenv("LIMIT_ZIP_EXPANDED_MB", str(1000 / (1024 * 1024)))
     big = runs_line(0, history=[{"role": "user", "content": "x" * 5000}])
     report, run = one_task(dumps(overall(custom_for("os-std", 0.5))), {f"{FOLDER}/runs.jsonl": big})
     assert not report.ok and run.tasks == []

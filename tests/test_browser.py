@@ -22,7 +22,8 @@ import pytest
 
 from tests.test_agentbench_pipeline import OA_A, outputs_zip
 from tests.test_conversation_annotation import items as conversation_items
-from tests.browser_support import CHROMIUM, SAMPLE, PageWatch, dashboard_server, launch_chromium, new_context
+from tests.browser_support import (CHROMIUM, SAMPLE, PageWatch, csp_violations, dashboard_server, launch_chromium,
+                                   new_context)
 from tests.conftest import ROOT, jsonl, session_line
 from tests.judge_server import JudgeServer
 
@@ -527,3 +528,48 @@ def test_agentbench_outputs_zip_charts_and_samples(page, watch, server):
     page.get_by_text("Conversation history").last.click()
     expect(page.locator("pre", has_text="<script>alert('x')</script>")).to_be_visible()
     assert watch.errors == [], watch.errors
+
+
+def wait_for_csp_violations(page, count: int, timeout_ms: int = 5_000) -> list[str]:
+    """The CSP violations recorded so far, once there are at least `count` (or the timeout passed)."""
+    for _ in range(timeout_ms // 100):
+        if len(csp_violations) >= count:
+            break
+        page.wait_for_timeout(100)
+    return csp_violations[:]
+
+
+def test_the_policy_blocks_inline_script_and_eval_and_the_guard_sees_it(page, server, sample_evaluation):
+    response = page.goto(f"{server.url}/evaluations/{sample_evaluation}")
+    assert "script-src 'self';" in response.headers["content-security-policy"]
+    wait_for_charts(page)  # Plotly drew every chart under the policy, with no violation (checked by conftest)
+    page.get_by_role("button", name="Create share link").click()
+    link = page.locator("#share input[readonly]").first
+    link.focus()  # the share panel's field selects its address (static/js/result.js, no inline handler)
+    assert page.evaluate("() => { const i = document.activeElement; return i.selectionEnd - i.selectionStart; }") \
+        == len(link.input_value())
+    assert csp_violations == [], csp_violations
+    # (eval straight in page.evaluate would not count: DevTools' own evaluation is exempt, a later task is not)
+    page.evaluate("() => { const s = document.createElement('script'); s.textContent = 'window.__inline = 1';"
+                  " document.body.append(s); setTimeout(() => { try { eval('window.__eval = 1'); } catch (e) {} }); }")
+    seen = wait_for_csp_violations(page, 2)
+    assert page.evaluate("[window.__inline, window.__eval]") == [None, None]
+    assert any("script-src" in v and "inline" in v for v in seen), seen
+    assert any("unsafe-eval" in v or "eval" in v.lower() for v in seen), seen
+    csp_violations.clear()  # seen on purpose: this test must not fail for it
+
+
+def test_offline_report_draws_its_charts_under_its_own_hash_policy(page, watch, server, sample_evaluation, tmp_path):
+    open_page(page, server, f"/evaluations/{sample_evaluation}")
+    with page.expect_download() as info:
+        page.get_by_role("link", name="HTML report (opens offline)").click()
+    report = tmp_path / "report.html"
+    info.value.save_as(report)
+    before = len(watch.requests)
+    page.goto(report.as_uri())
+    wait_for_charts(page)
+    expect(page.locator("#chart-al .legendtext")).to_have_count(len(SAMPLE_METHODS))
+    assert page.locator("meta[http-equiv=Content-Security-Policy]").get_attribute("content").count("'sha256-") == 2
+    assert watch.errors == [], watch.errors
+    loaded = [url for url in watch.requests[before:] if not url.startswith(("data:", "blob:"))]
+    assert loaded == [report.as_uri()], loaded  # nothing but the file itself

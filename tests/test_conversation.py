@@ -14,6 +14,7 @@ import pytest
 from benchmarks import conversation as conv
 from benchmarks import stats
 from benchmarks.conversation import Conversation, intent_label, read_any, statistics, validate
+from benchmarks.limits import Limits
 
 SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "human_vs_agent" / "sample"
 needs_data = pytest.mark.skipif(not SAMPLE.is_dir(), reason=f"the real conversation sample is not at {SAMPLE}")
@@ -360,7 +361,7 @@ def test_empty_zip_and_skipped_members():
 
 
 def test_zip_bomb_guard(monkeypatch):
-    monkeypatch.setattr(conv, "MAX_UNCOMPRESSED", 10_000)
+    monkeypatch.setenv("LIMIT_ZIP_EXPANDED_MB", str(10_000 / (1024 * 1024)))
     buf = make_zip({"LLM_agent_user/travel planning/0.json": b" " * 20_000 + dumps({"history": []})})
     assert len(buf.getvalue()) < 1000  # compresses well: a small upload that expands past the limit
     report, convs = read(buf, "bomb.zip")
@@ -369,7 +370,7 @@ def test_zip_bomb_guard(monkeypatch):
 
 
 def test_zip_bomb_default_limit_is_200_mb():
-    assert conv.MAX_UNCOMPRESSED == 200 * 1024 * 1024
+    assert Limits().zip_expanded_bytes == 200 * 1024 * 1024
 
 
 def test_corrupt_zip():

@@ -17,6 +17,7 @@ import pytest
 from benchmarks import mobility, mobility_reference
 from benchmarks.mobility import KEYS, MobilityData
 from benchmarks.mobility_reference import FILES, ReferenceError
+from benchmarks.limits import Limits, ZipReader
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "dailymobility"
 GROUNDTRUTH = DATA / "groundtruth"
@@ -232,7 +233,7 @@ def test_zip_bomb_is_refused(monkeypatch):
     assert len(archive.getvalue()) < 100_000
     with pytest.raises(ReferenceError, match="The ZIP expands to 8.0 MB, more than the limit of 1.0 MB"):
         mobility_reference.load_zip(archive, max_uncompressed=1024 * 1024)
-    monkeypatch.setattr(mobility_reference, "MAX_UNCOMPRESSED", 4 * 1024 * 1024)
+    monkeypatch.setenv("LIMIT_ZIP_EXPANDED_MB", "4")
     archive.seek(0)
     with pytest.raises(ReferenceError, match="more than the limit of 4.0 MB"):
         mobility_reference.load_zip(archive)
@@ -250,8 +251,8 @@ def test_member_larger_than_its_header_is_cut_off():
     archive = zip_of(npy_members(small_set()))
     with zipfile.ZipFile(archive) as opened:
         info = opened.getinfo("groundtruth/gyration_radius.npy")
-        with pytest.raises(ReferenceError, match="expands beyond the size limit"):
-            mobility_reference._read_member(opened, info, budget=10)
+        with pytest.raises(ReferenceError, match="takes the ZIP past the limit of 10 bytes expanded"):
+            mobility_reference._read_member(ZipReader(opened, Limits(), expanded=10), info)
 
 
 @pytest.mark.parametrize("name", ["../escape/gyration_radius.npy", "/etc/gyration_radius.npy",

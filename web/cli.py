@@ -14,7 +14,7 @@ import references
 from ingest import InvalidUpload, ingest
 from jobs import RequestError, create_evaluation
 from translations import _, duration
-from web import get_judge_settings, get_runner, get_store
+from web import get_judge_settings, get_runner, get_store, users_cli
 
 
 class ProgressBar:
@@ -51,8 +51,9 @@ class ProgressBar:
 @click.option("--agent", help="AgentBench: the agent of a lone overall.json whose path does not name it.")
 @click.option("--task", help="AgentBench: the task config name (e.g. os-std) of a lone overall.json.")
 @click.option("--annotate", is_flag=True, help="Conversations: also have the judge annotate each conversation.")
+@click.option("--judge-endpoint", help="Name of the judge endpoint to use (JUDGE_ENDPOINTS or the settings page).")
 def score(file: Path, kind: str | None, reference: str | None, methods: str | None, out: Path | None,
-          annotate: bool, agent: str | None, task: str | None) -> None:
+          annotate: bool, agent: str | None, task: str | None, judge_endpoint: str | None) -> None:
     """Validate and score FILE, then print the result document as JSON."""
     try:
         with file.open("rb") as stream:
@@ -79,7 +80,8 @@ def score(file: Path, kind: str | None, reference: str | None, methods: str | No
             raise RequestError(_("--reference applies to mobility outputs only."))
         if annotate and upload["kind"] != "conversation":
             raise RequestError(_("--annotate applies to conversation uploads only."))
-        evaluation = create_evaluation(get_store(), upload["id"], chosen, None, get_judge_settings().environ(),
+        judge = {"endpoint": judge_endpoint} if judge_endpoint else None
+        evaluation = create_evaluation(get_store(), upload["id"], chosen, judge, get_judge_settings().environ(),
                                        reference, annotate)
     except (RequestError, references.ReferenceProblem) as exc:
         click.echo(_("error: %(message)s", message=exc), err=True)
@@ -102,3 +104,4 @@ def score(file: Path, kind: str | None, reference: str | None, methods: str | No
 def register(app: Flask) -> None:
     """Add the CLI commands to the app."""
     app.cli.add_command(score)
+    app.cli.add_command(users_cli.users)

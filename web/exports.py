@@ -1,7 +1,6 @@
-"""Downloads of a result: the JSON document and per-method metrics as CSV."""
+"""Downloads of a result: the JSON document, its tables as CSV (cells neutralised by web/safe_csv.py), the report."""
 from __future__ import annotations
 
-import csv
 import io
 import json
 
@@ -14,7 +13,8 @@ from benchmarks.agentbench import STATUS_GROUPS
 from benchmarks.conversation_annotation import QUESTIONNAIRE_FIELDS
 from benchmarks.mobility import KEYS as MOBILITY_KEYS
 from evaluator import ANNOTATION_SCALES, DIMENSIONS
-from web import get_store
+from web import get_store, security_headers
+from web.safe_csv import SafeWriter, csv_line
 from web.payloads import result_tables
 
 bp = Blueprint("exports", __name__)
@@ -45,11 +45,11 @@ def export_csv(evaluation_id: str):
     """Per-method metrics as CSV (UTF-8 with BOM so spreadsheet programs read Chinese correctly)."""
     result = _result_or_404(evaluation_id)
     out = io.StringIO()
-    writer = csv.writer(out)
+    writer = SafeWriter(out)
     if result["kind"] == "conversation":
         writer.writerow(("task", "turns", "user_message_length", "intents"))
         for task, f in {"all": result["fidelity"], **result["fidelity"]["by_task"]}.items():
-            writer.writerow((task, *("" if f[k] is None else f[k] for k in ("turns", "user_message_length", "intents"))))
+            writer.writerow((task, *(f[k] for k in ("turns", "user_message_length", "intents"))))
         return _csv_response(out.getvalue(), f"{evaluation_id}.csv")
     if result["kind"] == "agentbench":
         writer.writerow(("agent", "task", "config_name", "split", "score", "normalised", "in_oa", "total",
@@ -57,9 +57,8 @@ def export_csv(evaluation_id: str):
         for agent, a in result["agents"].items():
             for key, t in a["tasks"].items():
                 status, history = t["status"] or {}, t["history_length"] or {}
-                writer.writerow(["" if v is None else v for v in (
-                    agent, key, t["config_name"], t["split"], t["score"], t["normalised"], t["in_oa"], t["total"],
-                    *(status.get(g) for g in STATUS_GROUPS), history.get("average"), a["oa"])])
+                writer.writerow((agent, key, t["config_name"], t["split"], t["score"], t["normalised"], t["in_oa"],
+                                 t["total"], *(status.get(g) for g in STATUS_GROUPS), history.get("average"), a["oa"]))
         return _csv_response(out.getvalue(), f"{evaluation_id}.csv")
     if result["kind"] == "mobility":
         writer.writerow(("variant", *MOBILITY_KEYS, "final_score"))
@@ -72,7 +71,7 @@ def export_csv(evaluation_id: str):
         ci_bin = m["ci95"]["binary_rate"] or [None, None]
         flat = {**m, **m["dimensions"], "ci95_avg_low": ci_avg[0], "ci95_avg_high": ci_avg[1],
                 "ci95_binary_rate_low": ci_bin[0], "ci95_binary_rate_high": ci_bin[1]}
-        writer.writerow((name, *("" if flat.get(c) is None else flat[c] for c in CSV_COLUMNS)))
+        writer.writerow((name, *(flat.get(c) for c in CSV_COLUMNS)))
     return _csv_response(out.getvalue(), f"{evaluation_id}.csv")
 
 
@@ -82,15 +81,16 @@ def export_annotations(evaluation_id: str):
     result = _result_or_404(evaluation_id)
     annotation = result.get("annotation") or abort(404)
     out = io.StringIO()
-    writer = csv.writer(out)
+    writer = SafeWriter(out)
     writer.writerow(("conversation", "source", "task", "status", *ANNOTATION_SCALES, "hallucination",
                      *(f"questionnaire_{field}" for field in QUESTIONNAIRE_FIELDS.values()),
                      "labelled_hallucination", "error"))
     for r in annotation["conversations"]:
         scores = r["scores"] or {}
-        writer.writerow(["" if v is None else v for v in (
-            r["path"], r["source"], r["task"], r["status"], *(scores.get(k) for k in (*ANNOTATION_SCALES, "hallucination")),
-            *(r["questionnaire"][k] for k in QUESTIONNAIRE_FIELDS), r["labelled_hallucination"], r["error"])])
+        writer.writerow((r["path"], r["source"], r["task"], r["status"],
+                         *(scores.get(k) for k in (*ANNOTATION_SCALES, "hallucination")),
+                         *(r["questionnaire"][k] for k in QUESTIONNAIRE_FIELDS), r["labelled_hallucination"],
+                         r["error"]))
     return _csv_response(out.getvalue(), f"{evaluation_id}-annotations.csv")
 
 
@@ -100,12 +100,6 @@ def _csv_response(text: str, filename: str) -> Response:
                     headers={"Content-Disposition": f"attachment; filename={filename}"})
 
 
-def _csv_line(values) -> str:
-    out = io.StringIO()
-    csv.writer(out).writerow(["" if v is None else v for v in values])
-    return out.getvalue()
-
-
 @bp.get("/evaluations/<evaluation_id>/judgments.csv")
 def export_judgments(evaluation_id: str):
     """Every judgment as a CSV row (UTF-8 with BOM), streamed."""
@@ -113,9 +107,9 @@ def export_judgments(evaluation_id: str):
     rows = get_store().judgments(evaluation_id)
 
     def lines():
-        yield "\ufeff" + _csv_line(JUDGMENT_COLUMNS)
+        yield "\ufeff" + csv_line(JUDGMENT_COLUMNS)
         for row in rows:
-            yield _csv_line(row[c] for c in JUDGMENT_COLUMNS)
+            yield csv_line(row[c] for c in JUDGMENT_COLUMNS)
     return Response(lines(), mimetype="text/csv; charset=utf-8",
                     headers={"Content-Disposition": f"attachment; filename={evaluation_id}-judgments.csv"})
 
@@ -125,11 +119,13 @@ def export_report(evaluation_id: str):
     """A self-contained HTML report (styles, Plotly and data inline) that opens offline."""
     record = get_store().get_evaluation(evaluation_id) or abort(404)
     result = record.get("result") or abort(404)
+    scripts = {"plotly_js": charts.PLOTLY_JS_FILE.read_text(encoding="utf-8"),
+               "result_js": (STATIC / "js" / "result.js").read_text(encoding="utf-8")}
+    meta_policy, header_policy = security_headers.report_policy(*scripts.values())  # its inline scripts only
     body = render_template("report.html", evaluation=record, result=result, figures=charts.dialogue_figures(result),
                            colours=charts.method_colours(record["methods"]),
-                           css=(STATIC / "css" / "style.css").read_text(encoding="utf-8"),
-                           plotly_js=charts.PLOTLY_JS_FILE.read_text(encoding="utf-8"),
-                           result_js=(STATIC / "js" / "result.js").read_text(encoding="utf-8"),
-                           **result_tables(result))
+                           css=(STATIC / "css" / "style.css").read_text(encoding="utf-8"), csp=meta_policy,
+                           **scripts, **result_tables(result))
     return Response(body, mimetype="text/html; charset=utf-8",
-                    headers={"Content-Disposition": f"attachment; filename={evaluation_id}-report.html"})
+                    headers={"Content-Disposition": f"attachment; filename={evaluation_id}-report.html",
+                             "Content-Security-Policy": header_policy})

@@ -15,10 +15,10 @@ import conversation_charts
 import mobility_charts
 from evaluator import JudgeConfig, test_connection
 from ingest import InvalidUpload, ingest
-from jobs import RequestError, create_evaluation
+from jobs import RequestError, create_evaluation, judge_config
 from judge_settings import VARIABLES
 from translations import COOKIE, LANGUAGES, _
-from web import agentbench_views, get_judge_settings, get_runner, get_store
+from web import agentbench_views, get_judge_settings, get_runner, get_store, security_headers
 from web.payloads import (chosen_methods, evaluation_status, method_toggles, result_tables, session_detail,
                           session_list, upload_names, with_methods)
 
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def judge_problem() -> str | None:
     """What is missing from the judge's configuration, or None when it can be used."""
     try:
-        return JudgeConfig.from_env(get_judge_settings().environ()).problem()
+        return judge_config({}, get_judge_settings().environ()).problem()
     except ValueError as exc:
         return str(exc)
 
@@ -71,16 +71,17 @@ def upload_detail(upload_id: str, error: str | None = None, status: int = 200):
     if record["kind"] == "conversation":
         return render_template("upload_conversation.html", upload=record, error=error,
                                source_labels=conversation_charts.source_labels(), judge_problem=judge_problem(),
-                               defaults=JudgeConfig()), status
+                               defaults=JudgeConfig(), endpoints=judge_endpoint_list()), status
     return render_template("upload_detail.html", upload=record, error=error, judge_problem=judge_problem(),
-                           defaults=JudgeConfig()), status
+                           defaults=JudgeConfig(), endpoints=judge_endpoint_list()), status
 
 
 @bp.post("/uploads/<upload_id>/evaluate")
 def evaluate(upload_id: str):
     """Start an evaluation from the form and go to its result page."""
     form = request.form
-    overrides = {k: form[k].strip() for k in ("model", "temperature", "language") if form.get(k, "").strip()}
+    overrides = {k: form[k].strip() for k in ("endpoint", "model", "temperature", "language")
+                 if form.get(k, "").strip()}
     try:
         evaluation = create_evaluation(get_store(), upload_id, form.getlist("methods") or None, overrides,
                                        get_judge_settings().environ(), form.get("reference") or None,
@@ -179,13 +180,42 @@ def settings():
 
 @bp.post("/settings/test")
 def settings_test():
-    """Make one real call to the configured judge and show its answer or the exact error."""
+    """Make one real call to the chosen judge endpoint and show its answer or the exact error."""
     try:
-        outcome = test_connection(JudgeConfig.from_env(get_judge_settings().environ()))
+        outcome = test_connection(judge_config({"endpoint": request.form.get("endpoint") or None},
+                                               get_judge_settings().environ()))
     except ValueError as exc:
         outcome = {"ok": False, "error": str(exc), "answer": "", "latency_s": None}
     return render_template("settings.html", form=get_judge_settings().saved(), test=outcome,
-                           **_settings_context())
+                           tested=request.form.get("endpoint"), **_settings_context())
+
+
+@bp.post("/settings/endpoints")
+def add_endpoint():
+    """Name a judge endpoint: its base URL, its own key and the models it may be asked for."""
+    form = request.form
+    try:
+        get_judge_settings().add_endpoint(form.get("name", ""), form.get("base_url", ""), form.get("models", ""),
+                                          form.get("api_key"))
+    except ValueError as exc:
+        return render_template("settings.html", form=get_judge_settings().saved(), endpoint_error=str(exc),
+                               endpoint_form=form, **_settings_context()), 400
+    return redirect(url_for("pages.settings"))
+
+
+@bp.post("/settings/endpoints/<name>/remove")
+def remove_endpoint(name: str):
+    """Forget a judge endpoint saved on this page, with its key."""
+    get_judge_settings().remove_endpoint(name) or abort(404)
+    return redirect(url_for("pages.settings"))
+
+
+def judge_endpoint_list() -> list[dict]:
+    """The judge endpoints in force, public fields only (empty when they are misconfigured)."""
+    try:
+        return [e.public() for e in get_judge_settings().endpoints().values()]
+    except ValueError:
+        return []
 
 
 def _settings_context() -> dict:
@@ -195,8 +225,8 @@ def _settings_context() -> dict:
     except ValueError:
         config = JudgeConfig()
     return {"effective": config.public(), "key_set": get_judge_settings().key_is_set(),
-            "judge_problem": judge_problem(), "variables": VARIABLES, "environ_defaults":
-            {name: get_judge_settings().base_env.get(var, "") for name, var in VARIABLES.items()}}
+            "judge_problem": judge_problem(), "variables": VARIABLES, "endpoints": judge_endpoint_list(),
+            "environ_defaults": {name: get_judge_settings().base_env.get(var, "") for name, var in VARIABLES.items()}}
 
 
 @bp.get("/lang/<code>")
@@ -207,7 +237,7 @@ def set_language(code: str):
         target = url_for("pages.index")
     response = redirect(target)
     if code in LANGUAGES:
-        response.set_cookie(COOKIE, code, max_age=365 * 24 * 3600, samesite="Lax")
+        response.set_cookie(COOKIE, code, max_age=365 * 24 * 3600, **security_headers.cookie_flags())
     return response
 
 

@@ -28,6 +28,11 @@
     });
   });
 
+  // A share link's address is selected whole when its field gets the focus, ready to copy.
+  document.querySelectorAll("input[data-select-on-focus]").forEach(function (input) {
+    input.addEventListener("focus", function () { input.select(); });
+  });
+
   var progress = document.getElementById("progress");
   if (!progress) { return; }
   var bar = progress.querySelector("progress");

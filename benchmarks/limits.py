@@ -1,0 +1,376 @@
+"""Hard limits on uploaded files, and the JSON and ZIP readers that enforce them.
+
+Every limit is a setting (an environment variable, read when a file is checked). A file that passes one
+is refused with a LimitError whose message names the limit, the setting that raises it and where it was
+hit (line, JSON path or ZIP member); nothing of it is stored.
+
+JSON is parsed by json.loads and the value then walked level by level (no recursion; skipped when a
+count of brackets and the text's length show that no limit can be passed); only a value past a limit has
+its text scanned token by token to name the place. ZIP members are read in chunks and counted as they are
+decompressed, whatever their headers claim; only Stored and Deflate members are read (bzip2 and LZMA cannot
+be decompressed in bounded steps).
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import struct
+import sys
+import zipfile
+from collections.abc import Iterator, Mapping
+from itertools import chain, compress
+from dataclasses import dataclass, fields
+
+from benchmarks.problems import Problem
+from translations import _
+
+MB = 1024 * 1024
+MAX_JSON_DEPTH = 500  # json.loads itself cannot go much deeper; a higher LIMIT_JSON_DEPTH counts as this
+READ_CHUNK = 1 << 20  # bytes decompressed at a time from a ZIP member
+ZIP_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
+
+SETTINGS = {"json_depth": "LIMIT_JSON_DEPTH", "string_chars": "LIMIT_STRING_CHARS", "sessions": "LIMIT_SESSIONS",
+            "rounds": "LIMIT_ROUNDS", "methods": "LIMIT_METHODS", "zip_members": "LIMIT_ZIP_MEMBERS",
+            "zip_expanded_mb": "LIMIT_ZIP_EXPANDED_MB", "zip_member_mb": "LIMIT_ZIP_MEMBER_MB"}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The hard limits on one upload (defaults fit the real data with a wide margin)."""
+
+    json_depth: int = 64  # nesting of lists and objects in any JSON value
+    string_chars: int = 1_000_000  # characters in one JSON string
+    sessions: int = 100_000  # dialogue sessions, or conversations, in one upload
+    rounds: int = 1_000  # rounds of one dialogue session, or turns of one conversation
+    methods: int = 100  # methods of a dialogue file, or agents of an AgentBench upload
+    zip_members: int = 20_000  # entries of a ZIP (folders included)
+    zip_expanded_mb: float = 200  # bytes decompressed from one ZIP, all members together
+    zip_member_mb: float = 100  # bytes decompressed from one ZIP member
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> Limits:
+        """The limits with each LIMIT_* variable set in `environ` applied; ValueError names a bad one."""
+        values = {}
+        for item in fields(cls):
+            variable = SETTINGS[item.name]
+            text = environ.get(variable, "").strip()
+            if not text:
+                continue
+            try:
+                value = float(text) if item.type == "float" else int(text)
+            except ValueError:
+                value = 0
+            if not 0 < value < float("inf"):
+                raise ValueError(_("%(name)s must be a positive number, found %(value)s.", name=variable,
+                                   value=repr(text)))
+            values[item.name] = min(value, MAX_JSON_DEPTH) if item.name == "json_depth" else value
+        return cls(**values)
+
+    @property
+    def zip_expanded_bytes(self) -> int:
+        """LIMIT_ZIP_EXPANDED_MB in bytes."""
+        return int(self.zip_expanded_mb * MB)
+
+    @property
+    def zip_member_bytes(self) -> int:
+        """LIMIT_ZIP_MEMBER_MB in bytes."""
+        return int(self.zip_member_mb * MB)
+
+
+def current() -> Limits:
+    """The limits in force now (from the environment)."""
+    return Limits.from_env(os.environ)
+
+
+class LimitError(ValueError):
+    """A file refused by a hard limit; `problem()` says which limit, its setting and where."""
+
+    def __init__(self, message: str, line: int | None = None, path: str = ""):
+        super().__init__(message)
+        self.message, self.line, self.path = message, line, path
+
+    def problem(self) -> Problem:
+        """The refusal as a validation problem."""
+        return Problem(self.line, self.path, self.message)
+
+
+def format_size(size: int) -> str:
+    """Human-readable size: '12.3 MB', '4.0 KB' or '512 bytes'."""
+    if size >= MB:
+        return _("%(size)s MB", size=f"{size / MB:.1f}")
+    if size >= 1024:
+        return _("%(size)s KB", size=f"{size / 1024:.1f}")
+    return _("%(size)s bytes", size=size)
+
+
+def where(label: str | None, line: int) -> str:
+    """'Line 3' or 'a.json line 3': how a message names the place of a problem."""
+    if label:
+        return _("%(file)s line %(line)s", file=label, line=line)
+    return _("Line %(line)s", line=line)
+
+
+# --- JSON ----------------------------------------------------------------------------------------
+
+_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'
+_TOKENS = re.compile(_STRING + r'|[\[\]{}]')  # strings and brackets: what a JSON path is made of
+_STRINGS = re.compile(_STRING)
+_LONG_NUMBER = re.compile(_STRING + r'|-?\d{%d,}' % (sys.get_int_max_str_digits() + 1))
+_KEY_END = re.compile(r'\s*:')
+
+
+def loads(text: str, limits: Limits, label: str | None = None, first_line: int = 1) -> object:
+    """json.loads within the depth and string limits; LimitError names the place (JSONDecodeError passes)."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise _too_deep(text, limits, label, first_line) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # an integer of more digits than Python converts
+        raise _long_number(text, label, first_line) from None
+    found = _exceeded(value, limits, strings=len(text) > limits.string_chars + 2)  # else no string is too long
+    if found == "depth":
+        raise _too_deep(text, limits, label, first_line)
+    if found == "string":
+        _check_strings(text, limits, label, first_line)
+    return value
+
+
+_CONTAINERS = frozenset((list, dict))
+_IS_CONTAINER = _CONTAINERS.__contains__
+_IS_STRING = frozenset((str,)).__contains__
+
+
+def _exceeded(value: object, limits: Limits, strings: bool) -> str | None:
+    """'depth' or 'string' when a parsed value passes that limit, else None. Walked level by level with every
+    item of a level typed in C (no recursion, no Python step per item), so long lists of numbers cost little."""
+    cap = limits.string_chars
+    if type(value) is str:
+        return "string" if strings and len(value) > cap else None
+    level = [value] if _IS_CONTAINER(type(value)) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limits.json_depth:
+            return "depth"
+        types = set(map(type, _items(level)))
+        if strings:
+            keys = chain.from_iterable([node for node in level if type(node) is dict])
+            texts = compress(_items(level), map(_IS_STRING, map(type, _items(level)))) if str in types else ()
+            if max(map(len, chain(keys, texts)), default=0) > cap:
+                return "string"
+        if _CONTAINERS.isdisjoint(types):
+            return None
+        level = list(compress(_items(level), map(_IS_CONTAINER, map(type, _items(level)))))
+    return None
+
+
+def _items(level: list) -> Iterator:
+    """Every item of the lists and every value of the objects in `level`."""
+    return chain.from_iterable([node.values() if type(node) is dict else node for node in level])
+
+
+def _locate(text: str, depth: int | None = None, offset: int | None = None) -> tuple[int, str]:
+    """(offset, JSON path) of the first list or object opened deeper than `depth`, or of the token at `offset`."""
+    stack: list[list] = []  # per open container: [is an object, its current key or index]
+    end = 0
+    for match in _TOKENS.finditer(text):
+        start = match.start()
+        if stack and not stack[-1][0]:  # the gap between tokens holds no strings
+            stack[-1][1] += text.count(",", end, start if offset is None else min(start, offset))
+        if offset is not None and start >= offset:
+            if stack and stack[-1][0] and start == offset and _KEY_END.match(text, match.end()):
+                stack[-1][1] = match.group()  # the token is a key: its own path
+            return offset, _path(stack)
+        end = match.end()
+        char = text[start]
+        if depth is not None and char in "[{" and len(stack) >= depth:
+            return start, _path(stack)
+        if char == '"':
+            if stack and stack[-1][0] and _KEY_END.match(text, end):
+                stack[-1][1] = match.group()
+        elif char in "[{":
+            stack.append([char == "{", "" if char == "{" else 0])
+        elif stack:
+            stack.pop()
+    return len(text) if offset is None else offset, _path(stack)
+
+
+def _path(stack: list[list]) -> str:
+    """The JSON path of the open containers, e.g. 'rounds[2].responses["my method"]'."""
+    parts = []
+    for is_object, item in stack:
+        if not is_object:
+            parts.append(f"[{item}]")
+            continue
+        try:
+            key = json.loads(item) if item else ""
+        except ValueError:
+            key = item.strip('"')
+        key = key if len(key) <= 100 else key[:99] + "…"
+        parts.append(f".{key}" if key.isidentifier() else f"[{json.dumps(key, ensure_ascii=False)}]")
+    return "".join(parts).removeprefix(".")
+
+
+def _short(path: str) -> str:
+    """A JSON path cut for a message (the problem keeps it whole)."""
+    if len(path) <= 60:
+        return path
+    head, tail = path[:36], path[-20:]
+    return f"{head[:head.rfind('[')] if '[' in head else head}…{tail[tail.find('['):] if '[' in tail else tail}"
+
+
+def _at(text: str, offset: int, label: str | None, first_line: int) -> tuple[int, str]:
+    """The line of an offset and the 'where' that starts a message about it."""
+    line = first_line + text.count("\n", 0, offset)
+    return line, where(label, line)
+
+
+def _too_deep(text: str, limits: Limits, label: str | None, first_line: int) -> LimitError:
+    offset, path = _locate(text, depth=limits.json_depth)
+    line, place = _at(text, offset, label, first_line)
+    return LimitError(_(
+        "%(where)s: '%(path)s' nests lists and objects deeper than %(limit)s levels, the limit "
+        "(%(setting)s). Flatten the data, or raise %(setting)s.",
+        where=place, path=_short(path), limit=limits.json_depth, setting=SETTINGS["json_depth"]), line, path)
+
+
+def _check_strings(text: str, limits: Limits, label: str | None, first_line: int) -> None:
+    """Raise LimitError at the first string longer than LIMIT_STRING_CHARS (escapes counted once)."""
+    cap = limits.string_chars
+    for match in _STRINGS.finditer(text):
+        if match.end() - match.start() - 2 <= cap:
+            continue
+        size = len(json.loads(match.group()))
+        if size <= cap:
+            continue
+        offset, path = _locate(text, offset=match.start())
+        line, place = _at(text, offset, label, first_line)
+        raise LimitError(_(
+            "%(where)s: '%(path)s' is a string of %(count)s characters, more than the limit of %(limit)s "
+            "(%(setting)s). Shorten it, or raise %(setting)s.", where=place, path=_short(path) or "$", count=size,
+            limit=cap, setting=SETTINGS["string_chars"]), line, path)
+
+
+def _long_number(text: str, label: str | None, first_line: int) -> LimitError:
+    """The error for an integer longer than Python converts (sys.get_int_max_str_digits())."""
+    match = next((m for m in _LONG_NUMBER.finditer(text) if text[m.start()] != '"'), None)
+    offset, path = _locate(text, offset=match.start()) if match else (0, "")
+    line, place = _at(text, offset, label, first_line)
+    return LimitError(_(
+        "%(where)s: '%(path)s' is a number of more than %(limit)s digits, which cannot be read. Write it with "
+        "fewer digits.", where=place, path=_short(path) or "$", limit=sys.get_int_max_str_digits()), line, path)
+
+
+# --- ZIP -----------------------------------------------------------------------------------------
+
+_CENTRAL = b"PK\x01\x02"  # every entry of a ZIP's central directory starts with this
+
+
+def open_zip(raw: bytes, limits: Limits, label: str = "") -> zipfile.ZipFile:
+    """A ZipFile over bytes, refused (LimitError) before it is parsed when it has more than LIMIT_ZIP_MEMBERS
+    entries; zipfile's own errors (BadZipFile ...) pass."""
+    if raw.count(_CENTRAL) > limits.zip_members:  # an upper bound on the entries, counted in C
+        archive = None
+        name = _entry_name(raw, limits.zip_members)
+        if name is None:  # the signature also occurs in member data: count the real entries
+            archive = zipfile.ZipFile(io.BytesIO(raw))
+            infos = archive.infolist()
+            if len(infos) <= limits.zip_members:
+                return archive
+            name = infos[limits.zip_members].filename
+        raise LimitError(_(
+            "%(file)s: the ZIP holds more than %(limit)s files and folders, the limit (%(setting)s). Upload fewer "
+            "files at a time, or raise %(setting)s.", file=name, limit=limits.zip_members,
+            setting=SETTINGS["zip_members"]), None, name)
+    return zipfile.ZipFile(io.BytesIO(raw))
+
+
+def _entry_name(raw: bytes, index: int) -> str | None:
+    """The name of central-directory entry `index` (0-based), walked from the directory's start; None when the
+    directory cannot be followed that far."""
+    end = raw.rfind(b"PK\x05\x06")
+    position = struct.unpack_from("<I", raw, end + 16)[0] if 0 <= end <= len(raw) - 22 else -1
+    for _number in range(index + 1):
+        if raw[position:position + 4] != _CENTRAL or position + 46 > len(raw):
+            return None
+        name_length, extra, comment = struct.unpack_from("<HHH", raw, position + 28)
+        name = raw[position + 46:position + 46 + name_length]
+        position += 46 + name_length + extra + comment
+    return name.decode("utf-8", "replace")[:200]
+
+
+class ZipReader:
+    """Reads members of an open ZIP within LIMIT_ZIP_MEMBER_MB each and LIMIT_ZIP_EXPANDED_MB together, counting
+    the bytes as they are decompressed (headers may lie) and stopping as soon as a limit is passed."""
+
+    def __init__(self, archive: zipfile.ZipFile, limits: Limits, expanded: int | None = None):
+        self.archive, self.limits = archive, limits
+        self.expanded = limits.zip_expanded_bytes if expanded is None else expanded
+        self.left = self.expanded
+
+    def check_declared(self, members: list[tuple[str, zipfile.ZipInfo]]) -> None:
+        """Refuse, before anything is decompressed, members whose headers already claim too much."""
+        total = sum(info.file_size for _name, info in members)
+        running = 0
+        for name, info in members:
+            running += info.file_size
+            if running > self.expanded:
+                raise self._too_big(name, total, self.expanded, "zip_expanded_mb")
+            if info.file_size > self.limits.zip_member_bytes:
+                raise self._too_big(name, info.file_size, self.limits.zip_member_bytes, "zip_member_mb")
+
+    def read(self, name: str, info: zipfile.ZipInfo) -> bytes:
+        """A member's bytes; LimitError when it, or the ZIP so far, expands past a limit."""
+        chunks = []
+        size = 0
+        with self._open(name, info) as member:
+            while chunk := member.read(READ_CHUNK):
+                size += len(chunk)
+                self._count(name, size, len(chunk))
+                chunks.append(chunk)
+        return b"".join(chunks)
+
+    def lines(self, name: str, info: zipfile.ZipInfo) -> Iterator[tuple[int, bytes]]:
+        """(line number, bytes) of a member, counted like read()."""
+        size = 0
+        with self._open(name, info) as member:
+            lineno = 0
+            while line := member.readline(min(self.left, self.limits.zip_member_bytes - size) + 1):
+                lineno += 1
+                size += len(line)
+                self._count(name, size, len(line))
+                yield lineno, line
+
+    def _open(self, name: str, info: zipfile.ZipInfo):
+        if info.compress_type not in ZIP_METHODS:
+            raise LimitError(_(
+                "%(file)s in the ZIP is compressed with a method other than Deflate (method %(method)s), which is "
+                "not read because it cannot be decompressed in bounded steps. Make the ZIP with the standard "
+                "Deflate compression.", file=name, method=info.compress_type), None, name)
+        return self.archive.open(info)
+
+    def _count(self, name: str, member_size: int, step: int) -> None:
+        self.left -= step
+        if member_size > self.limits.zip_member_bytes:
+            raise self._too_big(name, None, self.limits.zip_member_bytes, "zip_member_mb")
+        if self.left < 0:
+            raise self._too_big(name, None, self.expanded, "zip_expanded_mb")
+
+    @staticmethod
+    def _too_big(name: str, size: int | None, limit: int, setting: str) -> LimitError:
+        args = dict(file=name, limit=format_size(limit), setting=SETTINGS[setting])
+        if setting == "zip_member_mb":
+            message = _("%(file)s in the ZIP expands to more than %(limit)s, the limit for one file (%(setting)s). "
+                        "Split the file, or raise %(setting)s.", **args)
+        elif size is not None:
+            message = _("The ZIP expands to %(size)s, more than the limit of %(limit)s (%(setting)s), passed at "
+                        "%(file)s. Upload fewer files at a time, or raise %(setting)s.", size=format_size(size),
+                        **args)
+        else:
+            message = _("%(file)s takes the ZIP past the limit of %(limit)s expanded (%(setting)s); the ZIP is "
+                        "refused. Upload fewer files at a time, or raise %(setting)s.", **args)
+        return LimitError(message, None, name)
