@@ -7,16 +7,18 @@ import secrets
 import sys
 from pathlib import Path
 
+import jinja2
 from flask import Flask
 from flask_wtf.csrf import CSRFProtect
 
 import accounts
 import translations
 from benchmarks import limits as hard_limits
+from benchmarks import registry
 from jobs import Runner
 from judge_settings import JudgeSettings
 from store import Store
-from web import agentbench_views, api, auth, cli, compare, errors, exports, pages, references, security_headers, share
+from web import api, auth, cli, compare, errors, exports, pages, security_headers, share
 
 ROOT = Path(__file__).resolve().parent
 csrf = CSRFProtect()
@@ -63,14 +65,20 @@ def create_app(config: dict | None = None) -> Flask:
 
     csrf.init_app(app)
     translations.init_app(app)
+    # templates/ first, then each kind's own folder under its name ("dialogue/result.html")
+    app.jinja_loader = jinja2.ChoiceLoader([app.jinja_loader, registry.template_loader()])
+    app.jinja_env.globals["kinds"] = registry.kinds
     app.register_blueprint(pages.bp)
     app.register_blueprint(api.bp)
     app.register_blueprint(exports.bp)
-    app.register_blueprint(agentbench_views.bp)
     csrf.exempt(api.bp)
     share.register(app, csrf)  # share pages, and the share API exempt from CSRF
     compare.register(app)
-    references.register(app, csrf)
+    for kind in registry.kinds():  # pages a kind adds (mobility: reference sets); its API skips CSRF like ours
+        for blueprint in kind.blueprints():
+            app.register_blueprint(blueprint)
+            if (blueprint.url_prefix or "").startswith("/api"):
+                csrf.exempt(blueprint)
     errors.register(app)
     security_headers.register(app)  # CSP and the other headers, cookie flags, TRUSTED_PROXIES
     cli.register(app)

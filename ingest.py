@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import secrets
 import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
-from benchmarks import KINDS, agentbench, detect_kind
+from benchmarks import registry
 from benchmarks.problems import Problem, Report
+from store import new_id
 from translations import _
 
 CHUNK = 1 << 20
@@ -21,11 +21,6 @@ class InvalidUpload(Exception):
     def __init__(self, report: Report):
         super().__init__(report.problems[0].message if report.problems else "invalid upload")
         self.report = report
-
-
-def new_id() -> str:
-    """A fresh random identifier for an upload or an evaluation."""
-    return secrets.token_hex(6)
 
 
 def _copy_hashing(stream: BinaryIO, folder: Path) -> tuple[Path, str, int]:
@@ -43,24 +38,15 @@ def _copy_hashing(stream: BinaryIO, folder: Path) -> tuple[Path, str, int]:
 
 def upload_path(folder: str | Path, sha256: str, kind: str) -> Path:
     """Where the file with this content hash lives (never the user's file name)."""
-    return Path(folder) / f"{sha256}{KINDS[kind].extension}"
-
-
-def _validate_agentbench(stream: BinaryIO, filename: str, names: dict) -> Report:
-    """Validate AgentBench outputs; a single overall.json keeps its agent and task names in the summary
-    (given, or taken from the uploaded path, which is not stored)."""
-    report, run = agentbench.read_any(stream, filename, names.get("agent"), names.get("task"))
-    if report.ok and run.source == "overall":
-        report.summary["names"] = {"agent": run.tasks[0].agent, "task": run.tasks[0].config_name}
-    return report
+    return Path(folder) / f"{sha256}{registry.get(kind).extension}"
 
 
 def ingest(stream: BinaryIO, filename: str, store, folder: str | Path, kind: str | None = None,
-           names: dict | None = None) -> dict:
+           options: dict | None = None) -> dict:
     """Validate and store an uploaded file; returns the upload record or raises InvalidUpload.
 
-    `names` ({"agent", "task"}) name an AgentBench overall.json whose path does not; they are kept in
-    the upload's summary under "names", so that scoring reads the file the same way.
+    `options` are the kinds' upload fields (an AgentBench overall.json's agent and task, say); a kind keeps
+    what it needs of them in the upload's summary, so that scoring reads the file the same way.
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -68,19 +54,13 @@ def ingest(stream: BinaryIO, filename: str, store, folder: str | Path, kind: str
     try:
         if kind is None:
             with open(tmp, "rb") as f:
-                kind = detect_kind(f.read(4096), filename, tmp)
-        if kind not in KINDS:
+                kind = registry.detect(f.read(4096), filename, tmp)
+        if kind not in registry.names():
             message = _("Unknown benchmark kind '%(kind)s'. Supported kinds: %(kinds)s.", kind=kind,
-                        kinds=", ".join(KINDS))
+                        kinds=", ".join(registry.names()))
             raise InvalidUpload(Report([Problem(None, "kind", message)], [], {}))
-        module = KINDS[kind].module
         with open(tmp, "rb") as f:
-            if kind == "agentbench":
-                report = _validate_agentbench(f, filename, names or {})
-            elif kind == "conversation":  # problems name the uploaded file, never the temporary one
-                report = module.read_any(f, filename or "upload")[0]
-            else:
-                report = module.validate(f)
+            report = registry.get(kind).validate(f, filename or "upload", options or {})
         if not report.ok:
             raise InvalidUpload(report)
         existing = store.find_upload(sha256, kind)

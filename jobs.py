@@ -11,15 +11,13 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
 import judge_endpoints
-import references
-from benchmarks import agentbench, conversation, conversation_annotation, dialogue, mobility
-from benchmarks.dialogue_result import build_result, judge_summary
-from benchmarks.mobility_result import build_result as build_mobility_result
-from conversation_prompts import ANNOTATION_PROMPT_VERSION
-from evaluator import DIMENSIONS, MODES, DialogueContext, Judge, JudgeConfig, Verdict
-from ingest import new_id, upload_path
+from benchmarks import registry
+from benchmarks.dialogue.prompts import DIMENSIONS
+from benchmarks.kind import Job, JobFailed, Kind, Site, StartError, StartRequest
+from evaluator import Judge, JudgeConfig, Verdict
+
 from judge_settings import prices
-from store import JudgeCache, Store
+from store import JudgeCache, Store, new_id
 from translations import _
 
 log = logging.getLogger(__name__)
@@ -35,28 +33,6 @@ FLUSH_SECONDS = 0.5
 
 class RequestError(ValueError):
     """A request to create or change an evaluation that cannot be honoured; the message says why."""
-
-
-def iter_sessions_with_offsets(path: str | Path) -> Iterator[tuple[int, int, dialogue.Session]]:
-    """(index, byte offset, session) for every session of an already validated dialogue file."""
-    offset = 0
-    idx = 0
-    with open(path, "rb") as f:
-        for line in f:
-            start, offset = offset, offset + len(line)
-            if start == 0 and line.startswith(b"\xef\xbb\xbf"):
-                line, start = line[3:], 3
-            if not line.strip():
-                continue
-            yield idx, start, dialogue.parse_session(json.loads(line))
-            idx += 1
-
-
-def read_session(path: str | Path, offset: int) -> dialogue.Session:
-    """The session stored on the line starting at a byte offset."""
-    with open(path, "rb") as f:
-        f.seek(offset)
-        return dialogue.parse_session(json.loads(f.readline()))
 
 
 def judge_config(settings: Mapping, environ: Mapping[str, str]) -> JudgeConfig:
@@ -76,31 +52,21 @@ def judge_config(settings: Mapping, environ: Mapping[str, str]) -> JudgeConfig:
 
 def create_evaluation(store: Store, upload_id: str, methods: list[str] | None = None,
                       judge: Mapping | None = None, environ: Mapping[str, str] = os.environ,
-                      reference: str | None = None, annotate: bool = False) -> dict:
+                      options: Mapping | None = None) -> dict:
     """Check a request and record a queued evaluation; raises RequestError with a readable reason.
 
-    `annotate` asks the judge to annotate a conversation upload (otherwise it is scored without one).
+    `options` are the upload's kind's own start fields (a mobility reference set, a conversation annotation).
     """
     upload = store.get_upload(upload_id or "")
     if upload is None:
         raise RequestError(_("Upload '%(id)s' does not exist. Upload the file first.", id=upload_id))
-    if upload["kind"] == "mobility":
-        return _create_mobility(store, upload, reference)
-    if upload["kind"] == "agentbench":
-        return _create_single_step(store, upload, {})
-    if upload["kind"] == "conversation":
-        settings = {"annotate": True, **_judge_settings(judge, environ)} if annotate else {}
-        return _create_single_step(store, upload, settings,
-                                   upload["summary"]["conversations"] if annotate else 1)
-    available = upload["summary"]["methods"]
-    methods = list(methods or available)
-    unknown = [m for m in methods if m not in available]
-    if unknown:
-        raise RequestError(_("Unknown methods: %(unknown)s. This file has: %(available)s.",
-                             unknown=", ".join(unknown), available=", ".join(available)))
-    evaluation = {"id": new_id(), "upload_id": upload_id, "kind": upload["kind"], "methods": methods,
-                  "settings": {**_judge_settings(judge, environ), "modes": list(MODES)},
-                  "total": upload["summary"]["rounds"] * len(methods) * len(MODES)}
+    request = StartRequest(methods, options or {}, lambda: _judge_settings(judge, environ), store)
+    try:
+        plan = registry.get(upload["kind"]).start(upload, request)
+    except StartError as exc:
+        raise RequestError(str(exc)) from exc
+    evaluation = {"id": new_id(), "upload_id": upload_id, "kind": upload["kind"], "methods": plan.methods,
+                  "settings": plan.settings, "total": plan.total}
     store.add_evaluation(evaluation)
     return store.get_evaluation(evaluation["id"])
 
@@ -127,24 +93,6 @@ def _judge_settings(judge: Mapping | None, environ: Mapping[str, str]) -> dict:
         raise RequestError(problem)
     return {"endpoint": endpoint.name, "base_url": config.base_url,
             **{k: v for k, v in config.public().items() if k in JUDGE_OVERRIDES}, "prices": price}
-
-
-def _create_mobility(store: Store, upload: dict, reference: str | None) -> dict:
-    """A mobility evaluation: the generated upload scored against a named reference set."""
-    record = store.get_reference(reference) if reference else None
-    if record is None:
-        names = ", ".join(r["name"] for r in store.list_references())
-        raise RequestError(_("Pick the reference set to score against (by name or id). Known reference sets: "
-                             "%(names)s.", names=names or _("none yet; add one on the reference sets page")))
-    return _create_single_step(store, upload, {"reference": record["id"], "reference_name": record["name"]})
-
-
-def _create_single_step(store: Store, upload: dict, settings: dict, total: int = 1) -> dict:
-    """An evaluation of a whole upload rather than of methods (named after the uploaded file)."""
-    evaluation = {"id": new_id(), "upload_id": upload["id"], "kind": upload["kind"],
-                  "methods": [Path(upload["filename"]).stem or upload["id"]], "settings": settings, "total": total}
-    store.add_evaluation(evaluation)
-    return store.get_evaluation(evaluation["id"])
 
 
 class Runner:
@@ -221,32 +169,39 @@ class Runner:
     def _run(self, evaluation_id: str, on_progress: Callable[[dict], None] | None) -> None:
         evaluation = self.store.get_evaluation(evaluation_id, with_result=False)
         upload = self.store.get_upload(evaluation["upload_id"])
-        path = upload_path(self.upload_folder, upload["sha256"], upload["kind"])
+        kind = registry.get(evaluation["kind"])
+        path = Site(self.store, self.upload_folder).file_of(upload)
         if not path.exists():
             self.store.set_status(evaluation_id, "failed",
                                   _("The uploaded file is missing from the uploads folder; upload it again."))
             return
-        if evaluation["kind"] == "mobility":
-            self._run_mobility(evaluation, upload, path)
-            return
-        if evaluation["kind"] == "conversation":
-            self._run_conversation(evaluation, upload, path, on_progress)
-            return
-        if evaluation["kind"] == "agentbench":
-            self._run_agentbench(evaluation, upload, path)
-            return
-        config = self._judge_config(evaluation)
-        if config is None:
-            return
+        job = Job(evaluation, upload, path, Site(self.store, self.upload_folder))
+        if kind.needs_judge(evaluation):
+            job.config = self._judge_config(evaluation)
+            if job.config is None:
+                return
         self.store.set_status(evaluation_id, "running")
-        self._plan(evaluation, upload, path)
-        pending = self.store.pending_keys(evaluation_id)
-        with Judge(config, cache=JudgeCache(self.store)) as judge:
-            self._judge(evaluation_id, self._items(evaluation, path, pending), judge, on_progress)
-        cancelled = evaluation_id in self._cancelled
-        document = self.result_document(evaluation_id)
+        try:
+            if job.config is not None:
+                self._judge_all(kind, job, on_progress)
+            document = kind.score(job)
+        except JobFailed as exc:
+            self.store.set_status(evaluation_id, "failed", str(exc))
+            return
         self._write_result_file(evaluation_id, document)
-        self.store.set_result(evaluation_id, document, status="cancelled" if cancelled else "done")
+        self.store.set_result(evaluation_id, document,
+                              status="cancelled" if evaluation_id in self._cancelled else "done")
+
+    def _judge_all(self, kind: Kind, job: Job, on_progress: Callable[[dict], None] | None) -> None:
+        """Plan the judgments once (a resumed run skips this), then judge every one still pending."""
+        evaluation_id = job.evaluation["id"]
+        if not self.store.progress(evaluation_id)["total"]:
+            rows = list(kind.plan(job))
+            self.store.add_pending(evaluation_id, rows)
+            self.store.set_total(evaluation_id, len(rows))
+        pending = self.store.pending_keys(evaluation_id)
+        with Judge(job.config, cache=JudgeCache(self.store)) as judge:
+            self._judge(evaluation_id, kind.requests(job, pending), judge, on_progress)
 
     def _judge_config(self, evaluation: dict) -> JudgeConfig | None:
         """The evaluation's judge, or None after recording why it cannot be called (endpoint gone, no judge)."""
@@ -259,90 +214,6 @@ class Runner:
             self.store.set_status(evaluation["id"], "failed", config.problem())
             return None
         return config
-
-    def _run_mobility(self, evaluation: dict, upload: dict, path: Path) -> None:
-        """Score a generated mobility set against its reference set: no judge, one step."""
-        record = self.store.get_reference(evaluation["settings"]["reference"])
-        if record is None:
-            self.store.set_status(evaluation["id"], "failed", _("The reference set of this evaluation was removed."))
-            return
-        self.store.set_status(evaluation["id"], "running")
-        with open(path, "rb") as f:
-            generated = mobility.load(f)
-        document = build_mobility_result(evaluation, upload, record,
-                                         references.load(self.upload_folder, record), generated)
-        self._write_result_file(evaluation["id"], document)
-        self.store.set_result(evaluation["id"], document)
-
-    def _run_conversation(self, evaluation: dict, upload: dict, path: Path,
-                          on_progress: Callable[[dict], None] | None) -> None:
-        """Statistics and simulator fidelity of Human-vs-Agent conversations, with the judge's annotation
-        of every conversation when asked for."""
-        config = self._judge_config(evaluation) if evaluation["settings"].get("annotate") else None
-        if evaluation["settings"].get("annotate") and config is None:
-            return
-        self.store.set_status(evaluation["id"], "running")
-        with open(path, "rb") as f:
-            _report, conversations = conversation.read_any(f, upload["filename"])
-        document = {"kind": "conversation", "evaluation_id": evaluation["id"],
-                    "input": {"upload_id": upload["id"], "filename": upload["filename"], "sha256": upload["sha256"],
-                              "conversations": len(conversations)},
-                    **conversation.statistics(conversations)}
-        cancelled = False
-        if config is not None:
-            if not self.store.progress(evaluation["id"])["total"]:
-                self.store.add_pending(evaluation["id"], conversation_annotation.plan_rows(conversations))
-            pending = self.store.pending_keys(evaluation["id"])
-            with Judge(config, cache=JudgeCache(self.store)) as judge:
-                self._judge(evaluation["id"], conversation_annotation.requests(conversations, pending), judge,
-                            on_progress)
-            cancelled = evaluation["id"] in self._cancelled
-            document["annotation"] = {
-                "judge": {**judge_summary(config, self.store.usage(evaluation["id"]),
-                                          evaluation["settings"].get("prices"), []),
-                          "prompt_version": ANNOTATION_PROMPT_VERSION},
-                **conversation_annotation.summarise(conversations, self.store.judgments(evaluation["id"]))}
-        self._write_result_file(evaluation["id"], document)
-        self.store.set_result(evaluation["id"], document, status="cancelled" if cancelled else "done")
-
-    def _run_agentbench(self, evaluation: dict, upload: dict, path: Path) -> None:
-        """Per-task tables, status breakdown and overall score of AgentBench outputs: no judge, one step."""
-        self.store.set_status(evaluation["id"], "running")
-        names = upload["summary"].get("names") or {}
-        with open(path, "rb") as f:
-            _report, run = agentbench.read_any(f, upload["filename"], names.get("agent"), names.get("task"))
-        document = {**agentbench.score(run), "evaluation_id": evaluation["id"],
-                    "input": {"upload_id": upload["id"], "filename": upload["filename"], "sha256": upload["sha256"]}}
-        self._write_result_file(evaluation["id"], document)
-        self.store.set_result(evaluation["id"], document)
-
-    def _plan(self, evaluation: dict, upload: dict, path: Path) -> None:
-        """Record every judgment the evaluation needs as pending (once; a resumed run skips this)."""
-        if self.store.progress(evaluation["id"])["total"]:
-            return
-        offsets = []
-        rows = []
-        for idx, offset, session in iter_sessions_with_offsets(path):
-            offsets.append((idx, session.session_id, offset))
-            rows.extend((idx, session.session_id, rnd.number, method, mode)
-                        for rnd in session.rounds for method in evaluation["methods"] for mode in MODES)
-        if not self.store.count_sessions(upload["id"]):
-            self.store.set_session_offsets(upload["id"], offsets)
-        self.store.add_pending(evaluation["id"], rows)
-        self.store.set_total(evaluation["id"], len(rows))
-
-    def _items(self, evaluation: dict, path: Path, pending: set) -> Iterator[tuple[tuple, str, DialogueContext]]:
-        """Judge requests for the pending judgments, built lazily one session at a time."""
-        for idx, _offset, session in iter_sessions_with_offsets(path):
-            for position, rnd in enumerate(session.rounds):
-                for method in evaluation["methods"]:
-                    history = [(r.user_message, r.responses[method]) for r in session.rounds[:position]]
-                    ctx = DialogueContext(session.user_profile, session.user_personality, history,
-                                          rnd.user_message, rnd.responses[method])
-                    for mode in MODES:
-                        key = (idx, rnd.number, method, mode)
-                        if key in pending:
-                            yield key, mode, ctx
 
     def _judge(self, evaluation_id: str, items: Iterator, judge: Judge,
                on_progress: Callable[[dict], None] | None) -> None:
@@ -364,14 +235,6 @@ class Runner:
             if len(batch) >= FLUSH_EVERY or time.monotonic() - last_flush >= FLUSH_SECONDS:
                 flush()
         flush()
-
-    def result_document(self, evaluation_id: str) -> dict:
-        """Build the result document from everything judged so far."""
-        evaluation = self.store.get_evaluation(evaluation_id, with_result=False)
-        upload = self.store.get_upload(evaluation["upload_id"])
-        config = judge_config(evaluation["settings"], self.environ())
-        return build_result(evaluation, upload, self.store.judgments(evaluation_id),
-                            self.store.usage(evaluation_id), config)
 
     def _write_result_file(self, evaluation_id: str, document: dict) -> None:
         """Write results/<id>.json atomically, so a crash never leaves half a file."""

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 import sqlite3
 import threading
 from contextlib import contextmanager
@@ -9,7 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from evaluator import DIMENSIONS
+from benchmarks.dialogue.prompts import DIMENSIONS
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS uploads (
@@ -131,6 +132,11 @@ _ADDED_COLUMNS = (
     ("evaluations", "run_done_at_start", "INTEGER NOT NULL DEFAULT 0"),
     ("judgments", "scores", "TEXT"),  # JSON scores of judgments other than the dialogue dimensions
 )
+
+
+def new_id() -> str:
+    """A fresh random identifier for an upload, an evaluation, a share or a reference set."""
+    return secrets.token_hex(6)
 
 
 def now() -> str:

@@ -22,8 +22,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from evaluator import DialogueContext, Judge, JudgeConfig  # noqa: E402
 from bench.local_judge import judge_process, server_stats  # noqa: E402
+from benchmarks.dialogue import prompts  # noqa: E402
+from benchmarks.dialogue.prompts import DialogueContext  # noqa: E402
+from evaluator import Judge, JudgeConfig, Prompt  # noqa: E402
 from tests.judge_server import JudgeServer  # noqa: E402
 
 CALLS = 1000
@@ -32,7 +34,7 @@ CONCURRENCY = 32
 MAX_RATIO = 1.5
 
 
-def items(n: int) -> Iterator[tuple[int, str, DialogueContext]]:
+def items(n: int) -> Iterator[tuple[int, Prompt]]:
     """n fine-mode items with distinct replies."""
     for i in range(n):
         ctx = DialogueContext(
@@ -42,7 +44,7 @@ def items(n: int) -> Iterator[tuple[int, str, DialogueContext]]:
             user_message="I saw a heron this morning.",
             reply=f"How lovely, a heron is a patient hunter. Reply number {i}.",
         )
-        yield i, "fine", ctx
+        yield i, prompts.prompt("fine", ctx, "en")
 
 
 @contextmanager

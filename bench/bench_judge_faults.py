@@ -24,7 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.local_judge import judge_process, server_stats  # noqa: E402
-from evaluator import DialogueContext, Judge, JudgeConfig  # noqa: E402
+from benchmarks.dialogue import prompts  # noqa: E402
+from benchmarks.dialogue.prompts import DialogueContext  # noqa: E402
+from evaluator import Judge, JudgeConfig, Prompt  # noqa: E402
 
 CALLS = 2000
 LATENCY_S = 0.1
@@ -34,7 +36,7 @@ FAIL_KIND = "503"
 MAX_RATIO = 1.5
 
 
-def items(n: int, salt: str) -> Iterator[tuple[int, str, DialogueContext]]:
+def items(n: int, salt: str) -> Iterator[tuple[int, Prompt]]:
     """n fine-mode items with distinct replies, different for every salt."""
     for i in range(n):
         ctx = DialogueContext(
@@ -44,7 +46,7 @@ def items(n: int, salt: str) -> Iterator[tuple[int, str, DialogueContext]]:
             user_message="I saw a heron this morning.",
             reply=f"How lovely, a heron is a patient hunter. Reply number {i} of run {salt}.",
         )
-        yield i, "fine", ctx
+        yield i, prompts.prompt("fine", ctx, "en")
 
 
 def timed_run(url: str, salt: str) -> tuple[float, Counter, Counter]:

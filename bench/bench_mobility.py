@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import mobility  # noqa: E402
-from benchmarks.mobility import KEYS, MobilityData  # noqa: E402
+from benchmarks.mobility.format import KEYS, MobilityData  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "dailymobility"
 MAX_TIME_RATIO = 2.0
@@ -53,7 +53,7 @@ def generate(users: int, seed: int = 11) -> MobilityData:
 
 def reference_set() -> tuple[MobilityData, str]:
     if (DATA / "groundtruth").is_dir():
-        from benchmarks.mobility_reference import load_folder
+        from benchmarks.mobility.reference_files import load_folder
         return load_folder(DATA), "real DailyMobility groundtruth"
     return generate(100, seed=1), "generated (the real set is absent)"
 

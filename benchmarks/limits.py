@@ -21,6 +21,7 @@ import sys
 import zipfile
 from collections.abc import Iterator, Mapping
 from itertools import chain, compress
+from pathlib import Path
 from dataclasses import dataclass, fields
 
 from benchmarks.problems import Problem
@@ -374,3 +375,12 @@ class ZipReader:
             message = _("%(file)s takes the ZIP past the limit of %(limit)s expanded (%(setting)s); the ZIP is "
                         "refused. Upload fewer files at a time, or raise %(setting)s.", **args)
         return LimitError(message, None, name)
+
+
+def zip_has(path: str | Path, name: str) -> bool:
+    """Whether a ZIP holds a member with this file name (False when it cannot be read or breaks a limit)."""
+    try:
+        with open_zip(Path(path).read_bytes(), current()) as archive:
+            return any(member.rsplit("/", 1)[-1] == name for member in archive.namelist())
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError):  # ValueError includes LimitError
+        return False

@@ -8,8 +8,11 @@ import zipfile
 
 import pytest
 
-from benchmarks import agentbench as ab
-from benchmarks import agentbench_leaderboard as lb
+from benchmarks.agentbench import format as ab
+from benchmarks.agentbench import leaderboard as lb
+from benchmarks.agentbench import logs as ab_logs
+from benchmarks.agentbench import tasks as ab_tasks
+from benchmarks.agentbench.score import score
 from tests.conftest import SHARED_DATA
 
 REAL = SHARED_DATA / "agentbench"
@@ -89,7 +92,7 @@ def read_bytes(data: bytes, name: str = "overall.json", **kwargs):
 def scored(members: dict) -> dict:
     report, run = read_zip(members)
     assert report.ok, report.to_dict()
-    return ab.score(run)
+    return score(run)
 
 
 def messages(report) -> str:
@@ -122,7 +125,7 @@ def error_line(index: int, kind: str = "TASK_ERROR", info: str = "boom") -> byte
 def test_real_overall_is_an_unknown_task_with_its_custom_block():
     report, run = ab.read_any(REAL_OVERALL.open("rb"), "overall.json", agent="gpt-4o", task="medagentbench-std")
     assert report.ok and not report.warnings, report.to_dict()
-    doc = ab.score(run)
+    doc = score(run)
     agent = doc["agents"]["gpt-4o"]
     task = agent["tasks"]["medagentbench-std"]
     assert task["score"] is None and task["standard"] is None and task["split"] == "std"
@@ -131,7 +134,7 @@ def test_real_overall_is_an_unknown_task_with_its_custom_block():
     assert task["status"] == {"completed": 1.0, "context_limit": 0.0, "invalid_format": 0.0,
                               "invalid_action": 0.0, "task_limit": 0.0}
     assert task["history_length"] == {"average": 4.34, "max": 6, "min": 4}
-    assert agent["oa"] is None and agent["missing"] == list(ab.STANDARD_TASKS)
+    assert agent["oa"] is None and agent["missing"] == list(ab_tasks.STANDARD_TASKS)
     json.dumps(doc, allow_nan=False)
 
 
@@ -153,7 +156,7 @@ def test_real_runs_line_and_error_log_in_an_outputs_tree():
                             f"{folder}/runs.jsonl": runs,
                             f"{folder}/error.jsonl": REAL_ERRORS.read_bytes()})
     assert report.ok and not report.warnings, report.to_dict()
-    task = ab.score(run)["agents"]["gpt-4o"]["tasks"]["medagentbench-std"]
+    task = score(run)["agents"]["gpt-4o"]["tasks"]["medagentbench-std"]
     line = json.loads(runs)
     samples = task["samples"]
     assert samples["total"] == 1 and samples["by_status"] == {"completed": 1}
@@ -162,8 +165,8 @@ def test_real_runs_line_and_error_log_in_an_outputs_tree():
     assert sample["result"] == line["output"]["result"]
     assert sample["history_length"] == len(line["output"]["history"]) == len(sample["history"])
     first = line["output"]["history"][0]["content"]
-    assert len(first) > ab.MAX_MESSAGE_CHARS  # the real prompt is long: it is cut, and marked so
-    assert sample["history"][0] == {"role": "user", "content": first[:ab.MAX_MESSAGE_CHARS], "cut": True}
+    assert len(first) > ab_logs.MAX_MESSAGE_CHARS  # the real prompt is long: it is cut, and marked so
+    assert sample["history"][0] == {"role": "user", "content": first[:ab_logs.MAX_MESSAGE_CHARS], "cut": True}
     assert sample["history"][1]["content"] == line["output"]["history"][1]["content"]
     errors = task["errors"]
     assert errors["total"] == 22 == len(REAL_ERRORS.read_text().splitlines())
@@ -195,9 +198,9 @@ def test_two_agents_all_eight_tasks_overall_score_by_hand():
 
 def test_overall_score_needs_all_eight():
     scores = {"os": 10.8, "db": 13.0, "kg": 13.9, "dcg": 12.0, "ltp": 3.5, "hh": 13.0, "ws": 30.7, "wb": 11.6}
-    assert ab.overall_score(scores) == pytest.approx(1.0)  # every task at its normaliser
+    assert ab_tasks.overall_score(scores) == pytest.approx(1.0)  # every task at its normaliser
     del scores["ltp"]
-    assert ab.overall_score(scores) is None
+    assert ab_tasks.overall_score(scores) is None
 
 
 def test_status_grouping_by_hand():
@@ -208,10 +211,10 @@ def test_status_grouping_by_hand():
         data = dumps(overall(custom_for("os-std", 0.5), total=20, statuses=block))
         report, run = read_bytes(data, agent="m", task="os-std")
         assert report.ok and not report.warnings, report.to_dict()
-        status = ab.score(run)["agents"]["m"]["tasks"]["os"]["status"]
+        status = score(run)["agents"]["m"]["tasks"]["os"]["status"]
         assert status == pytest.approx({"completed": 0.5, "context_limit": 0.1, "invalid_format": 0.15,
                                         "invalid_action": 0.05, "task_limit": 0.1 + 0.04 + 0.06})
-        assert set(ab.STATUS_GROUP_NAMES) == set(status)
+        assert set(ab_tasks.STATUS_GROUP_NAMES) == set(status)
 
 
 def newest_members(order: str, old_date, new_date, old_run="outputs/run-b", new_run="outputs/run-a") -> dict:
@@ -226,7 +229,7 @@ def test_newest_overall_wins_by_date(order):
     members = newest_members(order, (2024, 1, 1, 0, 0, 0), (2024, 5, 1, 12, 0, 0))
     report, run = read_zip(members)
     assert report.ok
-    doc = ab.score(run)
+    doc = score(run)
     assert doc["agents"]["m"]["tasks"]["os"]["score"] == pytest.approx(90.0)
     assert doc["agents"]["m"]["tasks"]["os"]["modified"] == "2024-05-01 12:00:00"
     assert doc["superseded"] == [{"agent": "m", "task": "os-std", "file": "outputs/run-b/m/os-std/overall.json",
@@ -256,7 +259,7 @@ def test_dev_split_maps_to_standard_keys():
     dev = {task.replace("-std", "-dev"): metric for task, metric in AGENT_A.items()}
     doc = scored(tree({"m": dev}))
     agent = doc["agents"]["m"]
-    assert list(agent["tasks"]) == list(ab.STANDARD_TASKS)
+    assert list(agent["tasks"]) == list(ab_tasks.STANDARD_TASKS)
     assert agent["tasks"]["db"]["config_name"] == "dbbench-dev" and agent["tasks"]["db"]["split"] == "dev"
     assert agent["oa"] == pytest.approx(OA_A) and agent["oa_split"] == "dev"
 
@@ -266,7 +269,7 @@ def test_std_and_dev_together_keep_both_and_oa_uses_std():
     report, run = read_zip(tree({"m": tasks}))
     assert report.ok
     assert "os-std and os-dev" in warnings(report) and "uses os-std only" in warnings(report)
-    agent = ab.score(run)["agents"]["m"]
+    agent = score(run)["agents"]["m"]
     assert agent["tasks"]["os"]["score"] == pytest.approx(42.4) and agent["tasks"]["os"]["in_oa"]
     assert agent["tasks"]["os-dev"]["score"] == pytest.approx(90.0) and not agent["tasks"]["os-dev"]["in_oa"]
     assert list(agent["tasks"])[-1] == "os-dev"  # other keys after the eight standard ones
@@ -290,9 +293,9 @@ def test_unknown_task_is_kept_with_its_scalar_custom_values():
 def test_single_overall_names_from_arguments_or_path():
     data = dumps(overall(custom_for("kg-std", 0.25)))
     report, run = read_bytes(data, agent="my-agent", task="kg-std")
-    assert report.ok and ab.score(run)["agents"]["my-agent"]["tasks"]["kg"]["score"] == pytest.approx(25.0)
+    assert report.ok and score(run)["agents"]["my-agent"]["tasks"]["kg"]["score"] == pytest.approx(25.0)
     report, run = read_bytes(data, "outputs/2024-01-01/gpt-x/kg-std/overall.json")
-    doc = ab.score(run)
+    doc = score(run)
     assert report.ok and doc["source"] == "overall"
     assert doc["agents"]["gpt-x"]["tasks"]["kg"]["config_name"] == "kg-std"
 
@@ -307,7 +310,7 @@ def test_validate_reports_the_summary():
     report = ab.validate(make_zip(tree({"b": AGENT_B, "a": {"os-std": 0.1}})))
     assert report.ok
     assert report.summary["agent_names"] == ["a", "b"] and report.summary["results"] == 9
-    assert report.summary["tasks"] == list(ab.STANDARD_TASKS)
+    assert report.summary["tasks"] == list(ab_tasks.STANDARD_TASKS)
 
 
 def test_score_is_deterministic_and_json_ready():
@@ -338,7 +341,7 @@ def analysis_result() -> dict:
 def test_result_json_import():
     report, run = read_bytes(dumps(analysis_result()), "analysis/result.json")
     assert report.ok, report.to_dict()
-    doc = ab.score(run)
+    doc = score(run)
     assert doc["source"] == "result_json"
     gpt4 = doc["agents"]["gpt-4"]
     assert gpt4["oa"] == pytest.approx(OA_A)
@@ -371,7 +374,7 @@ def summary_csv() -> str:
 def test_summary_csv_import():
     report, run = read_bytes(summary_csv().encode(), "summary.csv")
     assert report.ok, report.to_dict()
-    doc = ab.score(run)
+    doc = score(run)
     assert doc["source"] == "summary_csv"
     assert doc["agents"]["gpt-4"]["oa"] == pytest.approx(OA_A)
     tiny = doc["agents"]["tiny"]
@@ -481,7 +484,7 @@ def test_zip_without_agent_task_folders_uses_arguments():
     report, _run = read_zip({"overall.json": data})
     assert [p.path for p in report.problems] == ["agent"] and "overall.json" in messages(report)
     report, run = read_zip({"overall.json": data}, agent="a", task="os-std")
-    assert report.ok and ab.score(run)["agents"]["a"]["tasks"]["os"]["score"] == pytest.approx(50.0)
+    assert report.ok and score(run)["agents"]["a"]["tasks"]["os"]["score"] == pytest.approx(50.0)
 
 
 def test_macosx_members_and_unfinished_tasks():
@@ -509,13 +512,13 @@ def test_fractions_not_summing_to_one_and_running_are_warnings():
 def test_metric_out_of_range_is_a_warning():
     report, run = one_task(dumps(overall(custom_for("os-std", 1.5))))
     assert report.ok and [w.path for w in report.warnings] == ["custom.overall.acc"]
-    assert ab.score(run)["agents"]["m"]["tasks"]["os"]["score"] == pytest.approx(150.0)
+    assert score(run)["agents"]["m"]["tasks"]["os"]["score"] == pytest.approx(150.0)
 
 
 def test_missing_validation_is_a_warning():
     report, run = one_task(dumps({"total": 5, "custom": custom_for("os-std", 0.5)}))
     assert report.ok and [w.path for w in report.warnings] == ["validation"]
-    assert ab.score(run)["agents"]["m"]["tasks"]["os"]["status"] is None
+    assert score(run)["agents"]["m"]["tasks"]["os"]["status"] is None
 
 
 def test_bad_jsonl_lines_are_warnings_naming_file_and_line():
@@ -526,36 +529,36 @@ def test_bad_jsonl_lines_are_warnings_naming_file_and_line():
     assert report.ok
     found = {(w.line, w.message.split(" line ")[0]) for w in report.warnings}
     assert found == {(2, f"{FOLDER}/runs.jsonl"), (4, f"{FOLDER}/runs.jsonl"), (2, f"{FOLDER}/error.jsonl")}
-    task = ab.score(run)["agents"]["m"]["tasks"]["os"]
+    task = score(run)["agents"]["m"]["tasks"]["os"]
     assert task["score"] == pytest.approx(50.0)
     assert task["samples"]["by_status"] == {"completed": 1, "task limit reached": 1}
     assert task["errors"]["by_kind"] == {"AGENT_FAILED": 1, "TASK_ERROR": 1}
 
 
 def test_many_bad_lines_are_counted_not_listed():
-    runs = b"oops\n" * (ab.MAX_LINE_WARNINGS + 3)
+    runs = b"oops\n" * (ab_logs.MAX_LINE_WARNINGS + 3)
     report, _run = one_task(dumps(overall(custom_for("os-std", 0.5))), {f"{FOLDER}/runs.jsonl": runs})
-    assert report.ok and len(report.warnings) == ab.MAX_LINE_WARNINGS + 1
+    assert report.ok and len(report.warnings) == ab_logs.MAX_LINE_WARNINGS + 1
     assert f"3 more unusable lines in {FOLDER}/runs.jsonl" in report.warnings[-1].message
 
 
 def test_sample_cap_keeps_the_first_and_counts_all(monkeypatch):
-    monkeypatch.setattr(ab, "MAX_SAMPLES", 3)
+    monkeypatch.setattr(ab_logs, "MAX_SAMPLES", 3)
     runs = b"".join(runs_line(i, status="completed" if i % 2 else "agent invalid action") for i in range(5))
     report, run = one_task(dumps(overall(custom_for("os-std", 0.5))), {f"{FOLDER}/runs.jsonl": runs})
     assert report.ok and "has 5 samples; the first 3 are kept" in warnings(report)
-    samples = ab.score(run)["agents"]["m"]["tasks"]["os"]["samples"]
+    samples = score(run)["agents"]["m"]["tasks"]["os"]["samples"]
     assert samples["total"] == 5 and samples["kept"] == 3 and samples["cut"]
     assert [s["index"] for s in samples["items"]] == [0, 1, 2]
     assert samples["by_status"] == {"agent invalid action": 3, "completed": 2}
 
 
 def test_history_budget_drops_later_histories(monkeypatch):
-    monkeypatch.setattr(ab, "MAX_HISTORY_CHARS", 10)
+    monkeypatch.setattr(ab_logs, "MAX_HISTORY_CHARS", 10)
     history = [{"role": "user", "content": "0123456789ab"}]
     runs = runs_line(0, history=history) + runs_line(1, history=history)
     _report, run = one_task(dumps(overall(custom_for("os-std", 0.5))), {f"{FOLDER}/runs.jsonl": runs})
-    samples = ab.score(run)["agents"]["m"]["tasks"]["os"]["samples"]
+    samples = score(run)["agents"]["m"]["tasks"]["os"]["samples"]
     assert samples["items"][0]["history"][0]["content"] == "0123456789ab"
     assert samples["items"][1]["history"] is None and samples["items"][1]["history_length"] == 1
     assert samples["history_omitted"] == 1
@@ -579,7 +582,7 @@ def test_leaderboard_oa_recomputes_from_the_task_scores():
         assert list(scores) == list(W)
         by_hand = sum(scores[task] / W[task] for task in W) / 8
         assert abs(by_hand - row["oa"]) <= 0.01, row["model"]
-        assert ab.overall_score(scores) == pytest.approx(by_hand)
+        assert ab_tasks.overall_score(scores) == pytest.approx(by_hand)
 
 
 def test_leaderboard_holds_the_api_models_and_open_models():

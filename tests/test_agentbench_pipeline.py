@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from benchmarks import detect_kind
+from benchmarks.registry import detect as detect_kind
 from tests.conftest import SHARED_DATA, wait_for
 from tests.test_agentbench import AGENT_A, AGENT_B, OA_A, OA_B, dumps, error_line, make_zip, overall, runs_line, tree
 
@@ -65,14 +65,14 @@ def test_outputs_zip_through_the_api_page_and_exports(client):
     assert "41.3" in picked and "2.49" in picked  # claude-2's KG score and published OA
     assert "3.11" not in picked  # claude-3's OA only when picked
 
-    samples = client.get(f"/evaluations/{body['id']}/samples?agent=agent-b&task=os")
+    samples = client.get(f"/evaluations/{body['id']}/view/samples?agent=agent-b&task=os")
     assert samples.status_code == 200
     html = samples.get_data(as_text=True)
     assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in html and "<script>alert('x')" not in html
     assert "AGENT_FAILED" in html and "agent invalid action" in html
-    only = client.get(f"/evaluations/{body['id']}/samples?agent=agent-b&task=os&status=completed").get_data(as_text=True)
+    only = client.get(f"/evaluations/{body['id']}/view/samples?agent=agent-b&task=os&status=completed").get_data(as_text=True)
     assert "rm -rf /" not in only
-    assert client.get(f"/evaluations/{body['id']}/samples?agent=nobody&task=os").status_code == 404
+    assert client.get(f"/evaluations/{body['id']}/view/samples?agent=nobody&task=os").status_code == 404
 
     rows = list(csv.DictReader(io.StringIO(client.get(f"/evaluations/{body['id']}.csv").data.decode("utf-8-sig"))))
     wb = next(r for r in rows if r["agent"] == "agent-a" and r["task"] == "wb")
@@ -143,8 +143,8 @@ def test_share_link_reaches_the_samples(client):
     body = evaluate(client, upload(client, outputs_zip(), "outputs.zip").get_json()["id"])
     token = client.post(f"/api/evaluations/{body['id']}/shares").get_json()["token"]
     page = client.get(f"/share/{token}").get_data(as_text=True)
-    assert f"/share/{token}/samples?agent=agent-b" in page
-    assert client.get(f"/share/{token}/samples?agent=agent-b&task=os").status_code == 200
+    assert f"/share/{token}/view/samples?agent=agent-b" in page
+    assert client.get(f"/share/{token}/view/samples?agent=agent-b&task=os").status_code == 200
 
 
 def test_cli_scores_a_tree_and_a_named_overall(runner, tmp_path):

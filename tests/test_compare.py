@@ -54,7 +54,8 @@ def test_compare_two_evaluations(client, two_runs):
 
 
 def test_differences_are_exact(app, client, two_runs):
-    from web.compare import comparison, load_runs
+    from benchmarks.dialogue.views import comparison
+    from web.compare import load_runs
     first, second = two_runs
     with app.test_request_context():
         data = comparison(load_runs([first, second]))

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import conversation as conv
+from benchmarks.conversation import format as conv
 from benchmarks import stats
-from benchmarks.conversation import Conversation, intent_label, read_any, statistics, validate
+from benchmarks.conversation.format import Conversation, intent_label, read_any, statistics, validate
 from benchmarks.limits import Limits
 
 SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "human_vs_agent" / "sample"
@@ -390,7 +390,7 @@ def test_bom_and_validate_summary():
 
 
 def test_file_that_is_not_utf8_names_the_byte_and_offset():
-    from benchmarks import conversation
+    from benchmarks.conversation import format as conversation
     raw = '{"history": [{"role": "user", "content": "旅行"}]}'.encode("gbk")
     report, conversations = conversation.read_any(io.BytesIO(raw), "chat.json")
     assert conversations == []

@@ -8,10 +8,11 @@ import zipfile
 
 import pytest
 
-from benchmarks import conversation
-from benchmarks.conversation_annotation import summarise
+from benchmarks.conversation import format as conversation
+from benchmarks.conversation import prompts as conversation_prompts
+from benchmarks.conversation.annotation import summarise
+from benchmarks.conversation.prompts import parse_annotation
 from benchmarks.stats import agreement
-from evaluator import parse_annotation
 from tests.conftest import SHARED_DATA, wait_for
 
 SAMPLE = SHARED_DATA / "human_vs_agent" / "sample"
@@ -38,6 +39,25 @@ def test_parse_annotation_reads_the_four_lines():
 ])
 def test_parse_annotation_refuses_what_is_not_an_answer(text):
     assert parse_annotation(text) is None
+
+
+def test_annotation_prompt_quotes_the_conversation_and_reads_answers_as_dims():
+    cap = conversation_prompts.MAX_TURN_CHARS
+    long_turn = "x" * (cap + 10)
+    ctx = conversation_prompts.ConversationContext("travel planning", "two days", "",
+                                                   [("user", "Plan it"), ("assistant", long_turn)])
+    request = conversation_prompts.prompt(ctx, "zh")
+    assert request.version == conversation_prompts.ANNOTATION_PROMPT_VERSION
+    assert [m["role"] for m in request.messages] == ["system", "user"]
+    assert request.messages[0]["content"] == conversation_prompts.SYSTEM["zh"]
+    user = request.messages[1]["content"]
+    assert "Plan it" in user and "x" * cap in user and long_turn not in user  # cut, with a note of how much
+    answer = "Detail Level: 2/2\nDiversity: 1/2\nPractical Utility: 0/2\nHallucination: no"
+    assert request.parse(answer) == ({"dims": {"detail": 2, "diversity": 1, "utility": 0, "hallucination": 0}}, None)
+    fields, why = request.parse("Detail Level: 2/2")
+    assert fields is None and "Diversity" in why
+    with pytest.raises(ValueError, match="language"):
+        conversation_prompts.prompt(ctx, "fr")
 
 
 # --- agreement ----------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from benchmarks import conversation
+from benchmarks.conversation import format as conversation
 from tests.conftest import SHARED_DATA, wait_for
 
 SAMPLE = SHARED_DATA / "human_vs_agent" / "sample"

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from benchmarks import stats
-from benchmarks.dialogue_metrics import DIMENSIONS, curve_statistics, score_methods
+from benchmarks.dialogue.metrics import DIMENSIONS, curve_statistics, score_methods
 
 
 def fine(session, k, total, method="A", status="ok", **dims):

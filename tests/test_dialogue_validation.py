@@ -7,7 +7,7 @@ import tracemalloc
 
 import pytest
 
-from benchmarks.dialogue import Round, Session, iter_sessions, parse_session, validate
+from benchmarks.dialogue.format import Round, Session, iter_sessions, parse_session, validate
 from benchmarks.jsonl import iter_lines
 from benchmarks.problems import MAX_PROBLEMS, Problem, Report
 

@@ -1,4 +1,5 @@
-"""The judge engine against the local OpenAI-compatible server: config, prompts, parsing, calls, cache, run()."""
+"""The judge engine against the local OpenAI-compatible server: config, calls, cache, run(), with the dialogue
+kind's prompts and parsers (benchmarks/dialogue/prompts.py) as its requests."""
 from __future__ import annotations
 
 import itertools
@@ -11,21 +12,25 @@ from collections.abc import Callable, Iterator
 import pytest
 
 import evaluator
-from evaluator import (
+from benchmarks.dialogue.prompts import (
     DIMENSIONS,
-    LANGUAGES,
-    MAX_WAIT_S,
     MODES,
     PROMPT_VERSION,
     DialogueContext,
-    Judge,
-    JudgeConfig,
-    Verdict,
-    backoff_s,
     build_messages,
-    endpoint_limiter,
     parse_binary,
     parse_fine,
+    prompt,
+)
+from evaluator import (
+    LANGUAGES,
+    MAX_WAIT_S,
+    Judge,
+    JudgeConfig,
+    Prompt,
+    Verdict,
+    backoff_s,
+    endpoint_limiter,
     retry_after_s,
 )
 from tests.judge_server import JudgeServer, reply_under_judgment
@@ -176,7 +181,7 @@ def test_public_and_repr_never_show_the_key():
 
 def test_base_url_without_key_sends_placeholder_key(judge_server):
     with make_judge(judge_server) as judge:
-        assert judge.judge("fine", ctx()).status == "ok"
+        assert judge.judge(prompt("fine", ctx(), "en")).status == "ok"
     assert judge_server.last_authorization == "Bearer EMPTY"
 
 
@@ -276,7 +281,7 @@ def test_parse_fine_keeps_boxed_total_when_it_disagrees_with_the_sum():
     ("", "no \\boxed{} total found"),
 ])
 def test_parse_fine_rejects_without_default(text, reason):
-    from evaluator import _parse_fine
+    from benchmarks.dialogue.prompts import _parse_fine
 
     assert parse_fine(text) is None
     assert reason in _parse_fine(text)[1]
@@ -298,7 +303,7 @@ def test_parse_binary():
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_judge_fine_end_to_end(judge_server, language):
     with make_judge(judge_server, language=language) as judge:
-        verdict = judge.judge("fine", ctx())
+        verdict = judge.judge(prompt("fine", ctx(), language))
     assert verdict.status == "ok" and verdict.total == 83.0 and not verdict.cached
     assert sum(verdict.dims.values()) == 83 and set(verdict.dims) == set(DIMENSIONS)
     assert verdict.prompt_tokens > 0 and verdict.completion_tokens > 0
@@ -311,15 +316,15 @@ def test_judge_fine_end_to_end(judge_server, language):
 @pytest.mark.parametrize("keep", [0, 1])
 def test_judge_binary_end_to_end(judge_server, keep):
     with make_judge(judge_server) as judge:
-        verdict = judge.judge("binary", ctx(reply=f"Sure. [[keep={keep}]]"))
+        verdict = judge.judge(prompt("binary", ctx(reply=f"Sure. [[keep={keep}]]"), "en"))
     assert verdict.status == "ok" and verdict.verdict == keep and verdict.total is None
     assert judge_server.requests_by_mode["binary"] == 1
 
 
 def test_judge_without_markers_is_deterministic(judge_server):
     with make_judge(judge_server) as judge:
-        first = judge.judge("fine", ctx(reply="plain reply"))
-        second = judge.judge("fine", ctx(reply="plain reply"))
+        first = judge.judge(prompt("fine", ctx(reply="plain reply"), "en"))
+        second = judge.judge(prompt("fine", ctx(reply="plain reply"), "en"))
     assert first.status == "ok" and 0 <= first.total <= 100 and first.total == second.total
 
 
@@ -329,9 +334,9 @@ def test_judge_without_markers_is_deterministic(judge_server):
 def test_cache_hit_makes_no_request(judge_server):
     cache = DictCache()
     with make_judge(judge_server, cache=cache) as judge:
-        first = judge.judge("fine", ctx())
+        first = judge.judge(prompt("fine", ctx(), "en"))
         assert judge_server.requests == 1 and cache.puts == 1
-        second = judge.judge("fine", ctx())
+        second = judge.judge(prompt("fine", ctx(), "en"))
     assert judge_server.requests == 1
     assert second.cached and not first.cached
     assert (second.status, second.total, second.dims) == ("ok", first.total, first.dims)
@@ -342,28 +347,67 @@ def test_cache_hit_makes_no_request(judge_server):
 def test_cache_misses_when_the_call_differs(judge_server, change):
     cache = DictCache()
     with make_judge(judge_server, cache=cache) as judge:
-        judge.judge("fine", ctx())
+        judge.judge(prompt("fine", ctx(), "en"))
     with make_judge(judge_server, cache=cache, **change) as judge:
-        verdict = judge.judge("fine", ctx())
+        verdict = judge.judge(prompt("fine", ctx(), "en"))
     assert judge_server.requests == 2 and not verdict.cached and len(cache.data) == 2
 
 
 def test_cache_key_is_stable_and_covers_the_messages(judge_server):
     with make_judge(judge_server) as judge:
-        a = judge.cache_key(build_messages("fine", ctx(), "en"))
-        assert a == judge.cache_key(build_messages("fine", ctx(), "en"))
-        assert a != judge.cache_key(build_messages("fine", ctx(reply="other"), "en"))
-        assert a != judge.cache_key(build_messages("binary", ctx(), "en"))
+        a = judge.cache_key(prompt("fine", ctx(), "en"))
+        assert a == judge.cache_key(prompt("fine", ctx(), "en"))
+        assert a != judge.cache_key(prompt("fine", ctx(reply="other"), "en"))
+        assert a != judge.cache_key(prompt("binary", ctx(), "en"))
     assert len(a) == 64 and int(a, 16) >= 0
+
+
+def test_dialogue_cache_keys_are_unchanged():
+    # Answers cached when these prompts lived in evaluator.py still match: same messages, same version.
+    with Judge(JudgeConfig(base_url="http://judge.invalid/v1")) as judge:
+        keys = {(mode, language): judge.cache_key(prompt(mode, ctx(), language))
+                for mode in MODES for language in LANGUAGES}
+    assert PROMPT_VERSION == "psb-judge-2026.11-1"
+    assert keys == {
+        ("fine", "en"): "46f9eab6764185ed104653f8a7d298c0936dd67e1109f257feb5cb5e552833fe",
+        ("fine", "zh"): "ee14bd993e95b6a6ee103948617c9afc8814f54cd59ce01db2ec5a1a1766a10d",
+        ("binary", "en"): "ffa9a8bbc48d48c0fb2fc8d6a944c4cdab567efcbd675e1207a9202de40efdfc",
+        ("binary", "zh"): "514e306379db53caa5eee8d436c615b457f4865f0dd9e7ede6d852ac31df68e8",
+    }
+
+
+def test_a_prompt_brings_its_own_parser_and_version(judge_server):
+    base = prompt("fine", ctx(), "en")
+    read: list[str] = []
+
+    def parse(answer: str) -> tuple[dict | None, str | None]:
+        read.append(answer)
+        return ({"verdict": 1}, None) if "\\boxed{83}" in answer else (None, "no 83")
+
+    custom = Prompt(base.messages, parse, "custom-1")
+    cache = DictCache()
+    with make_judge(judge_server, cache=cache) as judge:
+        assert judge.cache_key(custom) != judge.cache_key(base)  # the version is part of the key
+        first = judge.judge(custom)
+        assert (first.status, first.verdict, first.total, first.dims) == ("ok", 1, None, None)
+        assert read == [first.answer]
+        again = judge.judge(custom)
+        assert again.cached and again.verdict == 1 and judge_server.requests == 1
+        # The same request read by a stricter parser: the cached answer no longer parses, so it is asked again.
+        strict = Prompt(base.messages, lambda answer: (None, "stricter parser"), "custom-1")
+        assert judge.cache_key(strict) == judge.cache_key(custom)
+        verdict = judge.judge(strict)
+    assert verdict.status == "unparsed" and verdict.error == "stricter parser" and verdict.attempts == 1
+    assert judge_server.requests == 2 and cache.puts == 1
 
 
 def test_unparsed_answers_are_not_cached(judge_server):
     cache = DictCache()
     judge_server.fail_next(1, "malformed")
     with make_judge(judge_server, cache=cache) as judge:
-        first = judge.judge("fine", ctx())
+        first = judge.judge(prompt("fine", ctx(), "en"))
         assert first.status == "unparsed" and cache.data == {}
-        second = judge.judge("fine", ctx())
+        second = judge.judge(prompt("fine", ctx(), "en"))
     assert second.status == "ok" and not second.cached and judge_server.requests == 2 and cache.puts == 1
 
 
@@ -390,7 +434,7 @@ def test_transient_faults_then_success(judge_server, kind):
     judge_server.hang_s = 5
     judge_server.fail_next(2, kind)
     with make_judge(judge_server, timeout_s=0.3) as judge:
-        verdict = judge.judge("fine", ctx())
+        verdict = judge.judge(prompt("fine", ctx(), "en"))
     assert verdict.status == "ok" and verdict.total == 83.0 and verdict.error is None
     assert verdict.attempts == 3 and judge_server.requests == 3
     assert verdict.prompt_tokens > 0 and verdict.completion_tokens > 0
@@ -402,7 +446,7 @@ def test_persistent_transient_faults_fail_after_max_retries(judge_server, kind):
     judge_server.hang_s = 5
     judge_server.fail_always(kind)
     with make_judge(judge_server, timeout_s=0.3, max_retries=2) as judge:
-        verdict = judge.judge("fine", ctx())
+        verdict = judge.judge(prompt("fine", ctx(), "en"))
     assert verdict.status == "failed" and verdict.attempts == 3 and judge_server.requests == 3
     assert REASONS[kind] in verdict.error and verdict.error.endswith("(gave up after 3 attempts)")
     assert verdict.answer == "" and verdict.total is None and verdict.prompt_tokens == 0
@@ -411,7 +455,7 @@ def test_persistent_transient_faults_fail_after_max_retries(judge_server, kind):
 def test_no_retries_means_one_attempt(judge_server):
     judge_server.fail_always("503")
     with make_judge(judge_server, max_retries=0) as judge:
-        verdict = judge.judge("fine", ctx())
+        verdict = judge.judge(prompt("fine", ctx(), "en"))
     assert verdict.status == "failed" and verdict.attempts == 1 and judge_server.requests == 1
     assert verdict.error.endswith("(gave up after 1 attempt)")
 
@@ -424,7 +468,7 @@ def test_no_retries_means_one_attempt(judge_server):
 def test_client_errors_fail_at_once(judge_server, kind, reason):
     judge_server.fail_always(kind)
     with make_judge(judge_server, max_retries=3) as judge:
-        verdict = judge.judge("fine", ctx())
+        verdict = judge.judge(prompt("fine", ctx(), "en"))
     assert verdict.status == "failed" and verdict.attempts == 1 and judge_server.requests == 1
     assert verdict.error == f"{reason} (1 attempt; this error is not retried)"
 
@@ -432,7 +476,7 @@ def test_client_errors_fail_at_once(judge_server, kind, reason):
 def test_rejected_key_fails_at_once_and_is_never_shown(judge_server):
     judge_server.fail_always("401")  # the server echoes the key it received
     with make_judge(judge_server, api_key=SECRET, max_retries=3) as judge:
-        verdict = judge.judge("fine", ctx())
+        verdict = judge.judge(prompt("fine", ctx(), "en"))
     assert judge_server.last_authorization == f"Bearer {SECRET}"
     assert verdict.status == "failed" and verdict.attempts == 1 and judge_server.requests == 1
     assert "API key was rejected" in verdict.error and "HTTP 401" in verdict.error
@@ -443,7 +487,7 @@ def test_a_client_error_after_a_transient_one_stops_the_retries(judge_server):
     judge_server.fail_next(1, "503")
     judge_server.fail_next(1, "400")
     with make_judge(judge_server, max_retries=3) as judge:
-        verdict = judge.judge("fine", ctx())
+        verdict = judge.judge(prompt("fine", ctx(), "en"))
     assert verdict.status == "failed" and verdict.attempts == 2 and judge_server.requests == 2
     assert verdict.error.endswith("HTTP 400: Simulated client error 400. (2 attempts; this error is not retried)")
 
@@ -459,7 +503,7 @@ def test_bad_answers_are_unparsed_once_and_not_cached(judge_server, mode, kind, 
     cache = DictCache()
     judge_server.fail_next(1, kind)
     with make_judge(judge_server, cache=cache) as judge:
-        verdict = judge.judge(mode, ctx())
+        verdict = judge.judge(prompt(mode, ctx(), "en"))
     assert verdict.status == "unparsed" and reason in verdict.error and verdict.attempts == 1
     assert verdict.total is None and verdict.verdict is None and verdict.prompt_tokens > 0
     assert judge_server.requests == 1 and cache.puts == 0
@@ -472,7 +516,7 @@ def test_unparsed_after_a_retry_counts_both_attempts(judge_server):
     judge_server.fail_next(1, "502")
     judge_server.fail_next(1, "malformed")
     with make_judge(judge_server, cache=cache) as judge:
-        verdict = judge.judge("fine", ctx())
+        verdict = judge.judge(prompt("fine", ctx(), "en"))
     assert verdict.status == "unparsed" and verdict.attempts == 2 and judge_server.requests == 2
     assert cache.puts == 0
 
@@ -481,7 +525,7 @@ def test_timeout_without_retries_fails(judge_server):
     judge_server.fail_next(1, "timeout")
     with make_judge(judge_server, max_retries=0, timeout_s=0.5) as judge:
         start = time.monotonic()
-        verdict = judge.judge("fine", ctx())
+        verdict = judge.judge(prompt("fine", ctx(), "en"))
         elapsed = time.monotonic() - start
     assert verdict.status == "failed" and "Timeout" in verdict.error and "0.5 s" in verdict.error
     assert 0.4 <= elapsed < 3
@@ -495,7 +539,7 @@ def test_429_retry_after_is_honoured(judge_server):
     judge_server.fail_next(1, "429")
     with make_judge(judge_server, retry_base_s=0.0) as judge:  # no backoff of our own to hide behind
         start = time.monotonic()
-        verdict = judge.judge("binary", ctx())
+        verdict = judge.judge(prompt("binary", ctx(), "en"))
         elapsed = time.monotonic() - start
     assert verdict.status == "ok" and verdict.attempts == 2 and judge_server.requests == 2
     assert elapsed >= 0.2
@@ -515,7 +559,7 @@ def test_retry_after_forms(judge_server, form, asked, low, high):
     judge_server.retry_after_form = form
     judge_server.fail_next(1, "429")
     with make_judge(judge_server, sleep=sleeps.append, retry_base_s=10, rng=Upper()) as judge:
-        verdict = judge.judge("fine", ctx())
+        verdict = judge.judge(prompt("fine", ctx(), "en"))
     assert verdict.status == "ok" and verdict.attempts == 2
     assert len(sleeps) == 1 and low - 1e-6 <= sleeps[0] <= high + 1e-6
 
@@ -538,7 +582,7 @@ def test_backoff_grows_exponentially_up_to_the_cap(judge_server):
     judge_server.fail_always("503")
     with make_judge(judge_server, sleep=sleeps.append, rng=Upper(), max_retries=5,
                     retry_base_s=0.01, retry_max_s=0.05) as judge:
-        verdict = judge.judge("fine", ctx())
+        verdict = judge.judge(prompt("fine", ctx(), "en"))
     assert verdict.status == "failed" and verdict.attempts == 6
     assert sleeps == pytest.approx([0.01, 0.02, 0.04, 0.05, 0.05])
 
@@ -548,7 +592,7 @@ def test_backoff_has_full_jitter_within_bounds(judge_server):
     judge_server.fail_always("500")
     with make_judge(judge_server, sleep=sleeps.append, rng=random.Random(7), max_retries=6,
                     retry_base_s=0.1, retry_max_s=1.0) as judge:
-        judge.judge("fine", ctx())
+        judge.judge(prompt("fine", ctx(), "en"))
     assert len(sleeps) == 6
     assert all(0 <= wait <= min(1.0, 0.1 * 2 ** k) for k, wait in enumerate(sleeps))
     assert len(set(sleeps)) == 6  # jittered, not fixed
@@ -562,18 +606,18 @@ def test_backoff_has_full_jitter_within_bounds(judge_server):
 def test_cache_bypass_calls_again_and_still_writes(judge_server):
     cache = DictCache()
     with make_judge(judge_server, cache=cache) as judge:
-        judge.judge("fine", ctx())
-        key = judge.cache_key(build_messages("fine", ctx(), "en"))
+        judge.judge(prompt("fine", ctx(), "en"))
+        key = judge.cache_key(prompt("fine", ctx(), "en"))
     cache.data[key]["answer"] = cache.data[key]["answer"].replace("\\boxed{83}", "\\boxed{80}")
     with make_judge(judge_server, cache=cache, use_cache=False) as judge:
-        assert judge.cache_key(build_messages("fine", ctx(), "en")) == key  # not part of the key
-        verdict = judge.judge("fine", ctx())
+        assert judge.cache_key(prompt("fine", ctx(), "en")) == key  # not part of the key
+        verdict = judge.judge(prompt("fine", ctx(), "en"))
         assert verdict.total == 83.0 and not verdict.cached and verdict.attempts == 1
-        assert [v.cached for _t, v in judge.run([("a", "fine", ctx())])] == [False]
+        assert [v.cached for _t, v in judge.run([("a", prompt("fine", ctx(), "en"))])] == [False]
     assert judge_server.requests == 3 and cache.puts == 3
     assert "\\boxed{83}" in cache.data[key]["answer"]  # rewritten by the fresh answer
     with make_judge(judge_server, cache=cache) as judge:
-        again = judge.judge("fine", ctx())
+        again = judge.judge(prompt("fine", ctx(), "en"))
     assert again.cached and again.attempts == 0 and again.prompt_tokens == 0 and judge_server.requests == 3
 
 
@@ -581,8 +625,8 @@ def test_cache_bypass_from_the_environment(judge_server):
     config = JudgeConfig.from_env({"JUDGE_BASE_URL": judge_server.url, "JUDGE_CACHE": "0"})
     cache = DictCache()
     with Judge(config, cache=cache) as judge:
-        judge.judge("binary", ctx())
-        judge.judge("binary", ctx())
+        judge.judge(prompt("binary", ctx(), "en"))
+        judge.judge(prompt("binary", ctx(), "en"))
     assert judge_server.requests == 2 and cache.puts == 2
 
 
@@ -623,11 +667,12 @@ def test_a_call_waiting_to_retry_does_not_hold_a_slot(judge_server):
     judge_server.fail_next(1, "503", match="SLOW")
     outcome: dict[str, Verdict] = {}
     with make_judge(judge_server, concurrency=1, retry_base_s=0.6, retry_max_s=0.6, rng=Upper()) as judge:
-        slow = threading.Thread(target=lambda: outcome.update(slow=judge.judge("fine", ctx(reply="SLOW one"))))
+        slow_prompt = prompt("fine", ctx(reply="SLOW one"), "en")
+        slow = threading.Thread(target=lambda: outcome.update(slow=judge.judge(slow_prompt)))
         slow.start()
         wait_until(lambda: judge_server.requests >= 1)
         start = time.monotonic()
-        quick = judge.judge("fine", ctx(reply="quick one"))
+        quick = judge.judge(prompt("fine", ctx(reply="quick one"), "en"))
         quick_s = time.monotonic() - start
         slow.join(5)
     assert quick.status == "ok" and quick.attempts == 1 and quick_s < 0.4  # inside the 0.6 s backoff
@@ -639,13 +684,14 @@ def test_a_call_waiting_to_retry_does_not_hold_a_slot(judge_server):
 def test_cache_hits_take_no_slot(judge_server):
     cache = DictCache()
     with make_judge(judge_server, cache=cache, concurrency=1) as judge:
-        judge.judge("fine", ctx())
+        judge.judge(prompt("fine", ctx(), "en"))
         limiter = endpoint_limiter(judge_server.url)
         assert limiter.acquire()  # the endpoint's only slot is now taken
         try:
             found: list[Verdict] = []
             worker = threading.Thread(target=lambda: found.extend(
-                [judge.judge("fine", ctx()), *(v for _t, v in judge.run([("x", "fine", ctx())]))]))
+                [judge.judge(prompt("fine", ctx(), "en")),
+                 *(v for _t, v in judge.run([("x", prompt("fine", ctx(), "en"))]))]))
             worker.start()
             worker.join(2)
             assert [v.cached for v in found] == [True, True]
@@ -664,7 +710,7 @@ def test_a_slot_is_kept_until_the_answer_is_cached(judge_server):
 
     with make_judge(judge_server, cache=Watching(), concurrency=2) as judge:
         assert len(list(judge.run(items(6, "fine")))) == 6
-        judge.judge("fine", ctx())
+        judge.judge(prompt("fine", ctx(), "en"))
         assert endpoint_limiter(judge_server.url).in_use == 0
     # So a process killed mid-run has paid for at most `concurrency` answers it did not keep.
     assert len(in_use_at_put) == 7 and all(n >= 1 for n in in_use_at_put)
@@ -684,11 +730,11 @@ def test_stopping_a_run_cuts_backoffs_short_without_retrying(judge_server):
 # -- run() --------------------------------------------------------------------------------------
 
 
-def items(n: int, mode: str | None = None, salt: str = "") -> Iterator[tuple[object, str, DialogueContext]]:
+def items(n: int, mode: str | None = None, salt: str = "") -> Iterator[tuple[object, Prompt]]:
     """n items with distinct replies, alternating modes unless one is given."""
     for i in range(n):
         reply = f"{salt}reply {i} [[score={i % 101}]] [[keep={i % 2}]]"
-        yield ("item", i), mode or MODES[i % 2], ctx(reply=reply)
+        yield ("item", i), prompt(mode or MODES[i % 2], ctx(reply=reply), "en")
 
 
 def test_run_yields_every_tag_once(judge_server):
@@ -724,7 +770,7 @@ def test_run_stops_early_and_drains(judge_server):
 def test_run_consumes_items_lazily(judge_server):
     pulled = 0
 
-    def source() -> Iterator[tuple[object, str, DialogueContext]]:
+    def source() -> Iterator[tuple[object, Prompt]]:
         nonlocal pulled
         for item in items(1000, "binary"):
             pulled += 1
@@ -739,7 +785,7 @@ def test_run_consumes_items_lazily(judge_server):
 
 
 def test_run_over_an_endless_generator_stops(judge_server):
-    endless = ((i, "fine", ctx(reply=f"endless {i}")) for i in itertools.count())
+    endless = ((i, prompt("fine", ctx(reply=f"endless {i}"), "en")) for i in itertools.count())
     count = 0
     with make_judge(judge_server, concurrency=4) as judge:
         for _result in judge.run(endless, should_stop=lambda: count >= 10):
@@ -765,7 +811,8 @@ def test_run_sends_identical_requests_once(judge_server):
     judge_server.latency_s = 0.05
     same = ctx(reply="the same reply [[score=42]]")
     with make_judge(judge_server, concurrency=4) as judge:
-        results = dict(judge.run([("a", "fine", same), ("b", "fine", same), ("c", "binary", same)]))
+        results = dict(judge.run([("a", prompt("fine", same, "en")), ("b", prompt("fine", same, "en")),
+                                  ("c", prompt("binary", same, "en"))]))
     assert judge_server.requests == 2 and results["a"].total == results["b"].total == 42.0
     assert results["a"].prompt_tokens > 0 and not results["a"].cached and results["a"].attempts == 1
     assert results["b"].prompt_tokens == 0 and results["b"].cached and results["b"].attempts == 0

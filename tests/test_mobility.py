@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import jensenshannon
 
-from benchmarks import mobility, stats
-from benchmarks.mobility import KEYS, MobilityData
+from benchmarks import stats
+from benchmarks.mobility import format as mobility
+from benchmarks.mobility.format import KEYS, MobilityData
 from benchmarks.problems import MAX_PROBLEMS, Problem, Report
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "dailymobility"

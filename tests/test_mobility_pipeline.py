@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks import mobility
+from benchmarks.mobility import format as mobility
 from tests.conftest import SHARED_DATA, wait_for
 
 GROUNDTRUTH = SHARED_DATA / "dailymobility" / "groundtruth"

@@ -14,9 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks import mobility, mobility_reference
-from benchmarks.mobility import KEYS, MobilityData
-from benchmarks.mobility_reference import FILES, ReferenceError
+from benchmarks.mobility import format as mobility
+from benchmarks.mobility import reference_files as mobility_reference
+from benchmarks.mobility.format import KEYS, MobilityData
+from benchmarks.mobility.reference_files import FILES, ReferenceError
 from benchmarks.limits import Limits, ZipReader
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "dailymobility"

@@ -5,7 +5,7 @@ import io
 import json
 import re
 
-from charts import PLOTLY_JS_FILE
+from benchmarks.figures import PLOTLY_JS_FILE
 from tests.conftest import jsonl, session_line, wait_for
 
 XSS = "<script>alert(1)</script><img src=x onerror=alert(2)></script>"
@@ -70,9 +70,9 @@ def test_result_page_shows_table_charts_and_detail(client):
     html = client.get(f"/evaluations/{evaluation_id}").get_data(as_text=True)
     assert 'id="chart-al"' in html and 'id="chart-radar"' in html and "/vendor/plotly.min.js" in html
     assert "Pairwise differences" in html and "By round" in html and "r1" in html
-    fragment = client.get(f"/evaluations/{evaluation_id}/sessions/0").get_data(as_text=True)
+    fragment = client.get(f"/evaluations/{evaluation_id}/view/session?index=0").get_data(as_text=True)
     assert "reply 1 from A" in fragment and "reasoning" in fragment and "<html" not in fragment
-    assert client.get(f"/evaluations/{evaluation_id}/sessions/5").status_code == 404
+    assert client.get(f"/evaluations/{evaluation_id}/view/session?index=5").status_code == 404
     assert client.get("/vendor/plotly.min.js").status_code == 200
 
 
@@ -92,7 +92,7 @@ def test_user_text_is_escaped_everywhere(client):
     s["rounds"][0]["user_message"] = XSS
     s["rounds"][0]["responses"]["A"] = XSS
     evaluation_id = finished_evaluation(client, jsonl(s))
-    for url in (f"/evaluations/{evaluation_id}", "/evaluations", f"/evaluations/{evaluation_id}/sessions/0",
+    for url in (f"/evaluations/{evaluation_id}", "/evaluations", f"/evaluations/{evaluation_id}/view/session?index=0",
                 f"/evaluations/{evaluation_id}/report.html"):
         html = client.get(url).get_data(as_text=True)
         assert "<script>alert(1)" not in html and "<img src=x" not in html, url
@@ -198,3 +198,12 @@ def test_methods_in_the_query_string_narrow_the_result_page(client):
     assert f'href="/evaluations/{evaluation_id}?methods=B"' in html
     full = client.get(f"/evaluations/{evaluation_id}?methods=nope").get_data(as_text=True)
     assert '"name": "A"' in full and '"name": "B"' in full
+
+
+def test_upload_page_lists_every_kinds_format_with_literal_paths(client):
+    html = client.get("/").get_data(as_text=True)
+    assert html.count("&lt;run&gt;/&lt;agent&gt;/&lt;task&gt;/overall.json") == 2  # shown as text, not eaten as tags
+    assert "<run>" not in html
+    formats = html[html.index("File formats"):]
+    # dialogue, the kind of any file no other kind claims, first; then the others
+    assert formats.index("Each line is one session") < formats.index("DailyMobility outputs")

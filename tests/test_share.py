@@ -85,8 +85,8 @@ def test_share_page_shows_the_result_and_nothing_else(client):
     assert 'id="chart-al"' in html and '<script id="figures"' in html and "/vendor/plotly.min.js" in html
     assert "Pairwise differences" in html and "s1" in html and "log.jsonl" in html
     # a session's detail is loaded from under the share link too
-    assert f'data-src="{share_path(share)}/sessions/0"' in html
-    assert "A says hi" in client.get(f"{share_path(share)}/sessions/0").get_data(as_text=True)
+    assert f'data-src="{share_path(share)}/view/session?index=0"' in html
+    assert "A says hi" in client.get(f"{share_path(share)}/view/session?index=0").get_data(as_text=True)
     # not to be indexed, no Referer with the token in it, not cached
     assert '<meta name="robots" content="noindex, nofollow">' in html
     assert resp.headers["X-Robots-Tag"] == "noindex, nofollow"

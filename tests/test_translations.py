@@ -23,10 +23,10 @@ SAMPLE = {**dict.fromkeys("diouxXc", 7), **dict.fromkeys("eEfFgG", 7.5), **dict.
 
 @lru_cache(maxsize=None)
 def extracted_messages() -> dict:
-    """msgid (str, or (singular, plural)) -> first location, as `pybabel extract -F babel.cfg -k lazy_gettext .`."""
+    """msgid (str, or (singular, plural)) -> first location, as `pybabel extract -F babel.cfg -k lazy_gettext -k _l .`."""
     with (ROOT / "babel.cfg").open(encoding="utf-8") as cfg:
         method_map, options_map = parse_mapping_cfg(cfg, str(ROOT / "babel.cfg"))
-    keywords = {**DEFAULT_KEYWORDS, "lazy_gettext": None}
+    keywords = {**DEFAULT_KEYWORDS, "lazy_gettext": None, "_l": None}
     messages: dict = {}
     for filename, lineno, message, _comments, _context in extract_from_dir(
             str(ROOT), method_map, options_map, keywords=keywords):

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from flask import current_app
 
-from ingest import upload_path
+from benchmarks.kind import Site
 from jobs import Runner
 from judge_settings import JudgeSettings
 from store import Store
@@ -26,6 +26,6 @@ def get_judge_settings() -> JudgeSettings:
     return current_app.extensions["judge_settings"]
 
 
-def file_of(upload: dict) -> Path:
-    """Path of an upload's stored file."""
-    return upload_path(current_app.config["UPLOAD_FOLDER"], upload["sha256"], upload["kind"])
+def get_site() -> Site:
+    """What the kinds' pages may read: the store and the uploads folder."""
+    return Site(get_store(), Path(current_app.config["UPLOAD_FOLDER"]))

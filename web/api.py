@@ -6,8 +6,9 @@ from flask import Blueprint, abort, current_app, jsonify, request, url_for
 from ingest import InvalidUpload, ingest
 from jobs import RequestError, create_evaluation
 from translations import _
-from web import get_judge_settings, get_runner, get_store
-from web.payloads import evaluation_status, session_page, upload_json, upload_names
+from web import get_judge_settings, get_runner, get_site, get_store
+from benchmarks import registry
+from web.payloads import evaluation_status, start_options, upload_json, upload_options
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
@@ -28,7 +29,7 @@ def create_upload():
         return jsonify({"error": _("Send the file as multipart form field 'file'."), "problems": []}), 400
     try:
         upload = ingest(file.stream, file.filename, get_store(), current_app.config["UPLOAD_FOLDER"],
-                        request.form.get("kind") or None, upload_names(request.form))
+                        request.form.get("kind") or None, upload_options(request.form))
     except InvalidUpload as exc:
         return problem_response(exc)
     return jsonify(upload_json(upload)), 201
@@ -43,8 +44,8 @@ def get_upload(upload_id: str):
 
 @bp.post("/evaluations")
 def create():
-    """Start an evaluation of an upload: `{upload_id, methods?, judge?}`, `{upload_id, reference}` for mobility,
-    `{upload_id, annotate?, judge?}` for conversations."""
+    """Start an evaluation of an upload: `{upload_id, methods?, judge?}` and the kind's own fields (`reference`
+    for mobility, `annotate` for conversations)."""
     body = request.get_json(silent=True)
     if not isinstance(body, dict):
         return jsonify({"error": _("Send a JSON object such as {\"upload_id\": \"...\"}.")}), 400
@@ -54,15 +55,9 @@ def create():
     judge = body.get("judge")
     if judge is not None and not isinstance(judge, dict):
         return jsonify({"error": _("'judge' must be an object of judge settings.")}), 400
-    reference = body.get("reference")
-    if reference is not None and not isinstance(reference, str):
-        return jsonify({"error": _("'reference' must be the name or id of a reference set.")}), 400
-    annotate = body.get("annotate", False)
-    if not isinstance(annotate, bool):
-        return jsonify({"error": _("'annotate' must be true or false.")}), 400
     try:
         evaluation = create_evaluation(get_store(), body.get("upload_id"), methods, judge,
-                                       get_judge_settings().environ(), reference, annotate)
+                                       get_judge_settings().environ(), start_options(body))
     except RequestError as exc:
         return jsonify({"error": str(exc)}), 400
     get_runner().start(evaluation["id"])
@@ -116,7 +111,7 @@ def _restart(evaluation_id: str, rerun_failed: bool):
 
 @bp.get("/evaluations/<evaluation_id>/sessions")
 def sessions(evaluation_id: str):
-    """A page of per-session detail: messages, replies, scores and the judge's reasoning."""
+    """A page of per-sample detail (dialogue: messages, replies, scores and the judge's reasoning)."""
     evaluation = get_store().get_evaluation(evaluation_id, with_result=False) or abort(404)
-    return jsonify(session_page(evaluation, request.args))
-
+    page = registry.get(evaluation["kind"]).samples(evaluation, request.args, get_site())
+    return jsonify(page) if page is not None else abort(404)

@@ -10,11 +10,12 @@ import click
 from flask import Flask, current_app
 from flask.cli import with_appcontext
 
-import references
+from benchmarks import registry
+from benchmarks.kind import StartError
 from ingest import InvalidUpload, ingest
 from jobs import RequestError, create_evaluation
 from translations import _, duration
-from web import get_judge_settings, get_runner, get_store, users_cli
+from web import get_judge_settings, get_runner, get_site, get_store, users_cli
 
 
 class ProgressBar:
@@ -41,25 +42,14 @@ class ProgressBar:
         click.echo(f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] {line} · {speed}  ", nl=False, err=True)
 
 
-@click.command("score")
-@with_appcontext
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--kind", help="Benchmark kind (detected from the file when omitted).")
-@click.option("--reference", help="Reference set, path or name (mobility only).")
-@click.option("--methods", help="Comma-separated method names to score (default: all).")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the result here instead of stdout.")
-@click.option("--agent", help="AgentBench: the agent of a lone overall.json whose path does not name it.")
-@click.option("--task", help="AgentBench: the task config name (e.g. os-std) of a lone overall.json.")
-@click.option("--annotate", is_flag=True, help="Conversations: also have the judge annotate each conversation.")
-@click.option("--judge-endpoint", help="Name of the judge endpoint to use (JUDGE_ENDPOINTS or the settings page).")
-def score(file: Path, kind: str | None, reference: str | None, methods: str | None, out: Path | None,
-          annotate: bool, agent: str | None, task: str | None, judge_endpoint: str | None) -> None:
+def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, judge_endpoint: str | None,
+           **kind_values) -> None:
     """Validate and score FILE, then print the result document as JSON."""
+    upload_options = {f: kind_values[f] for k in registry.kinds() for f in k.upload_fields if kind_values.get(f)}
     try:
         with file.open("rb") as stream:
             # the path as given, so that <run>/<agent>/<task>/overall.json names its agent and task
-            upload = ingest(stream, str(file), get_store(), current_app.config["UPLOAD_FOLDER"], kind,
-                            {k: v for k, v in (("agent", agent), ("task", task)) if v})
+            upload = ingest(stream, str(file), get_store(), current_app.config["UPLOAD_FOLDER"], kind, upload_options)
     except InvalidUpload as exc:
         for p in exc.report.problems:
             where = _("line %(line)s", line=p.line) if p.line else _("file")
@@ -70,20 +60,18 @@ def score(file: Path, kind: str | None, reference: str | None, methods: str | No
     for w in upload["warnings"]:
         click.echo(_("warning: %(message)s", message=w["message"]), err=True)
     chosen = [m.strip() for m in methods.split(",") if m.strip()] if methods else None
+    detected = registry.get(upload["kind"])
     try:
-        if upload["kind"] == "mobility":
-            if not reference:
-                raise RequestError(_("Mobility outputs are scored against a reference set: add --reference with "
-                                     "its name, or the path of the groundtruth folder, a ZIP or a JSON file."))
-            reference = references.resolve(get_store(), current_app.config["UPLOAD_FOLDER"], reference)["id"]
-        elif reference:
-            raise RequestError(_("--reference applies to mobility outputs only."))
-        if annotate and upload["kind"] != "conversation":
-            raise RequestError(_("--annotate applies to conversation uploads only."))
+        for other in registry.kinds():
+            for option in other.cli_options:
+                if other is not detected and option not in detected.cli_options and kind_values.get(option.name):
+                    raise StartError(_("%(option)s applies to %(kind)s uploads only.", option=option.opts[0],
+                                       kind=other.name))
+        options = detected.cli_start(kind_values, get_site())
         judge = {"endpoint": judge_endpoint} if judge_endpoint else None
         evaluation = create_evaluation(get_store(), upload["id"], chosen, judge, get_judge_settings().environ(),
-                                       reference, annotate)
-    except (RequestError, references.ReferenceProblem) as exc:
+                                       options)
+    except (RequestError, StartError) as exc:
         click.echo(_("error: %(message)s", message=exc), err=True)
         sys.exit(2)
     get_runner().run(evaluation["id"], on_progress=ProgressBar())
@@ -101,7 +89,23 @@ def score(file: Path, kind: str | None, reference: str | None, methods: str | No
         click.echo(text)
 
 
+def score_command() -> click.Command:
+    """`flask score FILE`, with the options of every kind registered now."""
+    params = [click.Argument(["file"], type=click.Path(exists=True, dir_okay=False, path_type=Path)),
+              click.Option(["--kind"], help="Benchmark kind (detected from the file when omitted)."),
+              click.Option(["--methods"], help="Comma-separated method names to score (default: all)."),
+              click.Option(["--out"], type=click.Path(dir_okay=False, path_type=Path),
+                           help="Write the result here instead of stdout."),
+              click.Option(["--judge-endpoint"],
+                           help="Name of the judge endpoint to use (JUDGE_ENDPOINTS or the settings page).")]
+    seen = {p.name for p in params}
+    for kind in registry.kinds():
+        params += [option for option in kind.cli_options if option.name not in seen]
+        seen |= {option.name for option in kind.cli_options}
+    return click.Command("score", callback=with_appcontext(_score), params=params, help=_score.__doc__)
+
+
 def register(app: Flask) -> None:
     """Add the CLI commands to the app."""
-    app.cli.add_command(score)
+    app.cli.add_command(score_command())
     app.cli.add_command(users_cli.users)

@@ -3,25 +3,16 @@ from __future__ import annotations
 
 import io
 import json
-
 from pathlib import Path
 
 from flask import Blueprint, Response, abort, render_template
 
-import charts
-from benchmarks.agentbench import STATUS_GROUPS
-from benchmarks.conversation_annotation import QUESTIONNAIRE_FIELDS
-from benchmarks.mobility import KEYS as MOBILITY_KEYS
-from evaluator import ANNOTATION_SCALES, DIMENSIONS
+from benchmarks import figures, registry
+from benchmarks.dialogue.prompts import DIMENSIONS
 from web import get_store, security_headers
 from web.safe_csv import SafeWriter, csv_line
-from web.payloads import result_tables
 
 bp = Blueprint("exports", __name__)
-CSV_COLUMNS = ("avg", "ci95_avg_low", "ci95_avg_high", "slope", "intercept", "r2", "n_ir", "n_r2", "binary_rate",
-               "ci95_binary_rate_low", "ci95_binary_rate_high", "binary_avg", "binary_n_ir", "binary_n_r2",
-               "style", "content", "naturalness", "personalization", "conversation", "sessions", "judged",
-               "unparsed", "failed")
 JUDGMENT_COLUMNS = ("session_id", "round", "method", "mode", "status", "total", *DIMENSIONS, "verdict", "scores", "error",
                     "prompt_tokens", "completion_tokens", "cached", "attempts")
 STATIC = Path(__file__).resolve().parent.parent / "static"
@@ -42,61 +33,27 @@ def export_json(evaluation_id: str):
 
 @bp.get("/evaluations/<evaluation_id>.csv")
 def export_csv(evaluation_id: str):
-    """Per-method metrics as CSV (UTF-8 with BOM so spreadsheet programs read Chinese correctly)."""
+    """The result's main table as CSV (UTF-8 with BOM so spreadsheet programs read Chinese correctly)."""
     result = _result_or_404(evaluation_id)
-    out = io.StringIO()
-    writer = SafeWriter(out)
-    if result["kind"] == "conversation":
-        writer.writerow(("task", "turns", "user_message_length", "intents"))
-        for task, f in {"all": result["fidelity"], **result["fidelity"]["by_task"]}.items():
-            writer.writerow((task, *(f[k] for k in ("turns", "user_message_length", "intents"))))
-        return _csv_response(out.getvalue(), f"{evaluation_id}.csv")
-    if result["kind"] == "agentbench":
-        writer.writerow(("agent", "task", "config_name", "split", "score", "normalised", "in_oa", "total",
-                         *STATUS_GROUPS, "average_history_length", "oa"))
-        for agent, a in result["agents"].items():
-            for key, t in a["tasks"].items():
-                status, history = t["status"] or {}, t["history_length"] or {}
-                writer.writerow((agent, key, t["config_name"], t["split"], t["score"], t["normalised"], t["in_oa"],
-                                 t["total"], *(status.get(g) for g in STATUS_GROUPS), history.get("average"), a["oa"]))
-        return _csv_response(out.getvalue(), f"{evaluation_id}.csv")
-    if result["kind"] == "mobility":
-        writer.writerow(("variant", *MOBILITY_KEYS, "final_score"))
-        for variant in ("official", "strict"):
-            writer.writerow((variant, *(result[variant]["jsd"][k] for k in MOBILITY_KEYS), result[variant]["final_score"]))
-        return _csv_response(out.getvalue(), f"{evaluation_id}.csv")
-    writer.writerow(("method", *CSV_COLUMNS))
-    for name, m in result["methods"].items():
-        ci_avg = m["ci95"]["avg"] or [None, None]
-        ci_bin = m["ci95"]["binary_rate"] or [None, None]
-        flat = {**m, **m["dimensions"], "ci95_avg_low": ci_avg[0], "ci95_avg_high": ci_avg[1],
-                "ci95_binary_rate_low": ci_bin[0], "ci95_binary_rate_high": ci_bin[1]}
-        writer.writerow((name, *(flat.get(c) for c in CSV_COLUMNS)))
-    return _csv_response(out.getvalue(), f"{evaluation_id}.csv")
+    return _csv_response(*registry.get(result["kind"]).csv(result), f"{evaluation_id}.csv")
 
 
-@bp.get("/evaluations/<evaluation_id>/annotations.csv")
-def export_annotations(evaluation_id: str):
-    """The judge's annotation of each conversation beside the people's own answers, as CSV."""
+@bp.get("/evaluations/<evaluation_id>/<name>.csv")
+def export_download(evaluation_id: str, name: str):
+    """One of the kind's other tables of a result as CSV (a conversation upload's annotations, say)."""
     result = _result_or_404(evaluation_id)
-    annotation = result.get("annotation") or abort(404)
-    out = io.StringIO()
-    writer = SafeWriter(out)
-    writer.writerow(("conversation", "source", "task", "status", *ANNOTATION_SCALES, "hallucination",
-                     *(f"questionnaire_{field}" for field in QUESTIONNAIRE_FIELDS.values()),
-                     "labelled_hallucination", "error"))
-    for r in annotation["conversations"]:
-        scores = r["scores"] or {}
-        writer.writerow((r["path"], r["source"], r["task"], r["status"],
-                         *(scores.get(k) for k in (*ANNOTATION_SCALES, "hallucination")),
-                         *(r["questionnaire"][k] for k in QUESTIONNAIRE_FIELDS), r["labelled_hallucination"],
-                         r["error"]))
-    return _csv_response(out.getvalue(), f"{evaluation_id}-annotations.csv")
+    table = registry.get(result["kind"]).downloads(result).get(name) or abort(404)
+    return _csv_response(*table(), f"{evaluation_id}-{name}.csv")
 
 
-def _csv_response(text: str, filename: str) -> Response:
+def _csv_response(header: tuple, rows, filename: str) -> Response:
     """A CSV download, UTF-8 with BOM so spreadsheet programs read Chinese correctly."""
-    return Response("\ufeff" + text, mimetype="text/csv; charset=utf-8",
+    out = io.StringIO()
+    writer = SafeWriter(out)
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow(row)
+    return Response("\ufeff" + out.getvalue(), mimetype="text/csv; charset=utf-8",
                     headers={"Content-Disposition": f"attachment; filename={filename}"})
 
 
@@ -119,13 +76,15 @@ def export_report(evaluation_id: str):
     """A self-contained HTML report (styles, Plotly and data inline) that opens offline."""
     record = get_store().get_evaluation(evaluation_id) or abort(404)
     result = record.get("result") or abort(404)
-    scripts = {"plotly_js": charts.PLOTLY_JS_FILE.read_text(encoding="utf-8"),
+    kind = registry.get(record["kind"])
+    if not kind.offline_report:
+        abort(404)
+    scripts = {"plotly_js": figures.PLOTLY_JS_FILE.read_text(encoding="utf-8"),
                "result_js": (STATIC / "js" / "result.js").read_text(encoding="utf-8")}
     meta_policy, header_policy = security_headers.report_policy(*scripts.values())  # its inline scripts only
-    body = render_template("report.html", evaluation=record, result=result, figures=charts.dialogue_figures(result),
-                           colours=charts.method_colours(record["methods"]),
+    body = render_template(kind.template("report"), evaluation=record, result=result,
                            css=(STATIC / "css" / "style.css").read_text(encoding="utf-8"), csp=meta_policy,
-                           **scripts, **result_tables(result))
+                           **scripts, **kind.report_context(record))
     return Response(body, mimetype="text/html; charset=utf-8",
                     headers={"Content-Disposition": f"attachment; filename={evaluation_id}-report.html",
                              "Content-Security-Policy": header_policy})

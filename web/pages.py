@@ -9,18 +9,14 @@ from urllib.parse import urlsplit
 from flask import (Blueprint, Response, abort, current_app, redirect, render_template, request,
                    send_from_directory, url_for)
 
-import agentbench_charts
-import charts
-import conversation_charts
-import mobility_charts
+from benchmarks import figures, registry
 from evaluator import JudgeConfig, test_connection
 from ingest import InvalidUpload, ingest
 from jobs import RequestError, create_evaluation, judge_config
 from judge_settings import VARIABLES
 from translations import COOKIE, LANGUAGES, _
-from web import agentbench_views, get_judge_settings, get_runner, get_store, security_headers
-from web.payloads import (chosen_methods, evaluation_status, method_toggles, result_tables, session_detail,
-                          session_list, upload_names, with_methods)
+from web import get_judge_settings, get_runner, get_site, get_store, security_headers
+from web.payloads import evaluation_status, start_options, upload_options
 
 bp = Blueprint("pages", __name__)
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,11 +30,16 @@ def judge_problem() -> str | None:
         return str(exc)
 
 
+def _upload_page(status: int = 200, **context):
+    """The upload page, with what the form needs and whatever went wrong."""
+    return render_template("upload.html", judge_problem=judge_problem(),
+                           max_mb=current_app.config["MAX_CONTENT_LENGTH"] / (1024 * 1024), **context), status
+
+
 @bp.get("/")
 def index():
     """The upload page."""
-    return render_template("upload.html", judge_problem=judge_problem(),
-                           max_mb=current_app.config["MAX_CONTENT_LENGTH"] / (1024 * 1024))
+    return _upload_page()
 
 
 @bp.post("/uploads")
@@ -46,15 +47,12 @@ def upload():
     """Receive the upload form; show its problems inline or go on to the upload's page."""
     file = request.files.get("file")
     if file is None or not file.filename:
-        return render_template("upload.html", error=_("Choose a file to upload."), judge_problem=judge_problem(),
-                               max_mb=current_app.config["MAX_CONTENT_LENGTH"] / (1024 * 1024)), 400
+        return _upload_page(400, error=_("Choose a file to upload."))
     try:
         record = ingest(file.stream, file.filename, get_store(), current_app.config["UPLOAD_FOLDER"],
-                        names=upload_names(request.form))
+                        options=upload_options(request.form))
     except InvalidUpload as exc:
-        return render_template("upload.html", report=exc.report, filename=file.filename,
-                               judge_problem=judge_problem(),
-                               max_mb=current_app.config["MAX_CONTENT_LENGTH"] / (1024 * 1024)), 400
+        return _upload_page(400, report=exc.report, filename=file.filename)
     return redirect(url_for("pages.upload_detail", upload_id=record["id"]))
 
 
@@ -62,18 +60,10 @@ def upload():
 def upload_detail(upload_id: str, error: str | None = None, status: int = 200):
     """An upload's summary and warnings, with the form that starts an evaluation."""
     record = get_store().get_upload(upload_id) or abort(404)
-    if record["kind"] == "mobility":
-        return render_template("upload_mobility.html", upload=record, error=error,
-                               references=get_store().list_references()), status
-    if record["kind"] == "agentbench":
-        return render_template("upload_agentbench.html", upload=record, error=error,
-                               task_labels=agentbench_charts.task_labels()), status
-    if record["kind"] == "conversation":
-        return render_template("upload_conversation.html", upload=record, error=error,
-                               source_labels=conversation_charts.source_labels(), judge_problem=judge_problem(),
-                               defaults=JudgeConfig(), endpoints=judge_endpoint_list()), status
-    return render_template("upload_detail.html", upload=record, error=error, judge_problem=judge_problem(),
-                           defaults=JudgeConfig(), endpoints=judge_endpoint_list()), status
+    kind = registry.get(record["kind"])
+    return render_template(kind.template("upload"), upload=record, kind=kind, error=error,
+                           judge_problem=judge_problem(), defaults=JudgeConfig(), endpoints=judge_endpoint_list(),
+                           **kind.upload_context(record, get_site())), status
 
 
 @bp.post("/uploads/<upload_id>/evaluate")
@@ -84,8 +74,7 @@ def evaluate(upload_id: str):
                  if form.get(k, "").strip()}
     try:
         evaluation = create_evaluation(get_store(), upload_id, form.getlist("methods") or None, overrides,
-                                       get_judge_settings().environ(), form.get("reference") or None,
-                                       annotate=form.get("annotate") == "1")
+                                       get_judge_settings().environ(), start_options(form))
     except RequestError as exc:
         return upload_detail(upload_id, error=str(exc), status=400)
     get_runner().start(evaluation["id"])
@@ -100,54 +89,24 @@ def evaluations():
 
 @bp.get("/evaluations/<evaluation_id>")
 def evaluation(evaluation_id: str):
-    """The result page; shows live progress until the evaluation ends. `methods` in the query narrows it."""
+    """The result page; shows live progress until the evaluation ends. Its view state is in the query string."""
     record = get_store().get_evaluation(evaluation_id) or abort(404)
-    if record["kind"] == "mobility":
-        return _mobility_result(record)
-    if record["kind"] == "conversation":
-        return _conversation_result(record)
-    if record["kind"] == "agentbench":
-        return agentbench_views.result_page(record)
-    colours = charts.method_colours(record["methods"])
-    context = {"evaluation": record, "upload": get_store().get_upload(record["upload_id"]),
-               "status": evaluation_status(record), "colours": colours, "result": None,
-               "dimension_labels": charts.dimension_labels()}
-    if record.get("result"):
-        chosen = chosen_methods(record["result"], request.args)
-        result = with_methods(record["result"], chosen)
-        context.update(
-            result=result, toggles=method_toggles(list(record["result"]["methods"]), chosen),
-            figures=charts.dialogue_figures(result, colours), detail=session_list(record, request.args),
-            failures=get_store().failures(evaluation_id), **result_tables(result))
-    return render_template("result.html", **context)
+    kind = registry.get(record["kind"])
+    context = {"evaluation": record, "upload": get_store().get_upload(record["upload_id"]), "kind": kind,
+               "status": evaluation_status(record), "result": record.get("result")}
+    context.update(kind.result_context(record, request.args, get_site()))
+    if context["result"]:
+        context["figures"] = kind.figures(context["result"], record, request.args)
+    return render_template(kind.template("result"), **context)
 
 
-def _mobility_result(record: dict):
-    """The result page of a mobility evaluation."""
-    result = record.get("result")
-    return render_template("result_mobility.html", evaluation=record, result=result,
-                           upload=get_store().get_upload(record["upload_id"]), status=evaluation_status(record),
-                           figures=mobility_charts.mobility_figures(result) if result else None,
-                           metric_labels=mobility_charts.metric_labels())
-
-
-def _conversation_result(record: dict):
-    """The result page of a Human-vs-Agent conversation evaluation."""
-    result = record.get("result")
-    tasks = sorted({task for s in result["sources"].values() for task in s["by_task"]}) if result else []
-    return render_template("result_conversation.html", evaluation=record, result=result, tasks=tasks,
-                           upload=get_store().get_upload(record["upload_id"]), status=evaluation_status(record),
-                           figures=conversation_charts.conversation_figures(result) if result else None,
-                           source_labels=conversation_charts.source_labels())
-
-
-@bp.get("/evaluations/<evaluation_id>/sessions/<int:index>")
-def session_fragment(evaluation_id: str, index: int):
-    """One session's detail as an HTML fragment, loaded when the reader opens it on the result page."""
-    record = get_store().get_evaluation(evaluation_id, with_result=False) or abort(404)
-    session = session_detail(record, index) or abort(404)
-    return render_template("_session_detail.html", s=session, colours=charts.method_colours(record["methods"]),
-                           dimension_labels=charts.dimension_labels())
+@bp.get("/evaluations/<evaluation_id>/view/<name>")
+def kind_view(evaluation_id: str, name: str):
+    """One of the kind's own views of an evaluation (a session's detail, a task's samples), by name."""
+    record = get_store().get_evaluation(evaluation_id) or abort(404)
+    view = registry.get(record["kind"]).views().get(name) or abort(404)
+    template, context = view(record, request.args, get_site()) or abort(404)
+    return render_template(template, evaluation=record, **context)
 
 
 @bp.post("/evaluations/<evaluation_id>/<any(cancel, resume, 'rerun-failed'):action>")
@@ -250,14 +209,14 @@ def sample_data():
 @functools.cache
 def _plotly_gzipped() -> bytes:
     """Plotly's JavaScript compressed once (4.7 MB becomes about 1.4 MB on the wire)."""
-    return gzip.compress(charts.PLOTLY_JS_FILE.read_bytes(), compresslevel=9)
+    return gzip.compress(figures.PLOTLY_JS_FILE.read_bytes(), compresslevel=9)
 
 
 @bp.get("/vendor/plotly.min.js")
 def plotly_js():
     """Plotly's JavaScript, served from the installed package (no CDN, works offline), gzipped when accepted."""
     if "gzip" not in request.accept_encodings:
-        return send_from_directory(charts.PLOTLY_JS_FILE.parent, charts.PLOTLY_JS_FILE.name,
+        return send_from_directory(figures.PLOTLY_JS_FILE.parent, figures.PLOTLY_JS_FILE.name,
                                    mimetype="text/javascript", max_age=86400)
     response = Response(_plotly_gzipped(), mimetype="text/javascript")
     response.headers.update({"Content-Encoding": "gzip", "Vary": "Accept-Encoding",

@@ -24,9 +24,9 @@ import secrets
 from flask import (Blueprint, Flask, Response, abort, current_app, g, has_request_context, jsonify, redirect,
                    render_template, request, url_for)
 
-from ingest import new_id
+from store import new_id
 from translations import _
-from web import agentbench_views, errors, exports, get_store, pages
+from web import errors, exports, get_store, pages
 
 PREFIX = "/share/"
 TOKEN_BYTES = 24
@@ -35,10 +35,9 @@ api_bp = Blueprint("share_api", __name__, url_prefix="/api")
 
 # Result-page links and where they lead on a share page; endpoints kept as they are; everything else is "#".
 SHARED_ENDPOINTS = {"pages.evaluation": "share.page", "exports.export_json": "share.export_json",
-                    "exports.export_csv": "share.export_csv", "pages.session_fragment": "share.session_fragment",
+                    "exports.export_csv": "share.export_csv", "pages.kind_view": "share.kind_view",
                     "exports.export_judgments": "share.export_judgments", "exports.export_report": "share.export_report",
-                    "exports.export_annotations": "share.export_annotations",
-                    "agentbench.samples": "share.agentbench_samples"}
+                    "exports.export_download": "share.export_download"}
 KEPT_ENDPOINTS = {"static", "pages.plotly_js", "pages.set_language"}
 
 
@@ -159,28 +158,22 @@ def export_judgments(token: str):
     return exports.export_judgments(_active_share(token)["evaluation_id"])
 
 
-@bp.get("/share/<token>/annotations.csv")
-def export_annotations(token: str):
-    """The shared conversation result's annotations as CSV."""
-    return exports.export_annotations(_active_share(token)["evaluation_id"])
-
-
-@bp.get("/share/<token>/samples")
-def agentbench_samples(token: str):
-    """One agent x task's samples of a shared AgentBench result."""
-    return agentbench_views.samples(_active_share(token)["evaluation_id"])
-
-
 @bp.get("/share/<token>/report.html")
 def export_report(token: str):
     """The shared result as a self-contained HTML report."""
     return exports.export_report(_active_share(token)["evaluation_id"])
 
 
-@bp.get("/share/<token>/sessions/<int:index>")
-def session_fragment(token: str, index: int):
-    """One session's detail of the shared result."""
-    return pages.session_fragment(_active_share(token)["evaluation_id"], index)
+@bp.get("/share/<token>/view/<name>")
+def kind_view(token: str, name: str):
+    """One of the kind's own views of the shared result (a session's detail, a task's samples)."""
+    return pages.kind_view(_active_share(token)["evaluation_id"], name)
+
+
+@bp.get("/share/<token>/<name>.csv")
+def export_download(token: str, name: str):
+    """One of the kind's other tables of the shared result as CSV."""
+    return exports.export_download(_active_share(token)["evaluation_id"], name)
 
 
 def shared_url_for(endpoint: str, **values) -> str:

@@ -1,0 +1,134 @@
+"""The AgentBench kind: run outputs aggregated into per-task tables, status breakdowns and the overall score."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import BinaryIO, Mapping
+
+import click
+
+from benchmarks import limits
+from benchmarks.agentbench import figures
+from benchmarks.agentbench.format import read_any
+from benchmarks.agentbench.leaderboard import SOURCE, leaderboard
+from benchmarks.agentbench.score import score
+from benchmarks.agentbench.tasks import STANDARD_TASKS, STATUS_GROUPS
+from benchmarks.kind import Job, Kind, Plan, Site, StartRequest, list_arg, upload_stem
+from benchmarks.problems import Report
+from translations import lazy_gettext as _l
+
+CSV_COLUMNS = ("agent", "task", "config_name", "split", "score", "normalised", "in_oa", "total", *STATUS_GROUPS,
+               "average_history_length", "oa")
+PER_PAGE = 25
+DEFAULT_MODELS = ("gpt-4", "gpt-3.5-turbo")
+
+
+class AgentBenchKind(Kind):
+    """overall.json, a ZIP of outputs/, the analysis' result.json or summary.csv; no judge, one scoring step."""
+
+    name = "agentbench"
+    label = _l("AgentBench outputs")
+    upload_fields = ("agent", "task")
+    cli_options = (
+        click.Option(["--agent"], help="AgentBench: the agent of a lone overall.json whose path does not name it."),
+        click.Option(["--task"], help="AgentBench: the task config name (e.g. os-std) of a lone overall.json."))
+
+    def sniff(self, head: bytes, filename: str, path: Path | None) -> bool:
+        """A ZIP holding overall.json files, an overall.json, result.json, summary.csv or a runs.jsonl line."""
+        if head.startswith(b"PK\x03\x04"):
+            return path is not None and limits.zip_has(path, "overall.json")
+        return ((b'"validation"' in head and b'"total"' in head) or head.startswith(b"Agent\\Task")
+                or (b'"summary"' in head and b'"details"' in head)
+                or (head.startswith(b'{"index"') and b'"output"' in head))
+
+    def validate(self, stream: BinaryIO, filename: str, options: Mapping[str, str]) -> Report:
+        """Read the outputs; a lone overall.json keeps its agent and task names in the summary (given as
+        options, or taken from the uploaded path, which is not stored)."""
+        report, run = read_any(stream, filename, options.get("agent"), options.get("task"))
+        if report.ok and run.source == "overall":
+            report.summary["names"] = {"agent": run.tasks[0].agent, "task": run.tasks[0].config_name}
+        return report
+
+    def start(self, upload: dict, request: StartRequest) -> Plan:
+        """One scoring step over the whole upload."""
+        return Plan([upload_stem(upload)], {})
+
+    def score(self, job: Job) -> dict:
+        """Per-task scores, status breakdowns and OA."""
+        names = job.upload["summary"].get("names") or {}
+        with open(job.path, "rb") as f:
+            _report, run = read_any(f, job.upload["filename"], names.get("agent"), names.get("task"))
+        upload = job.upload
+        return {**score(run), "evaluation_id": job.evaluation["id"],
+                "input": {"upload_id": upload["id"], "filename": upload["filename"], "sha256": upload["sha256"]}}
+
+    def upload_context(self, upload: dict, site: Site) -> dict:
+        """The tasks' names."""
+        return {"task_labels": figures.task_labels()}
+
+    def result_context(self, record: dict, args: Mapping, site: Site) -> dict:
+        """The leaderboard models picked in `models` to compare with (DEFAULT_MODELS by default)."""
+        models = chosen_models(args)
+        return {"task_labels": figures.task_labels(), "status_labels": figures.status_labels(),
+                "standard": STANDARD_TASKS, "leaderboard": leaderboard(), "models": models,
+                "chosen": [m["model"] for m in models], "source": SOURCE}
+
+    def figures(self, result: dict, record: dict, args: Mapping) -> dict:
+        """Task scores against the chosen leaderboard models, and status breakdowns."""
+        return figures.agentbench_figures(result, chosen_models(args))
+
+    def csv(self, result: dict) -> tuple[tuple, list[tuple]]:
+        """One row per agent x task, with the agent's OA."""
+        rows = []
+        for agent, a in result["agents"].items():
+            for key, t in a["tasks"].items():
+                status, history = t["status"] or {}, t["history_length"] or {}
+                rows.append((agent, key, t["config_name"], t["split"], t["score"], t["normalised"], t["in_oa"],
+                             t["total"], *(status.get(g) for g in STATUS_GROUPS), history.get("average"), a["oa"]))
+        return CSV_COLUMNS, rows
+
+    def views(self) -> dict:
+        """`samples?agent=A&task=T&status=S&page=N`: one agent x task's samples and errors."""
+        return {"samples": samples_view}
+
+    def compare(self, runs: list[dict]) -> dict:
+        """One row per (upload, agent) with its task scores and OA."""
+        tasks: list[str] = []
+        for run in runs:
+            tasks += [t for t in run["result"]["tasks"] if t not in tasks]
+        rows = [{"run": run, "agent": name, "doc": agent}
+                for run in runs for name, agent in run["result"]["agents"].items()]
+        return {"runs": runs, "tasks": tasks, "rows": rows, "task_labels": figures.task_labels()}
+
+
+def chosen_models(args: Mapping) -> list[dict]:
+    """The leaderboard rows picked in `models` (unknown names ignored), else DEFAULT_MODELS."""
+    rows = {row["model"]: row for row in leaderboard()}
+    names = list_arg(args, "models") if "models" in args else list(DEFAULT_MODELS)
+    return [rows[name] for name in names if name in rows]
+
+
+def _int(value, default: int) -> int:
+    try:
+        return max(int(value), 1)
+    except (TypeError, ValueError):
+        return default
+
+
+def samples_view(record: dict, args: Mapping, site: Site) -> tuple[str, dict] | None:
+    """One agent x task's samples from runs.jsonl (filtered by status, paged) and its error.jsonl entries."""
+    result = record.get("result")
+    if not result:
+        return None
+    agent, task = args.get("agent", ""), args.get("task", "")
+    entry = ((result["agents"].get(agent) or {}).get("tasks") or {}).get(task)
+    if entry is None:
+        return None
+    items = (entry.get("samples") or {}).get("items", [])
+    status = args.get("status", "")
+    shown = [item for item in items if not status or item["status"] == status]
+    pages = max(1, -(-len(shown) // PER_PAGE))
+    page = min(_int(args.get("page"), 1), pages)
+    return "agentbench/samples.html", {
+        "agent": agent, "task": task, "entry": entry, "label": figures.task_labels().get(task, task),
+        "status": status, "shown": shown[(page - 1) * PER_PAGE:page * PER_PAGE], "count": len(shown), "page": page,
+        "pages": pages}

@@ -1,0 +1,94 @@
+"""LLM annotation of Human-vs-Agent conversations: the judge's requests and the summary of its answers.
+
+Each conversation gets one judgment (mode ANNOTATE, its prompt from benchmarks.conversation.prompts):
+the assistant's Detail Level, Diversity and Practical Utility, each 0-2, and a hallucination flag.
+Agreement with people:
+- the three scales against the real users' questionnaire answers (Detail, Diversity, Availability,
+  mapped to 0-2 by benchmarks.conversation.QUESTIONNAIRE), on conversations that have both;
+- the flag against the dataset's per-turn hallucination labels: a conversation counts as hallucinating
+  when any assistant turn is labelled so, as not when all its labelled turns are not; conversations
+  without labels are left out.
+Exact agreement and Cohen's kappa come from benchmarks.stats.agreement.
+"""
+from __future__ import annotations
+
+import json
+from typing import Iterator
+
+from benchmarks import stats
+from benchmarks.conversation import prompts
+from benchmarks.conversation.format import SOURCES, Conversation, hallucination
+from benchmarks.conversation.prompts import ANNOTATION_SCALES, ConversationContext
+from evaluator import Prompt
+
+METHOD = "assistant"  # the `method` column of annotation judgments
+ANNOTATE = "annotate"  # their `mode` column
+QUESTIONNAIRE_FIELDS = {"detail": "Detail", "diversity": "Diversity", "utility": "Availability"}
+FLAG = "hallucination"
+
+
+def context(conv: Conversation) -> ConversationContext:
+    """What the judge is shown for one conversation."""
+    turns = [("user" if turn["role"] == "user" else "assistant", turn["content"]) for turn in conv.history]
+    return ConversationContext(conv.task, conv.task_context, conv.profile, turns)
+
+
+def plan_rows(conversations: list[Conversation]) -> list[tuple]:
+    """The judgment rows of an annotation run: (index, path, round 0, METHOD, ANNOTATE) per conversation."""
+    return [(idx, conv.path, 0, METHOD, ANNOTATE) for idx, conv in enumerate(conversations)]
+
+
+def requests(conversations: list[Conversation], pending: set, language: str) -> Iterator[tuple[tuple, Prompt]]:
+    """(key, Prompt in `language`) for the conversations whose annotation is still pending."""
+    for idx, conv in enumerate(conversations):
+        key = (idx, 0, METHOD, ANNOTATE)
+        if key in pending:
+            yield key, prompts.prompt(context(conv), language)
+
+
+def labelled_hallucination(conv: Conversation) -> int | None:
+    """1 when any assistant turn is labelled as hallucinating, 0 when all labelled ones are not, else None."""
+    flags = [hallucination(turn) for turn in conv.history if turn.get("role") == "assistant"]
+    known = [f for f in flags if f is not None]
+    return int(any(known)) if known else None
+
+
+def _scores(judgment: dict) -> dict | None:
+    return json.loads(judgment["scores"]) if judgment["status"] == "ok" and judgment.get("scores") else None
+
+
+def summarise(conversations: list[Conversation], judgments: list[dict]) -> dict:
+    """The `annotation` block: means per source, agreement with people, and one row per conversation."""
+    by_index = {j["session_idx"]: j for j in judgments}
+    rows = []
+    for idx, conv in enumerate(conversations):
+        judgment = by_index.get(idx, {"status": "pending"})
+        rows.append({"index": idx, "path": conv.path, "source": conv.source, "task": conv.task,
+                     "status": judgment["status"], "scores": _scores(judgment), "error": judgment.get("error"),
+                     "questionnaire": {scale: conv.questionnaire.get(field)
+                                       for scale, field in QUESTIONNAIRE_FIELDS.items()},
+                     "labelled_hallucination": labelled_hallucination(conv)})
+    return {"by_source": {source: _source_means([r for r in rows if r["source"] == source]) for source in SOURCES},
+            "agreement": _agreement(rows),
+            "counts": {status: sum(r["status"] == status for r in rows)
+                       for status in ("ok", "unparsed", "failed", "pending")},
+            "conversations": rows}
+
+
+def _source_means(rows: list[dict]) -> dict:
+    scored = [r["scores"] for r in rows if r["scores"]]
+    means = {scale: (sum(s[scale] for s in scored) / len(scored) if scored else None)
+             for scale in (*ANNOTATION_SCALES, FLAG)}
+    return {"annotated": len(scored), "means": means}
+
+
+def _agreement(rows: list[dict]) -> dict:
+    out = {}
+    for scale in ANNOTATION_SCALES:
+        pairs = [(r["scores"][scale], r["questionnaire"][scale]) for r in rows
+                 if r["scores"] and r["questionnaire"][scale] is not None]
+        out[scale] = stats.agreement([p[0] for p in pairs], [p[1] for p in pairs])
+    pairs = [(r["scores"][FLAG], r["labelled_hallucination"]) for r in rows
+             if r["scores"] and r["labelled_hallucination"] is not None]
+    out[FLAG] = stats.agreement([p[0] for p in pairs], [p[1] for p in pairs])
+    return out

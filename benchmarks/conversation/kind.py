@@ -1,0 +1,134 @@
+"""The conversation kind: Human-vs-Agent task-oriented conversations, real users against simulated ones."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import BinaryIO, Iterator, Mapping
+
+import click
+
+from benchmarks.conversation import annotation, figures
+from benchmarks.conversation.format import Conversation, read_any, statistics
+from benchmarks.conversation.prompts import ANNOTATION_PROMPT_VERSION, ANNOTATION_SCALES
+from benchmarks.judge_usage import judge_summary
+from benchmarks.kind import Job, Kind, Plan, Site, StartError, StartRequest, upload_stem
+from benchmarks.problems import Report
+from evaluator import Prompt
+from translations import _, lazy_gettext as _l
+
+FIDELITY_COLUMNS = ("turns", "user_message_length", "intents")
+TRUE, FALSE = (True, "1", "true", "on"), (False, "0", "false", "off", "")
+
+
+class ConversationKind(Kind):
+    """RecLLMSim conversations (JSON, JSONL or a ZIP of the dataset's folders): statistics and simulator fidelity,
+    and optionally the judge's annotation of every conversation."""
+
+    name = "conversation"
+    label = _l("Conversations (Human-vs-Agent)")
+    start_fields = ("annotate",)
+    cli_options = (click.Option(["--annotate"], is_flag=True, default=None,
+                                help="Conversations: also have the judge annotate each conversation."),)
+
+    def sniff(self, head: bytes, filename: str, path: Path | None) -> bool:
+        """A ZIP (one AgentBench did not claim), or JSON with a `history` and no `rounds`."""
+        return head.startswith(b"PK\x03\x04") or (b'"history"' in head and b'"rounds"' not in head)
+
+    def validate(self, stream: BinaryIO, filename: str, options: Mapping[str, str]) -> Report:
+        """Read every conversation; problems name the uploaded file, never the temporary one."""
+        return read_any(stream, filename or "upload")[0]
+
+    def start(self, upload: dict, request: StartRequest) -> Plan:
+        """Statistics in one step, or with `annotate` one judgment per conversation."""
+        annotate = request.options.get("annotate", False)
+        if annotate not in TRUE + FALSE:
+            raise StartError(_("'annotate' must be true or false."))
+        if annotate in FALSE:
+            return Plan([upload_stem(upload)], {})
+        return Plan([upload_stem(upload)], {"annotate": True, **request.judge_settings()},
+                    upload["summary"]["conversations"])
+
+    def needs_judge(self, evaluation: dict) -> bool:
+        """Only an annotation run calls the judge."""
+        return bool(evaluation["settings"].get("annotate"))
+
+    @staticmethod
+    def _conversations(job: Job) -> list[Conversation]:
+        if "conversations" not in job.scratch:
+            with open(job.path, "rb") as f:
+                job.scratch["conversations"] = read_any(f, job.upload["filename"])[1]
+        return job.scratch["conversations"]
+
+    def plan(self, job: Job) -> list[tuple]:
+        """One annotation per conversation."""
+        return annotation.plan_rows(self._conversations(job))
+
+    def requests(self, job: Job, pending: set) -> Iterator[tuple[tuple, Prompt]]:
+        """The pending conversations' annotation requests, (key, Prompt) in the judge's language."""
+        return annotation.requests(self._conversations(job), pending, job.config.language)
+
+    def score(self, job: Job) -> dict:
+        """Statistics of each source and, when annotated, the judge's ratings beside the people's."""
+        conversations = self._conversations(job)
+        evaluation, upload = job.evaluation, job.upload
+        document = {"kind": "conversation", "evaluation_id": evaluation["id"],
+                    "input": {"upload_id": upload["id"], "filename": upload["filename"], "sha256": upload["sha256"],
+                              "conversations": len(conversations)},
+                    **statistics(conversations)}
+        if job.config is not None:
+            usage = job.store.usage(evaluation["id"])
+            document["annotation"] = {
+                "judge": judge_summary(job.config, usage, evaluation["settings"].get("prices"), [],
+                                       ANNOTATION_PROMPT_VERSION),
+                **annotation.summarise(conversations, job.store.judgments(evaluation["id"]))}
+        return document
+
+    def upload_context(self, upload: dict, site: Site) -> dict:
+        """The sources' names."""
+        return {"source_labels": figures.source_labels()}
+
+    def result_context(self, record: dict, args: Mapping, site: Site) -> dict:
+        """The tasks found in any source, and the sources' names."""
+        result = record.get("result")
+        tasks = sorted({task for s in result["sources"].values() for task in s["by_task"]}) if result else []
+        return {"tasks": tasks, "source_labels": figures.source_labels()}
+
+    def figures(self, result: dict, record: dict, args: Mapping) -> dict:
+        """Turns, intents and satisfaction of people and simulated users."""
+        return figures.conversation_figures(result)
+
+    def csv(self, result: dict) -> tuple[tuple, list[tuple]]:
+        """Simulator fidelity, over all tasks and per task."""
+        fidelity = result["fidelity"]
+        return ("task", *FIDELITY_COLUMNS), [(task, *(f[k] for k in FIDELITY_COLUMNS))
+                                             for task, f in {"all": fidelity, **fidelity["by_task"]}.items()]
+
+    def downloads(self, result: dict) -> dict:
+        """`annotations.csv` of an annotated result."""
+        return {"annotations": lambda: annotation_table(result["annotation"])} if result.get("annotation") else {}
+
+    def run_label(self, result: dict) -> str:
+        """The annotating judge's model, if any."""
+        return (result.get("annotation") or {}).get("judge", {}).get("model") or "—"
+
+    def compare(self, runs: list[dict]) -> dict:
+        """Simulator fidelity and, where annotated, the judge's ratings side by side."""
+        return {"runs": runs, "annotated": any(run["result"].get("annotation") for run in runs)}
+
+    def cli_start(self, values: Mapping, site: Site) -> dict:
+        """--annotate."""
+        return {"annotate": True} if values.get("annotate") else {}
+
+
+def annotation_table(block: dict) -> tuple[tuple, list[tuple]]:
+    """The judge's annotation of each conversation beside the people's own answers."""
+    header = ("conversation", "source", "task", "status", *ANNOTATION_SCALES, "hallucination",
+              *(f"questionnaire_{field}" for field in annotation.QUESTIONNAIRE_FIELDS.values()),
+              "labelled_hallucination", "error")
+    rows = []
+    for r in block["conversations"]:
+        scores = r["scores"] or {}
+        rows.append((r["path"], r["source"], r["task"], r["status"],
+                     *(scores.get(k) for k in (*ANNOTATION_SCALES, "hallucination")),
+                     *(r["questionnaire"][k] for k in annotation.QUESTIONNAIRE_FIELDS), r["labelled_hallucination"],
+                     r["error"]))
+    return header, rows

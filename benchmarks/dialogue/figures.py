@@ -1,0 +1,107 @@
+"""The dialogue kind's Plotly figures: AL(k) and BAR(k) curves with their bands, the dimensions radar, and
+the same curves of several evaluations overlaid (one colour per method, one dash per evaluation)."""
+from __future__ import annotations
+
+from benchmarks.dialogue.prompts import DIMENSIONS
+from benchmarks.figures import base_layout, method_colours, plain, run_style
+from translations import _
+
+
+def dimension_labels() -> dict[str, str]:
+    """Translated names of the five fine-score dimensions."""
+    return {"style": _("Style"), "content": _("Content"), "naturalness": _("Naturalness"),
+            "personalization": _("Personalization"), "conversation": _("Conversation")}
+
+
+def curve_figure(result: dict, key: str, title: str, y_title: str, colours: dict[str, str]) -> dict:
+    """Line chart of a per-round curve (AL(k) or BAR(k)) for every method, with its 95% band."""
+    traces = []
+    for name, m in result["methods"].items():
+        points = m[key]
+        traces.extend(_band(points, name, colours[name]))
+        traces.append({"type": "scatter", "mode": "lines+markers", "name": name, "line": {"color": colours[name]},
+                       "legendgroup": name,
+                       "x": [p["round"] for p in points], "y": [p["value"] for p in points],
+                       "customdata": [p.get("n") for p in points],
+                       "hovertemplate": "k=%{x}: %{y:.1f} (n=%{customdata})<extra>" + name + "</extra>"})
+    return {"data": traces, "layout": base_layout(title, _("Round k"), y_title, [0, 100])}
+
+
+def _rgba(colour: str, alpha: float) -> str:
+    """A #rrggbb colour with transparency."""
+    r, g, b = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+def _band(points: list[dict], name: str, colour: str) -> list[dict]:
+    """The 95% interval of a curve as a shaded band (an upper edge, then a lower edge filled up to it)."""
+    with_ci = [p for p in points if p.get("ci95")]
+    if not with_ci:
+        return []
+    x = [p["round"] for p in with_ci]
+    edge = {"type": "scatter", "mode": "lines", "line": {"width": 0}, "legendgroup": name, "showlegend": False,
+            "hoverinfo": "skip"}
+    return [{**edge, "x": x, "y": [p["ci95"][1] for p in with_ci]},
+            {**edge, "x": x, "y": [p["ci95"][0] for p in with_ci], "fill": "tonexty",
+             "fillcolor": _rgba(colour, 0.15)}]
+
+
+def radar_figure(result: dict, colours: dict[str, str]) -> dict:
+    """Radar of the five dimension means (x5, on 0-100) for every method."""
+    labels = dimension_labels()
+    theta = [labels[d] for d in DIMENSIONS]
+    traces = []
+    for name, m in result["methods"].items():
+        values = [None if m["dimensions"][d] is None else 5 * m["dimensions"][d] for d in DIMENSIONS]
+        traces.append({"type": "scatterpolar", "name": name, "fill": "toself", "opacity": 0.6,
+                       "r": values + values[:1], "theta": theta + theta[:1], "line": {"color": colours[name]}})
+    layout = {"title": {"text": _("Dimension scores (0-100)")}, "legend": {"orientation": "h"},
+              "polar": {"radialaxis": {"range": [0, 100], "gridcolor": "#e4e7eb"},
+                        "angularaxis": {"gridcolor": "#e4e7eb"}},
+              "margin": {"l": 90, "r": 90, "t": 60, "b": 40}, "paper_bgcolor": "#fff",
+              "font": {"family": "system-ui, sans-serif"}}
+    return {"data": traces, "layout": layout}
+
+
+def dialogue_figures(result: dict, colours: dict[str, str] | None = None) -> dict:
+    """All charts of a dialogue result page (colours by method, so a subset keeps the full result's colours)."""
+    colours = colours or method_colours(list(result["methods"]))
+    return {
+        "al_curve": curve_figure(result, "al_curve", _("AL(k): fine score by round"), _("Mean fine score (0-100)"),
+                                 colours),
+        "binary_curve": curve_figure(result, "binary_curve", _("BAR(k): share who want to keep chatting"),
+                                     _("Keep-chatting rate (%)"), colours),
+        "radar": radar_figure(result, colours),
+    }
+
+
+def overlay_figure(runs: list[dict], colours: dict[str, str], key: str, title: str, y_title: str) -> dict:
+    """One line per (evaluation, method) of a per-round curve (`al_curve` or `binary_curve`)."""
+    traces = []
+    for position, run in enumerate(runs):
+        style = run_style(position)
+        for name, m in run["result"]["methods"].items():
+            points = m[key]
+            traces.append({
+                "type": "scatter", "mode": "lines+markers", "name": plain(f"{name} · {run['label']}"),
+                "legendgroup": run["id"], "meta": {"evaluation_id": run["id"], "method": name},
+                "line": {"color": colours[name], "dash": style["dash"]},
+                "marker": {"color": colours[name], "symbol": style["symbol"], "size": 7},
+                "x": [p["round"] for p in points], "y": [p["value"] for p in points],
+                "customdata": [p.get("n") for p in points],
+                "hovertemplate": "k=%{x}: %{y:.1f} (n=%{customdata})<extra>%{fullData.name}</extra>"})
+    layout = base_layout(title, _("Round k"), y_title, [0, 100])
+    # One legend line per trace under the x-axis title, and room for it (the result page's charts have fewer).
+    layout["legend"] = {**layout.get("legend", {}), "orientation": "h", "y": -0.18, "yanchor": "top"}
+    layout["height"] = 400 + 22 * len(traces)
+    return {"data": traces, "layout": layout}
+
+
+def compare_figures(runs: list[dict], colours: dict[str, str]) -> dict:
+    """The compare page's charts, keyed like the result page's."""
+    return {
+        "al_curve": overlay_figure(runs, colours, "al_curve", _("AL(k): fine score by round"),
+                                   _("Mean fine score (0-100)")),
+        "binary_curve": overlay_figure(runs, colours, "binary_curve", _("BAR(k): share who want to keep chatting"),
+                                       _("Keep-chatting rate (%)")),
+    }

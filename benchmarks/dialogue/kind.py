@@ -1,0 +1,137 @@
+"""The dialogue kind: multi-turn persona-alignment logs, each reply judged by an LLM (fine score and verdict)."""
+from __future__ import annotations
+
+from typing import BinaryIO, Iterator, Mapping
+
+from benchmarks.dialogue import figures, prompts, views
+from benchmarks.dialogue.format import iter_sessions_with_offsets, validate
+from benchmarks.dialogue.prompts import MODES, DialogueContext
+from benchmarks.dialogue.result import build_result
+from benchmarks.figures import method_colours
+from benchmarks.kind import Job, Kind, Plan, Site, StartError, StartRequest
+from benchmarks.problems import Report
+from evaluator import Prompt
+from translations import _, lazy_gettext as _l
+
+CSV_COLUMNS = ("avg", "ci95_avg_low", "ci95_avg_high", "slope", "intercept", "r2", "n_ir", "n_r2", "binary_rate",
+               "ci95_binary_rate_low", "ci95_binary_rate_high", "binary_avg", "binary_n_ir", "binary_n_r2",
+               "style", "content", "naturalness", "personalization", "conversation", "sessions", "judged",
+               "unparsed", "failed")
+
+
+class DialogueKind(Kind):
+    """PersonaSteer / ALOE / RLPA style JSONL: sessions of rounds, one reply per method per round."""
+
+    name = "dialogue"
+    label = _l("Dialogue (persona alignment)")
+    extension = ".jsonl"
+    fallback = True  # any file no other kind claims is read as dialogue JSONL, whose problems say what is wrong
+    offline_report = True
+
+    def validate(self, stream: BinaryIO, filename: str, options: Mapping[str, str]) -> Report:
+        """Check every line of the JSONL file."""
+        return validate(stream)
+
+    def needs_judge(self, evaluation: dict) -> bool:
+        """Every dialogue evaluation is judged."""
+        return True
+
+    def start(self, upload: dict, request: StartRequest) -> Plan:
+        """Some or all of the file's methods, two judgments (fine, binary) per reply."""
+        available = upload["summary"]["methods"]
+        methods = list(request.methods or available)
+        unknown = [m for m in methods if m not in available]
+        if unknown:
+            raise StartError(_("Unknown methods: %(unknown)s. This file has: %(available)s.",
+                               unknown=", ".join(unknown), available=", ".join(available)))
+        return Plan(methods, {**request.judge_settings(), "modes": list(MODES)},
+                    upload["summary"]["rounds"] * len(methods) * len(MODES))
+
+    def plan(self, job: Job) -> list[tuple]:
+        """Every (session, round, method, mode) to judge; also records where each session starts in the file."""
+        offsets, rows = [], []
+        for idx, offset, session in iter_sessions_with_offsets(job.path):
+            offsets.append((idx, session.session_id, offset))
+            rows.extend((idx, session.session_id, rnd.number, method, mode)
+                        for rnd in session.rounds for method in job.evaluation["methods"] for mode in MODES)
+        if not job.store.count_sessions(job.upload["id"]):
+            job.store.set_session_offsets(job.upload["id"], offsets)
+        return rows
+
+    def requests(self, job: Job, pending: set) -> Iterator[tuple[tuple, Prompt]]:
+        """Judge requests for the pending judgments, (key, Prompt), built lazily one session at a time."""
+        for idx, _offset, session in iter_sessions_with_offsets(job.path):
+            for position, rnd in enumerate(session.rounds):
+                for method in job.evaluation["methods"]:
+                    history = [(r.user_message, r.responses[method]) for r in session.rounds[:position]]
+                    ctx = DialogueContext(session.user_profile, session.user_personality, history,
+                                          rnd.user_message, rnd.responses[method])
+                    for mode in MODES:
+                        key = (idx, rnd.number, method, mode)
+                        if key in pending:
+                            yield key, prompts.prompt(mode, ctx, job.config.language)
+
+    def score(self, job: Job) -> dict:
+        """The dialogue result document from everything judged so far."""
+        return build_result(job.evaluation, job.upload, job.store.judgments(job.evaluation["id"]),
+                            job.store.usage(job.evaluation["id"]), job.config)
+
+    def result_context(self, record: dict, args: Mapping, site: Site) -> dict:
+        """Colours, the methods shown (`methods` in the query), the tables and a page of sessions."""
+        context = {"colours": method_colours(record["methods"]), "dimension_labels": figures.dimension_labels()}
+        if record.get("result"):
+            chosen = views.chosen_methods(record["result"], args)
+            result = views.with_methods(record["result"], chosen)
+            context.update(result=result, toggles=views.method_toggles(list(record["result"]["methods"]), chosen),
+                           detail=views.session_list(record, args, site.store),
+                           failures=site.store.failures(record["id"]), **views.result_tables(result))
+        return context
+
+    def figures(self, result: dict, record: dict, args: Mapping) -> dict:
+        """Curves and radar, each method in the colour it has in the whole result."""
+        return figures.dialogue_figures(result, method_colours(record["methods"]))
+
+    def csv(self, result: dict) -> tuple[tuple, list[tuple]]:
+        """One row per method: every metric with its confidence intervals."""
+        rows = []
+        for name, m in result["methods"].items():
+            ci_avg = m["ci95"]["avg"] or [None, None]
+            ci_bin = m["ci95"]["binary_rate"] or [None, None]
+            flat = {**m, **m["dimensions"], "ci95_avg_low": ci_avg[0], "ci95_avg_high": ci_avg[1],
+                    "ci95_binary_rate_low": ci_bin[0], "ci95_binary_rate_high": ci_bin[1]}
+            rows.append((name, *(flat.get(c) for c in CSV_COLUMNS)))
+        return ("method", *CSV_COLUMNS), rows
+
+    def views(self) -> dict:
+        """`session?index=N`: one session's rounds, replies and judgments, loaded when the reader opens it."""
+        return {"session": self._session_view}
+
+    @staticmethod
+    def _session_view(record: dict, args: Mapping, site: Site) -> tuple[str, dict] | None:
+        try:
+            index = int(args.get("index", ""))
+        except ValueError:
+            return None
+        session = views.session_detail(record, index, site)
+        if session is None:
+            return None
+        return "dialogue/_session_detail.html", {"s": session, "colours": method_colours(record["methods"]),
+                                                 "dimension_labels": figures.dimension_labels()}
+
+    def samples(self, record: dict, args: Mapping, site: Site) -> dict:
+        """A page of sessions with every reply and judgment (`page`, `per_page`, `q` in the query)."""
+        return views.session_page(record, args, site)
+
+    def run_label(self, result: dict) -> str:
+        """The judge model."""
+        return result["judge"]["model"]
+
+    def compare(self, runs: list[dict]) -> dict:
+        """The merged table, overlaid curves, and differences between runs of the same method."""
+        return views.comparison(runs)
+
+    def report_context(self, record: dict) -> dict:
+        """Figures and tables of the offline report."""
+        result = record["result"]
+        return {"figures": figures.dialogue_figures(result), "colours": method_colours(record["methods"]),
+                **views.result_tables(result)}

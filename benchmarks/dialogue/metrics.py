@@ -1,0 +1,232 @@
+"""Dialogue benchmark metrics (DESIGN.md section 5): AL(k) curves, binary rates, CIs, comparisons.
+
+Choices the design leaves open:
+- A judgment counts only when its status is "ok" and its value is valid (fine: total a finite
+  number in 0..100; binary: verdict 0 or 1). An "ok" judgment without a valid value is counted as
+  unparsed, never replaced by a default.
+- If a (session, round, method, mode) cell has several valid judgments, F(s,k) / B(s,k) is their
+  mean, so every session weighs the same in AL(k) and BAR(k).
+- Bootstraps resample sessions in sorted session-id order, so results do not depend on the order
+  of the records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+
+from benchmarks import stats
+from benchmarks.dialogue.prompts import DIMENSIONS
+
+REQUIRED_COLUMNS = ("session", "round", "method", "mode", "status")
+VALUE_COLUMNS = ("total", "verdict") + DIMENSIONS
+
+
+def curve_statistics(rounds: list[int], values: list[float]) -> dict:
+    """Summarise a curve: mean, OLS slope/intercept/R2, min-max normalised curve, its slope/R2."""
+    fit = stats.ols(rounds, values)
+    normalised = stats.min_max_normalise(values)
+    n_fit = stats.ols(rounds, normalised)
+    return {
+        "avg": stats.as_float(np.mean(values)) if values else None,
+        "slope": fit.slope,
+        "intercept": fit.intercept,
+        "r2": fit.r2,
+        "normalised": normalised,
+        "n_ir": n_fit.slope,
+        "n_r2": n_fit.r2,
+    }
+
+
+def _frame(records) -> pd.DataFrame:
+    frame = records if isinstance(records, pd.DataFrame) else pd.DataFrame(list(records))
+    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
+    if missing and len(frame):
+        raise ValueError(f"records lack required fields: {', '.join(missing)}")
+    frame = frame.reindex(columns=list(REQUIRED_COLUMNS + VALUE_COLUMNS)).reset_index(drop=True)
+    for column in VALUE_COLUMNS:
+        frame[column] = pd.to_numeric(frame[column], errors="coerce")
+    return frame
+
+
+def _valid_mask(frame: pd.DataFrame) -> pd.Series:
+    ok = frame["status"] == "ok"
+    fine = (frame["mode"] == "fine") & frame["total"].between(0, 100)
+    binary = (frame["mode"] == "binary") & frame["verdict"].isin([0, 1])
+    return ok & (fine | binary)
+
+
+def _cells(judgments: pd.DataFrame, column: str) -> pd.Series:
+    """Mean value per (session, round), sorted by session then round."""
+    return judgments.groupby(["session", "round"], sort=True)[column].mean()
+
+
+def _session_matrix(cells: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Turn (session, round) cells into S x K value and 0/1 count matrices (sorted sessions)."""
+    sessions = cells.index.get_level_values("session")
+    rounds = cells.index.get_level_values("round")
+    session_codes, _ = pd.factorize(sessions, sort=True)
+    round_codes, round_values = pd.factorize(rounds, sort=True)
+    shape = (int(session_codes.max()) + 1, len(round_values))
+    sums = np.zeros(shape)
+    counts = np.zeros(shape)
+    sums[session_codes, round_codes] = cells.to_numpy(dtype=float)
+    counts[session_codes, round_codes] = 1.0
+    return sums, counts
+
+
+def _curve(cells: pd.Series, scale: float) -> tuple[list[dict], dict]:
+    by_round = cells.groupby(level="round").agg(["mean", "count"])
+    rounds = [int(k) for k in by_round.index]
+    values = [float(v) * scale for v in by_round["mean"]]
+    points = [
+        {"round": k, "value": v, "n": int(n)} for k, v, n in zip(rounds, values, by_round["count"])
+    ]
+    return points, curve_statistics(rounds, values)
+
+
+class _WeightCache:
+    """Bootstrap weight matrices by number of sessions, built once per scoring call."""
+
+    def __init__(self, n_boot: int, seed: int):
+        self.n_boot, self.seed, self._cache = n_boot, seed, {}
+
+    def get(self, n: int) -> np.ndarray | None:
+        if n < 2:
+            return None
+        if n not in self._cache:
+            self._cache[n] = stats.resample_weights(n, self.n_boot, self.seed)
+        return self._cache[n]
+
+
+def _ci(sums: np.ndarray, counts: np.ndarray, scale: float, weights: _WeightCache):
+    ci = stats.bootstrap_curve_mean_ci(sums, counts, weights=weights.get(sums.shape[0]))
+    return None if ci is None else [v * scale for v in ci]
+
+
+def _add_point_cis(points: list[dict], sums: np.ndarray, counts: np.ndarray, scale: float,
+                   weights: _WeightCache) -> None:
+    """Give every curve point its 95% bootstrap interval over sessions (None with fewer than 2)."""
+    w = weights.get(sums.shape[0])
+    cis = stats.bootstrap_column_means_ci(sums, counts, weights=w) if w is not None else [None] * len(points)
+    # Both the points and the matrix columns are the rounds with data, in ascending order.
+    for point, ci in zip(points, cis):
+        point["ci95"] = None if ci is None else [v * scale for v in ci]
+
+
+class _Judgments:
+    """One method's valid fine and binary judgments and their (session, round) cells."""
+
+    def __init__(self, rows: pd.DataFrame, valid: pd.Series):
+        self.rows = rows
+        self.valid = valid
+        self.fine = rows[valid & (rows["mode"] == "fine")]
+        self.binary = rows[valid & (rows["mode"] == "binary")]
+        self.fine_cells = _cells(self.fine, "total")
+        self.binary_cells = _cells(self.binary, "verdict")
+
+    def session_means(self) -> dict[str, pd.Series]:
+        """Per-session mean of F and of 100*B, indexed by session."""
+        return {
+            "fine": self.fine_cells.groupby(level="session").mean(),
+            "binary": self.binary_cells.groupby(level="session").mean() * 100.0,
+        }
+
+
+def _method_result(j: _Judgments, weights: _WeightCache) -> dict:
+    al_curve, al = _curve(j.fine_cells, 1.0)
+    bar_curve, bar = _curve(j.binary_cells, 100.0)
+
+    avg_ci = rate = rate_ci = None
+    if len(j.fine_cells):
+        sums, counts = _session_matrix(j.fine_cells)
+        avg_ci = _ci(sums, counts, 1.0, weights)
+        _add_point_cis(al_curve, sums, counts, 1.0, weights)
+    if len(j.binary_cells):
+        sums, counts = _session_matrix(j.binary_cells)
+        _add_point_cis(bar_curve, sums, counts, 100.0, weights)
+        rate = 100.0 * float(j.binary_cells.mean())
+        # The binary rate pools all B(s,k): one column of per-session sums and counts.
+        rate_ci = _ci(sums.sum(axis=1), counts.sum(axis=1), 100.0, weights)
+
+    status = j.rows["status"]
+    sessions = set(j.fine["session"]) | set(j.binary["session"])
+    return {
+        "al_curve": al_curve,
+        "avg": al["avg"],
+        "slope": al["slope"],
+        "intercept": al["intercept"],
+        "r2": al["r2"],
+        "n_al_curve": [
+            {"round": p["round"], "value": v} for p, v in zip(al_curve, al["normalised"])
+        ],
+        "n_ir": al["n_ir"],
+        "n_r2": al["n_r2"],
+        "binary_curve": bar_curve,
+        "binary_rate": rate,
+        "binary_avg": bar["avg"],
+        "binary_slope": bar["slope"],
+        "binary_intercept": bar["intercept"],
+        "binary_r2": bar["r2"],
+        "binary_n_ir": bar["n_ir"],
+        "binary_n_r2": bar["n_r2"],
+        "dimensions": {d: stats.as_float(j.fine[d].mean()) for d in DIMENSIONS},
+        "ci95": {"avg": avg_ci, "binary_rate": rate_ci},
+        "sessions": len(sessions),
+        "judged": len(j.fine) + len(j.binary),
+        "judged_fine": len(j.fine),
+        "judged_binary": len(j.binary),
+        "unparsed": int((status == "unparsed").sum() + ((status == "ok") & ~j.valid).sum()),
+        "failed": int((status == "failed").sum()),
+        "pending": int((status == "pending").sum()),
+    }
+
+
+def _comparisons(per_method: dict, methods: list[str], weights: _WeightCache) -> list[dict]:
+    out = []
+    for a, b in combinations(methods, 2):
+        for metric in ("fine", "binary"):
+            left, right = per_method[a][metric], per_method[b][metric]
+            both = left.index.intersection(right.index).sort_values()
+            result = stats.paired_difference(
+                left.loc[both].to_numpy(dtype=float),
+                right.loc[both].to_numpy(dtype=float),
+                weights=weights.get(len(both)),
+            )
+            out.append(
+                {
+                    "a": a,
+                    "b": b,
+                    "metric": metric,
+                    "diff": result.diff,
+                    "ci95": result.ci95,
+                    "significant": result.significant,
+                    "sessions": result.n,
+                }
+            )
+    return out
+
+
+def score_methods(
+    records: Iterable[dict] | pd.DataFrame,
+    methods: list[str],
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> tuple[dict, list]:
+    """Score judgments into per-method metrics (DESIGN.md §7) and pairwise comparisons."""
+    frame = _frame(records)
+    frame = frame[frame["method"].isin(methods)]
+    valid_all = _valid_mask(frame)
+    weights = _WeightCache(n_boot, seed)
+    results, session_means = {}, {}
+    groups = dict(list(frame.groupby("method", sort=False)))
+    empty = frame.iloc[0:0]
+    for name in methods:
+        rows = groups.get(name, empty)
+        judgments = _Judgments(rows, valid_all.loc[rows.index])
+        results[name] = _method_result(judgments, weights)
+        session_means[name] = judgments.session_means()
+    return results, _comparisons(session_means, list(methods), weights)

@@ -1,0 +1,176 @@
+"""What the dialogue pages show: pages of sessions with their judgments, the tables beside the charts."""
+from __future__ import annotations
+
+from typing import Mapping
+
+from benchmarks.dialogue import figures
+from benchmarks.dialogue.format import read_session
+from benchmarks.dialogue.prompts import DIMENSIONS
+from benchmarks.figures import method_colours, run_style
+from benchmarks.kind import Site, list_arg
+
+PER_PAGE = 20
+MAX_PER_PAGE = 200
+
+
+def _int_arg(args: Mapping, name: str, default: int, low: int, high: int) -> int:
+    try:
+        return min(max(int(args.get(name, default)), low), high)
+    except (TypeError, ValueError):
+        return default
+
+
+def _judgment_view(j: dict) -> dict:
+    view = {k: j[k] for k in ("status", "answer", "error", "cached")}
+    if j["mode"] == "fine":
+        view |= {"total": j["total"], "dims": {d: j[d] for d in DIMENSIONS}}
+    else:
+        view["verdict"] = j["verdict"]
+    return view
+
+
+def session_list(evaluation: dict, args: Mapping, store) -> dict:
+    """One page of an evaluation's sessions (index and id only); `q` filters by session id."""
+    per_page = _int_arg(args, "per_page", PER_PAGE, 1, MAX_PER_PAGE)
+    query = str(args.get("q", ""))[:200]
+    total = store.count_sessions(evaluation["upload_id"], query)
+    pages = max(1, -(-total // per_page))
+    page = _int_arg(args, "page", 1, 1, pages)
+    rows = store.session_offsets(evaluation["upload_id"], (page - 1) * per_page, per_page, query)
+    return {"page": page, "pages": pages, "per_page": per_page, "total": total, "q": query, "sessions": rows}
+
+
+def session_details(evaluation: dict, rows: list[dict], site: Site) -> list[dict]:
+    """Sessions with every round's replies and judgments (scores, status, the judge's answers)."""
+    store = site.store
+    judged: dict[tuple[int, int, str], dict] = {}
+    for j in store.judgments(evaluation["id"], [r["idx"] for r in rows]):
+        judged.setdefault((j["session_idx"], j["round"], j["method"]), {})[j["mode"]] = _judgment_view(j)
+    path = site.file_of(store.get_upload(evaluation["upload_id"]))
+    sessions = []
+    for row in rows:
+        session = read_session(path, row["offset"])
+        sessions.append({
+            "index": row["idx"], "session_id": session.session_id, "user_profile": session.user_profile,
+            "user_personality": session.user_personality,
+            "rounds": [{"round": r.number, "user_message": r.user_message,
+                        "methods": {m: {"reply": r.responses[m], **judged.get((row["idx"], r.number, m), {})}
+                                    for m in evaluation["methods"]}}
+                       for r in session.rounds]})
+    return sessions
+
+
+def session_page(evaluation: dict, args: Mapping, site: Site) -> dict:
+    """One page of sessions with all their detail, for the API."""
+    listing = session_list(evaluation, args, site.store)
+    return {**listing, "sessions": session_details(evaluation, listing["sessions"], site)}
+
+
+def session_detail(evaluation: dict, index: int, site: Site) -> dict | None:
+    """One session's detail by its index in the file, or None."""
+    rows = site.store.session_offsets(evaluation["upload_id"], index, 1) if index >= 0 else []
+    return session_details(evaluation, rows, site)[0] if rows and rows[0]["idx"] == index else None
+
+BEST_COLUMNS = ("avg", "slope", "intercept", "r2", "n_ir", "n_r2", "binary_rate")
+
+
+def best_by_column(methods: dict) -> dict[str, set[str]]:
+    """For each metric column, the methods holding its highest value (ties all win)."""
+    best = {}
+    for column in BEST_COLUMNS:
+        values = {name: m[column] for name, m in methods.items() if m.get(column) is not None}
+        if len(values) > 1:
+            top = max(values.values())
+            best[column] = {name for name, v in values.items() if v == top}
+    return best
+
+
+def round_table(result: dict) -> list[dict]:
+    """One row per round: each method's AL(k), BAR(k) and the number of sessions behind them."""
+    rows: dict[int, dict] = {}
+    for name, m in result["methods"].items():
+        for key, curve in (("al", m["al_curve"]), ("bar", m["binary_curve"])):
+            for point in curve:
+                cell = rows.setdefault(point["round"], {}).setdefault(name, {})
+                cell[key], cell[key + "_n"] = point["value"], point["n"]
+    return [{"round": k, "methods": rows[k]} for k in sorted(rows)]
+
+
+def comparison_matrix(result: dict, metric: str) -> dict[str, dict[str, dict]]:
+    """matrix[a][b] = the paired difference a - b (with its CI and significance) for one metric."""
+    matrix: dict[str, dict[str, dict]] = {a: {} for a in result["methods"]}
+    for c in result["comparisons"]:
+        if c["metric"] != metric or c["diff"] is None:
+            continue
+        matrix[c["a"]][c["b"]] = {"diff": c["diff"], "ci95": c["ci95"], "significant": c["significant"]}
+        flipped = [-c["ci95"][1], -c["ci95"][0]] if c["ci95"] else None
+        matrix[c["b"]][c["a"]] = {"diff": -c["diff"], "ci95": flipped, "significant": c["significant"]}
+    return matrix
+
+
+def chosen_methods(result: dict, args: Mapping) -> list[str]:
+    """The methods picked in the query string (`methods=A,B`), in result order; all by default."""
+    picked = set(list_arg(args, "methods"))
+    chosen = [m for m in result["methods"] if m in picked]
+    return chosen or list(result["methods"])
+
+
+def with_methods(result: dict, methods: list[str]) -> dict:
+    """The result document narrowed to some methods (their metrics and the comparisons among them)."""
+    keep = set(methods)
+    return {**result, "methods": {m: result["methods"][m] for m in methods},
+            "comparisons": [c for c in result["comparisons"] if c["a"] in keep and c["b"] in keep]}
+
+
+def method_toggles(all_methods: list[str], chosen: list[str]) -> list[dict]:
+    """For each method: whether it is shown, and the `methods` query value that toggles it."""
+    toggles = []
+    for name in all_methods:
+        shown = name in chosen
+        after = [m for m in all_methods if (m in chosen) != (m == name)] if not (shown and len(chosen) == 1) \
+            else chosen
+        toggles.append({"name": name, "shown": shown,
+                        "param": None if len(after) == len(all_methods) else ",".join(after)})
+    return toggles
+
+
+def result_tables(result: dict) -> dict:
+    """The tables a result is shown with (best values, rounds, difference matrices), for page and report."""
+    return {"best": best_by_column(result["methods"]), "rounds": round_table(result),
+            "matrices": {metric: comparison_matrix(result, metric) for metric in ("fine", "binary")}}
+
+
+def _difference(first, second) -> float | None:
+    return None if first is None or second is None else second - first
+
+
+def _overlap(first, second) -> bool | None:
+    """Whether two confidence intervals [low, high] overlap; None when either is missing."""
+    if not first or not second:
+        return None
+    return first[0] <= second[1] and second[0] <= first[1]
+
+
+def comparison(runs: list[dict]) -> dict:
+    """Rows of the merged table, differences between runs of the same method, colours and figures."""
+    methods: list[str] = []
+    for run in runs:
+        methods += [m for m in run["result"]["methods"] if m not in methods]
+    colours = method_colours(methods)
+    for position, run in enumerate(runs):
+        run["style"] = run_style(position)
+    rows = [{"run": run, "method": name, "metrics": m} for run in runs for name, m in run["result"]["methods"].items()]
+    differences = []
+    for name in methods:
+        having = [run for run in runs if name in run["result"]["methods"]]
+        base = having[0]
+        a = base["result"]["methods"][name]
+        for other in having[1:]:
+            b = other["result"]["methods"][name]
+            differences.append({
+                "method": name, "base": base, "other": other,
+                "avg": _difference(a["avg"], b["avg"]), "avg_overlap": _overlap(a["ci95"]["avg"], b["ci95"]["avg"]),
+                "binary_rate": _difference(a["binary_rate"], b["binary_rate"]),
+                "binary_rate_overlap": _overlap(a["ci95"]["binary_rate"], b["ci95"]["binary_rate"])})
+    return {"runs": runs, "methods": methods, "colours": colours, "rows": rows, "differences": differences,
+            "figures": figures.compare_figures(runs, colours)}

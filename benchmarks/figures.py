@@ -1,0 +1,48 @@
+"""What every kind's Plotly figures share: the palette, axes and layout, the styles of runs compared, Plotly's
+JavaScript. Figures are plain Plotly JSON dicts: building graph_objects validates every property and costs more
+than the rest of the page."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import plotly
+from plotly.colors import qualitative
+
+
+PALETTE = qualitative.Plotly + qualitative.D3
+PLOTLY_JS_FILE = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"  # served by the app, no CDN
+
+
+def method_colours(methods: list[str]) -> dict[str, str]:
+    """A fixed colour per method, by its position in the result."""
+    return {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(methods)}
+
+
+AXIS = {"gridcolor": "#e4e7eb", "zeroline": False}
+
+
+def base_layout(title: str, x_title: str, y_title: str, y_range: list[float]) -> dict:
+    """A chart's title, axes, legend and margins."""
+    return {"title": {"text": title}, "xaxis": {**AXIS, "title": {"text": x_title}, "dtick": 1},
+            "yaxis": {**AXIS, "title": {"text": y_title}, "range": y_range}, "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
+            "legend": {"orientation": "h", "y": -0.2}, "paper_bgcolor": "#fff", "plot_bgcolor": "#fff",
+            "font": {"family": "system-ui, sans-serif"}}
+
+
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "5px,2px,1px,2px", "1px,6px")
+SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star", "pentagon")
+# The same dashes as SVG stroke-dasharray values, for the line samples in the page's list of evaluations.
+DASHARRAYS = {"solid": "", "dash": "9,9", "dot": "3,3", "dashdot": "9,3,3,3", "longdash": "15,6",
+              "longdashdot": "15,6,3,6", "5px,2px,1px,2px": "5,2,1,2", "1px,6px": "1,6"}
+MAX_RUNS = len(DASHES)
+
+
+def run_style(position: int) -> dict:
+    """Dash, marker symbol and SVG dasharray of the evaluation at this position of the comparison."""
+    dash = DASHES[position % len(DASHES)]
+    return {"dash": dash, "symbol": SYMBOLS[position % len(SYMBOLS)], "dasharray": DASHARRAYS[dash]}
+
+
+def plain(text: str) -> str:
+    """Text shown literally by Plotly, which reads <b>, <a href> and the like in names as markup."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

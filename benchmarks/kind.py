@@ -1,0 +1,235 @@
+"""The interface of a benchmark kind: everything the pipeline asks of one, in one place.
+
+A kind is a plug-in. The runner (jobs.py), the upload path (ingest.py), the pages, the API, the exports, the
+share view, the compare view and the CLI only ever call the methods below; none of them names a kind. To add
+one, subclass `Kind` in a package of its own and register an instance in `benchmarks/registry.py`.
+
+The life of an upload, and which method answers each step:
+
+1. detect    `sniff(head, filename, path)`: is this file of the kind? (first kind in registry order wins)
+2. validate  `validate(stream, filename, options)` -> Report: streaming, problems located by line or path
+3. start     `start(upload, request)` -> Plan: what an evaluation records (methods, settings, units of work)
+4. run       `plan(job)` -> judgment keys, `requests(job, pending)` -> (key, evaluator.Prompt) judge calls
+             (kinds with a judge),
+             then `score(job)` -> the result document (every kind; a kind without a judge has one pure step)
+5. show      `upload_context`, `result_context`, `figures`, `csv`, `downloads`, `views`, `compare`, with the
+             templates `<name>/upload.html`, `<name>/result.html`, `<name>/compare.html` in `template_folder`
+6. CLI       `cli_options` (click options added to `flask score`) and `cli_start` (their values -> options)
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, ClassVar, Iterable, Iterator, Mapping
+
+import jinja2
+
+from benchmarks.problems import Report
+
+if TYPE_CHECKING:
+    from evaluator import Prompt
+
+
+class StartError(ValueError):
+    """A request to start an evaluation that cannot be honoured; the message says why (a 400)."""
+
+
+class JobFailed(Exception):
+    """An evaluation that cannot go on (its reference set was removed, say); the message is shown as it is."""
+
+
+@dataclass(frozen=True)
+class Site:
+    """What a kind's pages may read: the store and the folder of uploaded files."""
+
+    store: Any
+    folder: Path
+
+    def file_of(self, upload: dict) -> Path:
+        """Path of an upload's stored file (named by content hash, never by the user's file name)."""
+        return self.folder / f"{upload['sha256']}{registry_extension(upload['kind'])}"
+
+
+@dataclass
+class StartRequest:
+    """What a user asked for when starting an evaluation of an upload.
+
+    `options` holds the kind's own fields (those in `Kind.start_fields`), as sent by the form, the API or the
+    CLI; `judge_settings()` checks the request's judge settings and returns what the evaluation records.
+    """
+
+    methods: list[str] | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    judge_settings: Callable[[], dict] = dict
+    store: Any = None
+
+
+@dataclass
+class Plan:
+    """What `Kind.start` decides: the evaluation's methods, its recorded settings and its units of work."""
+
+    methods: list[str]
+    settings: dict
+    total: int = 1
+
+
+@dataclass
+class Job:
+    """One run of an evaluation, as the runner hands it to its kind.
+
+    `path` is the upload's file; `config` the judge configuration when the evaluation uses one; `site` the
+    store (judgments, usage, reference sets) and uploads folder; `scratch` a place to keep what was read from
+    the file between `plan`, `requests` and `score` within one run.
+    """
+
+    evaluation: dict
+    upload: dict
+    path: Path
+    site: Site
+    config: Any = None
+    scratch: dict = field(default_factory=dict)
+
+    @property
+    def store(self) -> Any:
+        """The store the evaluation lives in."""
+        return self.site.store
+
+
+class Kind:
+    """A benchmark kind. Class attributes describe it; methods are called by the pipeline (see the module)."""
+
+    name: ClassVar[str]
+    label: ClassVar[Any]  # a lazy translated string, e.g. _l("Dialogue (persona alignment)")
+    extension: ClassVar[str] = ""  # stored uploads are named <sha256><extension>
+    upload_fields: ClassVar[tuple[str, ...]] = ()  # form/API fields read at upload, passed to validate()
+    start_fields: ClassVar[tuple[str, ...]] = ()  # form/API fields read when starting, in StartRequest.options
+    fallback: ClassVar[bool] = False  # detected last: the kind of any file no other kind claims
+    offline_report: ClassVar[bool] = False  # whether <name>/report.html exists (the self-contained report)
+
+    # -- detect and validate -----------------------------------------------------------------------------
+
+    def sniff(self, head: bytes, filename: str, path: Path | None) -> bool:
+        """Whether a file starting with `head` (BOM removed) is of this kind; `path` is the whole file."""
+        return False
+
+    def validate(self, stream: BinaryIO, filename: str, options: Mapping[str, str]) -> Report:
+        """Check a file, streaming; problems name a line or a path. `report.summary` is kept with the upload."""
+        raise NotImplementedError
+
+    # -- start and run -----------------------------------------------------------------------------------
+
+    def needs_judge(self, evaluation: dict) -> bool:
+        """Whether this evaluation calls the judge (then `plan` and `requests` give its calls)."""
+        return False
+
+    def start(self, upload: dict, request: StartRequest) -> Plan:
+        """Check a request to evaluate an upload (StartError when it cannot be done) and plan the evaluation."""
+        raise NotImplementedError
+
+    def plan(self, job: Job) -> Iterable[tuple]:
+        """The judgment keys of an evaluation that uses a judge, as (index, session, round, method, mode)."""
+        return ()
+
+    def requests(self, job: Job, pending: set) -> Iterator[tuple[tuple, Prompt]]:
+        """Judge calls for the pending keys, as (key, evaluator.Prompt), built lazily."""
+        return iter(())
+
+    def score(self, job: Job) -> dict:
+        """The result document, from the file and (for a judge) the judgments stored so far."""
+        raise NotImplementedError
+
+    # -- show --------------------------------------------------------------------------------------------
+
+    def templates(self) -> jinja2.BaseLoader:
+        """Where this kind's templates are: by default the `templates` folder beside the kind's module."""
+        return jinja2.FileSystemLoader(Path(inspect.getfile(type(self))).parent / "templates")
+
+    def upload_context(self, upload: dict, site: Site) -> dict:
+        """Extra values for `<name>/upload.html` (the page that starts an evaluation)."""
+        return {}
+
+    def result_context(self, record: dict, args: Mapping, site: Site) -> dict:
+        """Extra values for `<name>/result.html` of a finished (or partial) result; `args` is the query string
+        (the view's state). A "result" value replaces the document shown (narrowed to some methods, say)."""
+        return {}
+
+    def figures(self, result: dict, record: dict, args: Mapping) -> dict:
+        """Plotly figures (plain JSON) of the result shown, by name."""
+        return {}
+
+    def csv(self, result: dict) -> tuple[tuple, Iterable[tuple]]:
+        """The result's main table as (header, rows): the `.csv` export."""
+        raise NotImplementedError
+
+    def downloads(self, result: dict) -> dict[str, Callable[[], tuple[tuple, Iterable[tuple]]]]:
+        """More CSV tables of a result by name (served as `<name>.csv`), each a function giving (header, rows)."""
+        return {}
+
+    def views(self) -> dict[str, Callable[[dict, Mapping, Site], tuple[str, dict] | None]]:
+        """Read-only views of one evaluation by name, served at `view/<name>` and on share pages: each
+        takes (record, query string, site) and gives (template, values), or None for a 404."""
+        return {}
+
+    def samples(self, record: dict, args: Mapping, site: Site) -> dict | None:
+        """A page of per-sample detail for the API (`/api/evaluations/<id>/samples`), or None: no such thing."""
+        return None
+
+    def run_label(self, result: dict) -> str:
+        """What a run was measured with (a judge model, a reference set), for compare and lists."""
+        return "—"
+
+    def compare(self, runs: list[dict]) -> dict:
+        """The values of `<name>/compare.html` (as `cmp` there; "figures" are drawn) for finished runs, each a
+        dict of its "id", "label", "filename", "model" (run_label) and "result"."""
+        raise NotImplementedError
+
+    def report_context(self, record: dict) -> dict:
+        """Values of `<name>/report.html`, for kinds with an offline report."""
+        return {}
+
+    nav: ClassVar[tuple] = ()  # (endpoint, label) links this kind adds to the header
+
+    def blueprints(self) -> list:
+        """Flask blueprints of pages this kind adds beyond one evaluation's (those under /api skip CSRF)."""
+        return []
+
+    # -- CLI ---------------------------------------------------------------------------------------------
+
+    cli_options: ClassVar[tuple] = ()  # click.Option objects added to `flask score`
+
+    def cli_start(self, values: Mapping[str, Any], site: Site) -> dict:
+        """The start options from this kind's CLI options (StartError on a bad value)."""
+        return {k: values[k] for k in self.start_fields if values.get(k) is not None}
+
+    # -- helpers -----------------------------------------------------------------------------------------
+
+    def template(self, page: str) -> str:
+        """The template name of one of this kind's pages ("upload", "result", "compare", "report")."""
+        return f"{self.name}/{page}.html"
+
+
+def upload_stem(upload: dict) -> str:
+    """The name of a kind's one "method" when a whole upload is scored: its file name without extension."""
+    return Path(upload["filename"]).stem or upload["id"]
+
+
+def registry_extension(kind: str) -> str:
+    """The stored-file extension of a registered kind."""
+    from benchmarks import registry  # the registry imports the kinds, which import this module
+
+    return registry.get(kind).extension
+
+
+def list_arg(args: Mapping, name: str) -> list[str]:
+    """A list from the query string, given as `name=a,b` and/or `name=a&name=b`: in order, no blanks or repeats."""
+    values = args.getlist(name) if hasattr(args, "getlist") else [args.get(name, "")]
+    items: list[str] = []
+    for value in values:
+        for part in str(value).split(","):
+            part = part.strip()
+            if part and part not in items:
+                items.append(part)
+    return items
+
+

@@ -1,0 +1,103 @@
+"""The mobility kind: AgentSociety DailyMobility outputs scored by Jensen-Shannon against a reference set."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import BinaryIO, Mapping
+
+import click
+
+from benchmarks.figures import run_style
+from benchmarks.kind import Job, JobFailed, Kind, Plan, Site, StartError, StartRequest, upload_stem
+from benchmarks.mobility import figures, reference_sets
+from benchmarks.mobility.format import KEYS, load, validate
+from benchmarks.mobility.result import build_result
+from benchmarks.problems import Report
+from translations import _, lazy_gettext as _l
+
+
+class MobilityKind(Kind):
+    """One JSON object of the four mobility arrays of generated users; no judge, one scoring step."""
+
+    name = "mobility"
+    label = _l("Mobility (DailyMobility)")
+    extension = ".json"
+    start_fields = ("reference",)
+    cli_options = (click.Option(["--reference"], help="Mobility: the reference set, by name or id, or the path of "
+                                                      "a groundtruth folder, a ZIP or a JSON file."),)
+
+    def sniff(self, head: bytes, filename: str, path: Path | None) -> bool:
+        """An object with the mobility arrays."""
+        return b'"gyration_radius"' in head or b'"intention_sequences"' in head
+
+    def validate(self, stream: BinaryIO, filename: str, options: Mapping[str, str]) -> Report:
+        """Check the four arrays: types, lengths, codes."""
+        return validate(stream)
+
+    def start(self, upload: dict, request: StartRequest) -> Plan:
+        """Scored against the reference set named (by name or id) in `reference`."""
+        name = request.options.get("reference")
+        if name is not None and not isinstance(name, str):
+            raise StartError(_("'reference' must be the name or id of a reference set."))
+        record = request.store.get_reference(name) if name else None
+        if record is None:
+            names = ", ".join(r["name"] for r in request.store.list_references())
+            raise StartError(_("Pick the reference set to score against (by name or id). Known reference sets: "
+                               "%(names)s.", names=names or _("none yet; add one on the reference sets page")))
+        return Plan([upload_stem(upload)], {"reference": record["id"], "reference_name": record["name"]})
+
+    def score(self, job: Job) -> dict:
+        """Both variants of the official score against the reference set."""
+        record = job.store.get_reference(job.evaluation["settings"]["reference"])
+        if record is None:
+            raise JobFailed(_("The reference set of this evaluation was removed."))
+        with open(job.path, "rb") as f:
+            generated = load(f)
+        return build_result(job.evaluation, job.upload, record, reference_sets.load(job.site.folder, record),
+                            generated)
+
+    def upload_context(self, upload: dict, site: Site) -> dict:
+        """The reference sets to pick from."""
+        return {"references": site.store.list_references()}
+
+    def result_context(self, record: dict, args: Mapping, site: Site) -> dict:
+        """The metrics' names."""
+        return {"metric_labels": figures.metric_labels()}
+
+    def figures(self, result: dict, record: dict, args: Mapping) -> dict:
+        """Distributions of the reference against the generated users."""
+        return figures.mobility_figures(result)
+
+    def csv(self, result: dict) -> tuple[tuple, list[tuple]]:
+        """One row per variant: the four JSDs and the final score."""
+        return ("variant", *KEYS, "final_score"), [
+            (variant, *(result[variant]["jsd"][k] for k in KEYS), result[variant]["final_score"])
+            for variant in ("official", "strict")]
+
+    def run_label(self, result: dict) -> str:
+        """The reference set."""
+        return result["reference"]["name"]
+
+    def compare(self, runs: list[dict]) -> dict:
+        """Both variants' JSDs and final scores side by side, with their charts."""
+        for position, run in enumerate(runs):
+            run["style"] = run_style(position)
+        return {"runs": runs, "metric_labels": figures.metric_labels(),
+                "figures": figures.compare_figures(runs, figures.metric_labels())}
+
+    def cli_start(self, values: Mapping, site: Site) -> dict:
+        """--reference as a name, an id, or a path to add as a reference set."""
+        if not values.get("reference"):
+            raise StartError(_("Mobility outputs are scored against a reference set: add --reference with its name, "
+                               "or the path of the groundtruth folder, a ZIP or a JSON file."))
+        try:
+            return {"reference": reference_sets.resolve(site.store, site.folder, values["reference"])["id"]}
+        except reference_sets.ReferenceProblem as exc:
+            raise StartError(str(exc)) from exc
+
+    def blueprints(self) -> list:
+        """The reference-set page and API."""
+        from benchmarks.mobility import web  # Flask is only needed by the web app
+
+        return [web.bp, web.api_bp]
+
+    nav = (("references.page", _l("Reference sets")),)

@@ -1,0 +1,74 @@
+"""Named reference sets for the mobility benchmark: uploaded once, kept as arrays, picked per evaluation."""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from benchmarks.mobility import reference_files as mobility_reference
+from benchmarks.mobility.format import KEYS, MobilityData
+from store import new_id
+from translations import _
+
+MAX_NAME = 80
+
+
+class ReferenceProblem(ValueError):
+    """A reference set that cannot be added or found; the message says why."""
+
+
+def folder_of(upload_folder: str | Path) -> Path:
+    """Where reference arrays are kept (by content hash, never by a user's file name)."""
+    return Path(upload_folder) / "references"
+
+
+def content_hash(data: MobilityData) -> str:
+    """sha256 over the four arrays (dtype, shape and bytes), so the same set is recognised however it came."""
+    digest = hashlib.sha256()
+    for key in KEYS:
+        array = getattr(data, key)
+        digest.update(f"{key}:{array.dtype.str}:{array.shape}".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def add(store, upload_folder: str | Path, data: MobilityData, name: str, source: str) -> dict:
+    """Keep a reference set under a name; the same arrays under the same name are returned as they are."""
+    name = (name or "").strip()[:MAX_NAME]
+    if not name:
+        raise ReferenceProblem(_("Give the reference set a name."))
+    sha256 = content_hash(data)
+    existing = store.get_reference(name)
+    if existing:
+        if existing["sha256"] == sha256:
+            return existing
+        raise ReferenceProblem(_("A reference set named '%(name)s' already exists; choose another name.", name=name))
+    path = folder_of(upload_folder) / f"{sha256}.npz"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp.npz")
+        mobility_reference.save_npz(data, tmp)
+        tmp.replace(path)
+    return store.add_reference({"id": new_id(), "name": name, "sha256": sha256, "source": source[:200],
+                                "summary": data.summary()})
+
+
+def load(upload_folder: str | Path, record: dict) -> MobilityData:
+    """The arrays of a stored reference set."""
+    return mobility_reference.load_npz(folder_of(upload_folder) / f"{record['sha256']}.npz")
+
+
+def resolve(store, upload_folder: str | Path, path_or_name: str) -> dict:
+    """A reference set by name or id, or else loaded from a path (folder, ZIP or JSON) and kept under its name."""
+    record = store.get_reference(path_or_name)
+    if record:
+        return record
+    path = Path(path_or_name)
+    if not path.exists():
+        names = ", ".join(r["name"] for r in store.list_references()) or _("none yet")
+        raise ReferenceProblem(_("No reference set is named '%(name)s' and no such file or folder exists. Known "
+                                 "reference sets: %(names)s.", name=path_or_name, names=names))
+    try:
+        data = mobility_reference.load_any(path, path.name)
+    except mobility_reference.ReferenceError as exc:
+        raise ReferenceProblem(str(exc)) from exc
+    return add(store, upload_folder, data, path.stem if path.is_file() else path.name, f"file:{path.name}")

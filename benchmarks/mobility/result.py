@@ -1,0 +1,21 @@
+"""The mobility result document (DESIGN.md section 7) from a generated set and its reference."""
+from __future__ import annotations
+
+from benchmarks.mobility import format as mobility
+
+
+def build_result(evaluation: dict, upload: dict, reference_record: dict, reference: mobility.MobilityData,
+                 generated: mobility.MobilityData) -> dict:
+    """Both variants' JSDs and final scores, the distributions behind them, and shape warnings."""
+    return {
+        "kind": "mobility",
+        "evaluation_id": evaluation["id"],
+        "method": evaluation["methods"][0],
+        "input": {"upload_id": upload["id"], "filename": upload["filename"], "sha256": upload["sha256"]},
+        "reference": {"id": reference_record["id"], "name": reference_record["name"],
+                      "users": int(len(reference.gyration_radius))},
+        "generated": {"users": int(len(generated.gyration_radius))},
+        **mobility.score(reference, generated),
+        "distributions": mobility.distributions(reference, generated),
+        "warnings": [w.to_dict() for w in mobility.shape_warnings(reference, generated)],
+    }

@@ -1,0 +1,71 @@
+"""Reference sets of the mobility benchmark: the page that lists and adds them, and their API."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from flask import Blueprint, abort, current_app, jsonify, redirect, render_template, request, url_for
+
+from benchmarks.mobility import reference_files as mobility_reference
+from benchmarks.mobility import reference_sets as references
+from translations import _
+from web import get_store
+
+bp = Blueprint("references", __name__)
+api_bp = Blueprint("references_api", __name__, url_prefix="/api")
+
+
+def _add_from_request() -> dict:
+    """Add the reference set sent as multipart `file` (a ZIP of the official layout, or four-key JSON) or,
+    with `source=huggingface`, downloaded from the benchmark's dataset; raises ReferenceProblem."""
+    name = request.form.get("name", "")
+    if request.form.get("source") == "huggingface":
+        try:
+            data = mobility_reference.download(current_app.config.get("HF_BASE_URL", mobility_reference.HF_BASE_URL))
+        except mobility_reference.ReferenceError as exc:
+            raise references.ReferenceProblem(str(exc)) from exc
+        return references.add(get_store(), current_app.config["UPLOAD_FOLDER"], data, name or "beijing",
+                              f"huggingface:{mobility_reference.HF_DATASET}")
+    file = request.files.get("file")
+    if file is None or not file.filename:
+        raise references.ReferenceProblem(_("Choose a ZIP of the groundtruth folder, or a four-key JSON file."))
+    try:
+        data = mobility_reference.load_any(file.stream, file.filename)
+    except mobility_reference.ReferenceError as exc:
+        raise references.ReferenceProblem(str(exc)) from exc
+    return references.add(get_store(), current_app.config["UPLOAD_FOLDER"], data,
+                          name or Path(file.filename).stem, f"upload:{Path(file.filename).name[:100]}")
+
+
+@bp.route("/references", methods=["GET", "POST"])
+def page():
+    """List the reference sets; add one from a file or from the benchmark's dataset."""
+    error, status = None, 200
+    if request.method == "POST":
+        try:
+            record = _add_from_request()
+            return redirect(url_for("references.page", added=record["id"]))
+        except references.ReferenceProblem as exc:
+            error, status = str(exc), 400
+    return render_template("mobility/references.html", references=get_store().list_references(), error=error,
+                           added=request.args.get("added")), status
+
+
+@api_bp.get("/references")
+def list_api():
+    """Every reference set with its size and summary."""
+    return jsonify(get_store().list_references())
+
+
+@api_bp.post("/references")
+def create_api():
+    """Add a reference set: multipart `file` and `name`, or `source=huggingface`."""
+    try:
+        return jsonify(_add_from_request()), 201
+    except references.ReferenceProblem as exc:
+        return jsonify({"error": str(exc)}), 400
+
+
+@api_bp.get("/references/<reference_id>")
+def get_api(reference_id: str):
+    """One reference set."""
+    return jsonify(get_store().get_reference(reference_id) or abort(404))
