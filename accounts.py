@@ -18,12 +18,11 @@ import hmac
 import ipaddress
 import re
 import secrets
-import sqlite3
 from datetime import datetime, timedelta, timezone
 
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from store import Store
+from store import Duplicate, Store
 from translations import _
 
 MODES = ("on", "off", "local")
@@ -114,7 +113,7 @@ def create_user(store: Store, name: str, password: str, is_admin: bool = False) 
         raise ValueError(_("A user name has 1 to 64 letters, digits, dots, dashes, underscores or @."))
     try:
         return public_user(store.add_user(name, hash_password(password), is_admin))
-    except sqlite3.IntegrityError:
+    except Duplicate:
         raise ValueError(_("There is already a user named %(name)s.", name=name)) from None
 
 

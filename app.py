@@ -5,6 +5,7 @@ import logging
 import os
 import secrets
 import sys
+import threading
 from pathlib import Path
 
 import jinja2
@@ -34,14 +35,19 @@ def _secret_key(instance: Path) -> str:
 
 
 def create_app(config: dict | None = None) -> Flask:
-    """Build the Flask application with its store, job runner, blueprints and translations."""
+    """Build the Flask application with its store, job runner, blueprints and translations.
+
+    The runner runs evaluations on threads of this process, or on Celery workers when CELERY_BROKER_URL is set
+    (in `config` or the environment; queue_runner.py).
+    """
     app = Flask(__name__, instance_relative_config=True)
     instance = Path(app.instance_path)
     instance.mkdir(parents=True, exist_ok=True)
     app.config.update(
-        DATABASE=str(instance / "personasteer.sqlite"),
-        UPLOAD_FOLDER=str(ROOT / "uploads"),
-        RESULTS_FOLDER=str(ROOT / "results"),
+        DATABASE=os.environ.get("DATABASE") or str(instance / "personasteer.sqlite"),
+        DATABASE_URL=os.environ.get("DATABASE_URL", "").strip() or None,  # PostgreSQL; wins over DATABASE
+        UPLOAD_FOLDER=os.environ.get("UPLOAD_FOLDER") or str(ROOT / "uploads"),  # shared by every worker machine
+        RESULTS_FOLDER=os.environ.get("RESULTS_FOLDER") or str(ROOT / "results"),
         MAX_CONTENT_LENGTH=int(float(os.environ.get("MAX_UPLOAD_MB", "50")) * 1024 * 1024),
         RESUME_ON_START=True,
         JUDGE_ENV=os.environ,
@@ -56,9 +62,14 @@ def create_app(config: dict | None = None) -> Flask:
         app.config["SECRET_KEY"] = _secret_key(instance)
 
     app.json.sort_keys = False  # method order is meaningful (display order, chosen by the user)
-    store = Store(app.config["DATABASE"])
+    store = Store(app.config.get("DATABASE_URL") or app.config["DATABASE"])  # a URL, else the SQLite file
     judge_settings = JudgeSettings(store, app.config["JUDGE_KEY_FILE"], app.config["JUDGE_ENV"])
     runner = Runner(store, app.config["UPLOAD_FOLDER"], app.config["RESULTS_FOLDER"], judge_settings.environ)
+    broker = _broker_url(app.config)
+    if broker:
+        import queue_runner  # Celery only when a broker is configured
+
+        runner = queue_runner.init_app(app, broker, runner)  # app.extensions["celery"]; `flask score` stays local
     app.extensions["store"] = store
     app.extensions["runner"] = runner
     app.extensions["judge_settings"] = judge_settings
@@ -93,6 +104,30 @@ def create_app(config: dict | None = None) -> Flask:
             if not resumed:
                 resumed.append(runner.resume())
     return app
+
+
+def _broker_url(config) -> str | None:
+    """CELERY_BROKER_URL of the app's config, else of the environment ("" in the config turns it off)."""
+    if "CELERY_BROKER_URL" in config:
+        return config["CELERY_BROKER_URL"] or None
+    return os.environ.get("CELERY_BROKER_URL", "").strip() or None
+
+
+_celery_lock = threading.Lock()
+
+
+def __getattr__(name: str):
+    """`celery_app`, for `celery -A app:celery_app worker`: the Celery app of an application built on first use
+    (importing this module builds nothing)."""
+    if name != "celery_app":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    with _celery_lock:
+        if "celery_app" not in globals():
+            celery = create_app().extensions.get("celery")
+            if celery is None:
+                raise RuntimeError("Celery workers need a broker: set CELERY_BROKER_URL=redis://HOST:6379/0")
+            globals()["celery_app"] = celery
+    return globals()["celery_app"]
 
 
 if __name__ == "__main__":

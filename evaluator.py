@@ -8,12 +8,15 @@ One judgment is one chat completion. The SDK's own retries are off (`max_retries
 timeouts, connection errors, 408/409/429 and 5xx itself with exponential backoff and full jitter,
 honouring Retry-After, so that it can count attempts and so that a call waiting to be retried does not
 hold one of the endpoint's concurrency slots. All `Judge`s of one process that call the same endpoint
-share one budget of calls in flight (`endpoint_limiter`). Answers that parse are cached under a key
-over the endpoint, the model, the messages, the sampling settings and the prompt's version.
+share one budget of calls in flight (`endpoint_limiter`); with a Redis URL configured (`budget_url`) the
+budget, and the backoff after a 429, are shared by every process of the deployment (judge_budget.py).
+Answers that parse are cached under a key over the endpoint, the model, the messages, the sampling
+settings and the prompt's version.
 """
 from __future__ import annotations
 
 import datetime
+import functools
 import hashlib
 import json
 import math
@@ -28,13 +31,16 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2  # the openai SDK's HTTP client
 import openai
 from openai.types.chat import ChatCompletion
 
 from translations import _, ngettext
+
+if TYPE_CHECKING:
+    from judge_budget import RedisLimiter
 
 LANGUAGES = ("en", "zh")  # the languages prompts are written in (JudgeConfig.language)
 
@@ -119,6 +125,30 @@ def _as_base_url(name: str, value: object) -> str:
     return text
 
 
+REDIS_URL_FORMS = "redis://..., rediss://..., unix://..."
+
+
+def _as_redis_url(name: str, value: object) -> str:
+    """A Redis URL (redis://, rediss:// or unix://); the error never shows its password."""
+    text = _as_text(name, value)
+    if not text.lower().startswith(("redis://", "rediss://", "unix://")):
+        raise ValueError(_("%(name)s must be one of %(choices)s, got %(value)s", name=name, choices=REDIS_URL_FORMS,
+                           value=repr(_safe_url(text))))
+    return text
+
+
+def _budget_url(environ: Mapping[str, str]) -> tuple[str, str] | None:
+    """Where the deployment-wide budget of judge calls lives: JUDGE_REDIS_URL, else CELERY_BROKER_URL when it
+    is a Redis URL (a broker of another kind is not used), as (variable, value); None: in-process budget."""
+    found = _env(environ, "JUDGE_REDIS_URL")
+    if found:
+        return found
+    found = _env(environ, "CELERY_BROKER_URL")
+    if found and found[1].lower().startswith(("redis://", "rediss://")):
+        return found
+    return None
+
+
 # field name -> (environment variable, converter(name, value))
 _CONVERTERS: dict[str, tuple[str, Callable[[str, object], Any]]] = {
     "model": ("JUDGE_MODEL", _as_text),
@@ -159,10 +189,15 @@ class JudgeConfig:
     retry_base_s: float = 0.5  # the first retry waits up to this long, the k-th up to base * 2**(k-1)
     retry_max_s: float = 30.0  # cap of that exponential backoff
     use_cache: bool = True  # False: never read the cache (answers are still written to it)
+    # Redis URL of the budget shared by every process of the deployment (None: this process's own);
+    # from the environment only (JUDGE_REDIS_URL, else a redis:// CELERY_BROKER_URL), never from a request.
+    budget_url: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.base_url is not None:
             self.base_url = _as_base_url("base_url", self.base_url)
+        if self.budget_url is not None:
+            self.budget_url = _as_redis_url("budget_url", self.budget_url)
         if self.api_key is not None:
             self.api_key = self.api_key.strip() or None
         for name, (_env_name, convert) in _CONVERTERS.items():
@@ -178,6 +213,9 @@ class JudgeConfig:
         found = _env(environ, "JUDGE_API_KEY", "OPENAI_API_KEY")
         if found:
             values["api_key"] = found[1]
+        found = _budget_url(environ)
+        if found:
+            values["budget_url"] = _as_redis_url(*found)
         for name, (env_name, convert) in _CONVERTERS.items():
             found = _env(environ, env_name)
             if found:
@@ -404,6 +442,11 @@ class EndpointLimiter:
         with self._cond:
             self._cond.notify_all()
 
+    def backoff(self, seconds: float) -> None:
+        """The endpoint asked for a pause (429, Retry-After). Within one process each call waits out its
+        own retry, as it always has, so nothing changes here; judge_budget.RedisLimiter shares the pause
+        with every process."""
+
 
 class _Handoff:
     """Slots kept by answers that have arrived but are not in the cache yet.
@@ -442,20 +485,33 @@ class _Handoff:
             self._held.clear()
 
 
-# Endpoint -> limiter, shared by every Judge of the process that calls that endpoint. A limiter lives
-# as long as some Judge uses it; each new Judge sets its capacity to its own config.concurrency, so
-# when evaluations with different settings run at once the most recently started one decides.
-_LIMITERS: weakref.WeakValueDictionary[str, EndpointLimiter] = weakref.WeakValueDictionary()
+# (budget URL or "", endpoint) -> limiter, shared by every Judge of the process that calls that endpoint.
+# A limiter lives as long as some Judge uses it; each new Judge sets its capacity to its own
+# config.concurrency, so when evaluations with different settings run at once the most recently started
+# one decides (with a Redis budget, over every process that shares it).
+_LIMITERS: weakref.WeakValueDictionary[tuple[str, str], Any] = weakref.WeakValueDictionary()
 _LIMITERS_LOCK = threading.Lock()
 
 
-def endpoint_limiter(endpoint: str, capacity: int | None = None) -> EndpointLimiter:
-    """The process-wide limiter of calls in flight to `endpoint`; a given capacity replaces the current one."""
-    key = endpoint.rstrip("/")
+def endpoint_limiter(endpoint: str, capacity: int | None = None,
+                     budget_url: str | None = None) -> EndpointLimiter | RedisLimiter:
+    """The limiter of calls in flight to `endpoint`; a given capacity replaces the current one.
+
+    Without `budget_url` it is this process's own (EndpointLimiter); with one, a judge_budget.RedisLimiter
+    whose slots, capacity and backoff are shared through that Redis by every process of the deployment.
+    """
+    key = (budget_url or "", endpoint.rstrip("/"))
     with _LIMITERS_LOCK:
         limiter = _LIMITERS.get(key)
         if limiter is None:
-            limiter = _LIMITERS[key] = EndpointLimiter(capacity or 1)
+            if budget_url:
+                from judge_budget import RedisLimiter  # only deployments with Redis need the client
+
+                limiter = RedisLimiter(key[1], budget_url, capacity or 1)
+            else:
+                limiter = EndpointLimiter(capacity or 1)
+            _LIMITERS[key] = limiter
+            return limiter
     if capacity is not None:
         limiter.set_capacity(capacity)
     return limiter
@@ -505,6 +561,21 @@ def _duplicate(verdict: Verdict) -> Verdict:
                    completion_tokens=0, attempts=0, cached=verdict.status == "ok")
 
 
+_WARM_UP_COMPLETION = {"id": "warm-up", "object": "chat.completion", "created": 0, "model": "warm-up",
+                       "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": ""}}],
+                       "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
+
+
+@functools.cache
+def _warm_up_sdk() -> None:
+    """Build the SDK's response models once, on one thread, before any judge thread reads an answer: the openai
+    SDK builds its pydantic models on first use, and that build is not thread-safe ("BaseModel cannot be
+    instantiated directly" for one of the first answers read at once in a fresh process)."""
+    from openai._models import construct_type
+
+    construct_type(type_=ChatCompletion, value=_WARM_UP_COMPLETION)
+
+
 class Judge:
     """Calls the judge model; `cache` is any object with get(key) -> dict | None and put(key, value).
 
@@ -517,12 +588,13 @@ class Judge:
         problem = config.problem()
         if problem:
             raise ValueError(problem)
+        _warm_up_sdk()
         self.config = config
         self.cache = cache
         self._endpoint = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
         # Threads beyond the endpoint's budget wait for a slot or sleep in backoff without holding one.
         self.workers = 2 * config.concurrency + 4
-        self._limiter = endpoint_limiter(self._endpoint, config.concurrency)
+        self._limiter = endpoint_limiter(self._endpoint, config.concurrency, config.budget_url)
         self._sleep = sleep
         self._rng = rng if rng is not None else random.Random()
         self._client = _make_client(self._endpoint, config, self.workers)
@@ -580,6 +652,21 @@ class Judge:
             asked = backoff_s(retry, self.config.retry_base_s, self.config.retry_max_s, self._rng)
         return min(asked, MAX_WAIT_S)
 
+    def _report_pause(self, exc: BaseException, wait: float | None) -> None:
+        """Tell the limiter that the endpoint asked every caller to slow down (a 429, or any Retry-After).
+
+        `wait` is this call's own wait before its retry (None when it is not retried): the shared pause
+        lasts what the server asked for, else (a 429 without Retry-After) that wait.
+        """
+        if not isinstance(exc, openai.APIStatusError):
+            return
+        asked = retry_after_s(exc.response.headers)
+        if asked is None and exc.status_code != 429:
+            return
+        seconds = min(asked, MAX_WAIT_S) if asked is not None else wait
+        if seconds:
+            self._limiter.backoff(seconds)
+
     def _pause(self, seconds: float, stop: threading.Event) -> None:
         """Wait before a retry, without holding a slot."""
         if self._sleep is not None:
@@ -621,10 +708,13 @@ class Judge:
                 if not kept:
                     self._limiter.release()
             if not _is_retryable(error) or attempts > self.config.max_retries:
+                self._report_pause(error, None)
                 return self._failure(error, attempts)
             if stop.is_set():
                 return None
-            self._pause(self._retry_wait(error, attempts - 1), stop)
+            wait = self._retry_wait(error, attempts - 1)
+            self._report_pause(error, wait)
+            self._pause(wait, stop)
 
     def judge(self, prompt: Prompt) -> Verdict:
         """One judgment: the cache first (unless use_cache is off), else calls with retries."""

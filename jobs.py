@@ -1,4 +1,8 @@
-"""Evaluations: create them, run them in the background, cancel and resume them."""
+"""Evaluations: create them, run them in the background, cancel and resume them.
+
+`Pipeline` holds the steps of one run; `Runner` runs them on threads of this process (the default), and
+queue_runner.py on Celery workers when CELERY_BROKER_URL is set.
+"""
 from __future__ import annotations
 
 import json
@@ -10,10 +14,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
+import judge_batch
 import judge_endpoints
 from benchmarks import registry
 from benchmarks.dialogue.prompts import DIMENSIONS
-from benchmarks.kind import Job, JobFailed, Kind, Site, StartError, StartRequest
+from benchmarks.kind import Job, JobFailed, Kind, Site, StartError, StartRequest, as_flag
 from evaluator import Judge, JudgeConfig, Verdict
 
 from judge_settings import prices
@@ -26,9 +31,10 @@ log = logging.getLogger(__name__)
 # picks among those the operator named ("endpoint", or a "base_url" equal to one of theirs).
 JUDGE_OVERRIDES = ("model", "concurrency", "temperature", "language", "max_tokens", "timeout_s", "max_retries",
                    "use_cache")
-REQUEST_FIELDS = ("endpoint", "base_url", *JUDGE_OVERRIDES)
+REQUEST_FIELDS = ("endpoint", "base_url", "batch", *JUDGE_OVERRIDES)
 FLUSH_EVERY = 200
 FLUSH_SECONDS = 0.5
+BATCH_POLL_S = 30.0  # between two polls of a Batch API run (JUDGE_BATCH_POLL_S)
 
 
 class RequestError(ValueError):
@@ -81,6 +87,9 @@ def _judge_settings(judge: Mapping | None, environ: Mapping[str, str]) -> dict:
     if bad:
         raise RequestError(_("Unknown judge settings: %(bad)s. Allowed: %(allowed)s.", bad=", ".join(bad),
                              allowed=", ".join(REQUEST_FIELDS)))
+    batch = as_flag(overrides.pop("batch", False))
+    if batch is None:
+        raise RequestError(_("'batch' must be true or false."))
     try:
         endpoint = judge_endpoints.choose(judge_endpoints.parse(environ), overrides.pop("endpoint", None),
                                           overrides.pop("base_url", None))
@@ -92,11 +101,17 @@ def _judge_settings(judge: Mapping | None, environ: Mapping[str, str]) -> dict:
     if problem:
         raise RequestError(problem)
     return {"endpoint": endpoint.name, "base_url": config.base_url,
-            **{k: v for k, v in config.public().items() if k in JUDGE_OVERRIDES}, "prices": price}
+            **{k: v for k, v in config.public().items() if k in JUDGE_OVERRIDES}, "prices": price,
+            **({"batch": True} if batch else {})}
 
 
-class Runner:
-    """Runs evaluations on background threads; the database holds every bit of their state."""
+class Pipeline:
+    """The steps of running one evaluation, over the database that holds every bit of its state: load it, plan
+    its judgments once, judge the pending ones (cache, batching, progress), score it and keep the result.
+
+    The thread `Runner` below chains them in one thread; the Celery tasks (queue_runner.py) spread them over
+    workers, judging blocks of sessions apart.
+    """
 
     def __init__(self, store: Store, upload_folder: str | Path, results_folder: str | Path,
                  environ: Callable[[], Mapping[str, str]] = lambda: os.environ):
@@ -104,6 +119,138 @@ class Runner:
         self.upload_folder = Path(upload_folder)
         self.results_folder = Path(results_folder)
         self.environ = environ  # called at each run, so settings saved meanwhile (and the key) apply
+
+    def load(self, evaluation_id: str) -> tuple[Kind, Job] | None:
+        """The evaluation's kind and job (with its judge configuration when it calls the judge), or None after
+        recording why it cannot run (its file is missing, its endpoint is gone, no judge is configured)."""
+        evaluation = self.store.get_evaluation(evaluation_id, with_result=False)
+        upload = self.store.get_upload(evaluation["upload_id"])
+        kind = registry.get(evaluation["kind"])
+        site = Site(self.store, self.upload_folder)
+        path = site.file_of(upload)
+        if not path.exists():
+            self.store.set_status(evaluation_id, "failed",
+                                  _("The uploaded file is missing from the uploads folder; upload it again."))
+            return None
+        job = Job(evaluation, upload, path, site)
+        if kind.needs_judge(evaluation):
+            job.config = self._judge_config(evaluation)
+            if job.config is None:
+                return None
+        return kind, job
+
+    def plan(self, kind: Kind, job: Job) -> None:
+        """Record the evaluation's pending judgments, once (a resumed run skips this)."""
+        evaluation_id = job.evaluation["id"]
+        if not self.store.progress(evaluation_id)["total"]:
+            rows = list(kind.plan(job))
+            self.store.add_pending(evaluation_id, rows)
+            self.store.set_total(evaluation_id, len(rows))
+
+    def judge(self, kind: Kind, job: Job, pending: set, should_stop: Callable[[], bool],
+              on_progress: Callable[[dict], None] | None = None) -> None:
+        """Judge the `pending` keys with the evaluation's judge and the shared cache, saving verdicts in batches
+        (through the Batch API when the evaluation asked for batch mode)."""
+        if job.evaluation["settings"].get("batch"):
+            self._judge_by_batch(kind, job, pending, should_stop, on_progress)
+            return
+        with Judge(job.config, cache=JudgeCache(self.store)) as judge:
+            self._judge(job.evaluation["id"], _until_all_asked(kind.requests(job, pending), pending), judge,
+                        on_progress, should_stop)
+
+    def _judge_by_batch(self, kind: Kind, job: Job, pending: set, should_stop: Callable[[], bool],
+                        on_progress: Callable[[dict], None] | None) -> None:
+        """Batch mode: submit the pending judgments once (the batches' state is stored with the evaluation, so a
+        restarted run polls the same batches instead of paying twice), then poll and record answers as they come."""
+        evaluation_id, config = job.evaluation["id"], job.config
+        name, cache = f"batch:{evaluation_id}", JudgeCache(self.store)
+        prompts = dict(_until_all_asked(kind.requests(job, pending), pending))
+        poll_s = float(self.environ().get("JUDGE_BATCH_POLL_S") or BATCH_POLL_S)
+
+        def record(verdicts: list) -> None:
+            if verdicts:
+                self.store.save_judgments(evaluation_id, [(tuple(key), verdict_fields(v)) for key, v in verdicts])
+            if on_progress:
+                on_progress(self.store.progress(evaluation_id))
+
+        state = self.store.get_setting(name)
+        if state is None or (judge_batch.finished(state) and prompts):  # first run, or failed ones asked again
+            ready, run = judge_batch.submit(config, ([list(key), prompt] for key, prompt in prompts.items()), cache,
+                                            metadata={"evaluation": evaluation_id})
+            state = run.state if run else None
+            self.store.set_setting(name, state)
+            record(ready)
+        while state and not judge_batch.finished(state):
+            if should_stop():
+                judge_batch.cancel(config, state)  # what was answered so far is collected on resume
+                self.store.set_setting(name, state)
+                return
+            try:
+                judge_batch.poll(config, state)
+                verdicts = judge_batch.collect(config, state, cache, lambda key: prompts.get(tuple(key)))
+            except judge_batch.BatchError as exc:
+                if exc.retryable:
+                    verdicts = []
+                else:  # the batch or its files are gone, or the key was refused: fail what is left, visibly
+                    verdicts = judge_batch.abandon(state, exc.message)
+            self.store.set_setting(name, state)
+            record(verdicts)
+            if not judge_batch.finished(state):
+                _wait(poll_s, should_stop)
+
+    def _judge_config(self, evaluation: dict) -> JudgeConfig | None:
+        """The evaluation's judge, or None after recording why it cannot be called (endpoint gone, no judge)."""
+        try:
+            config = judge_config(evaluation["settings"], self.environ())
+        except ValueError as exc:
+            self.store.set_status(evaluation["id"], "failed", str(exc))
+            return None
+        if config.problem():
+            self.store.set_status(evaluation["id"], "failed", config.problem())
+            return None
+        return config
+
+    def _judge(self, evaluation_id: str, items: Iterator, judge: Judge,
+               on_progress: Callable[[dict], None] | None, should_stop: Callable[[], bool]) -> None:
+        """Judge the items, saving verdicts in batches and reporting progress after each batch."""
+        batch: list = []
+        last_flush = time.monotonic()
+
+        def flush() -> None:
+            nonlocal last_flush
+            if batch:
+                self.store.save_judgments(evaluation_id, batch)
+                batch.clear()
+            last_flush = time.monotonic()
+            if on_progress:
+                on_progress(self.store.progress(evaluation_id))
+
+        for key, verdict in judge.run(items, should_stop=should_stop):
+            batch.append((key, verdict_fields(verdict)))
+            if len(batch) >= FLUSH_EVERY or time.monotonic() - last_flush >= FLUSH_SECONDS:
+                flush()
+        flush()
+
+    def finish(self, evaluation_id: str, document: dict, status: str = "done") -> None:
+        """Keep a result document: results/<id>.json, then the database with the final status."""
+        self._write_result_file(evaluation_id, document)
+        self.store.set_result(evaluation_id, document, status=status)
+
+    def _write_result_file(self, evaluation_id: str, document: dict) -> None:
+        """Write results/<id>.json atomically, so a crash never leaves half a file."""
+        self.results_folder.mkdir(parents=True, exist_ok=True)
+        target = self.results_folder / f"{evaluation_id}.json"
+        tmp = target.with_suffix(f".json.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps(document, ensure_ascii=False, indent=1), encoding="utf-8")
+        os.replace(tmp, target)
+
+
+class Runner(Pipeline):
+    """Runs evaluations on background threads of this process; the database holds every bit of their state."""
+
+    def __init__(self, store: Store, upload_folder: str | Path, results_folder: str | Path,
+                 environ: Callable[[], Mapping[str, str]] = lambda: os.environ):
+        super().__init__(store, upload_folder, results_folder, environ)
         self._cancelled: set[str] = set()
         self._threads: dict[str, threading.Thread] = {}
         self._lock = threading.Lock()
@@ -167,19 +314,10 @@ class Runner:
                                                              "%(error)s", error=f"{type(exc).__name__}: {exc}"))
 
     def _run(self, evaluation_id: str, on_progress: Callable[[dict], None] | None) -> None:
-        evaluation = self.store.get_evaluation(evaluation_id, with_result=False)
-        upload = self.store.get_upload(evaluation["upload_id"])
-        kind = registry.get(evaluation["kind"])
-        path = Site(self.store, self.upload_folder).file_of(upload)
-        if not path.exists():
-            self.store.set_status(evaluation_id, "failed",
-                                  _("The uploaded file is missing from the uploads folder; upload it again."))
+        loaded = self.load(evaluation_id)
+        if loaded is None:
             return
-        job = Job(evaluation, upload, path, Site(self.store, self.upload_folder))
-        if kind.needs_judge(evaluation):
-            job.config = self._judge_config(evaluation)
-            if job.config is None:
-                return
+        kind, job = loaded
         self.store.set_status(evaluation_id, "running")
         try:
             if job.config is not None:
@@ -188,61 +326,34 @@ class Runner:
         except JobFailed as exc:
             self.store.set_status(evaluation_id, "failed", str(exc))
             return
-        self._write_result_file(evaluation_id, document)
-        self.store.set_result(evaluation_id, document,
-                              status="cancelled" if evaluation_id in self._cancelled else "done")
+        self.finish(evaluation_id, document, status="cancelled" if evaluation_id in self._cancelled else "done")
 
     def _judge_all(self, kind: Kind, job: Job, on_progress: Callable[[dict], None] | None) -> None:
         """Plan the judgments once (a resumed run skips this), then judge every one still pending."""
         evaluation_id = job.evaluation["id"]
-        if not self.store.progress(evaluation_id)["total"]:
-            rows = list(kind.plan(job))
-            self.store.add_pending(evaluation_id, rows)
-            self.store.set_total(evaluation_id, len(rows))
-        pending = self.store.pending_keys(evaluation_id)
-        with Judge(job.config, cache=JudgeCache(self.store)) as judge:
-            self._judge(evaluation_id, kind.requests(job, pending), judge, on_progress)
+        self.plan(kind, job)
+        self.judge(kind, job, self.store.pending_keys(evaluation_id),
+                   lambda: evaluation_id in self._cancelled, on_progress)
 
-    def _judge_config(self, evaluation: dict) -> JudgeConfig | None:
-        """The evaluation's judge, or None after recording why it cannot be called (endpoint gone, no judge)."""
-        try:
-            config = judge_config(evaluation["settings"], self.environ())
-        except ValueError as exc:
-            self.store.set_status(evaluation["id"], "failed", str(exc))
-            return None
-        if config.problem():
-            self.store.set_status(evaluation["id"], "failed", config.problem())
-            return None
-        return config
 
-    def _judge(self, evaluation_id: str, items: Iterator, judge: Judge,
-               on_progress: Callable[[dict], None] | None) -> None:
-        """Judge the items, saving verdicts in batches and reporting progress after each batch."""
-        batch: list = []
-        last_flush = time.monotonic()
+def _wait(seconds: float, should_stop: Callable[[], bool]) -> None:
+    """Sleep between two polls of a batch, waking early when the evaluation is cancelled."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not should_stop():
+        time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
 
-        def flush() -> None:
-            nonlocal last_flush
-            if batch:
-                self.store.save_judgments(evaluation_id, batch)
-                batch.clear()
-            last_flush = time.monotonic()
-            if on_progress:
-                on_progress(self.store.progress(evaluation_id))
 
-        for key, verdict in judge.run(items, should_stop=lambda: evaluation_id in self._cancelled):
-            batch.append((key, verdict_fields(verdict)))
-            if len(batch) >= FLUSH_EVERY or time.monotonic() - last_flush >= FLUSH_SECONDS:
-                flush()
-        flush()
-
-    def _write_result_file(self, evaluation_id: str, document: dict) -> None:
-        """Write results/<id>.json atomically, so a crash never leaves half a file."""
-        self.results_folder.mkdir(parents=True, exist_ok=True)
-        target = self.results_folder / f"{evaluation_id}.json"
-        tmp = target.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(document, ensure_ascii=False, indent=1), encoding="utf-8")
-        os.replace(tmp, target)
+def _until_all_asked(items: Iterator, pending: set) -> Iterator:
+    """The kind's requests, ending once every pending key was given: the rest of the file is not read (a block of
+    a few sessions near the start of a large file is done as soon as they are)."""
+    left = set(pending)
+    if not left:
+        return
+    for key, prompt in items:
+        yield key, prompt
+        left.discard(key)
+        if not left:
+            return
 
 
 def verdict_fields(verdict: Verdict) -> dict:

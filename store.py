@@ -1,123 +1,28 @@
-"""SQLite persistence: uploads, evaluations, judgments, the judge cache and result documents."""
+"""Persistence: uploads, evaluations, judgments, the judge cache and result documents, in SQLite or PostgreSQL.
+
+One code path through SQLAlchemy Core: `text()` queries with `:name` parameters, in SQL both databases run. `Store`
+takes a SQLite file (the default, `instance/personasteer.sqlite`) or a database URL (`postgresql://...`, driven
+by psycopg 3). Opening a store brings its schema up to date (store_migrations.py).
+"""
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import secrets
-import sqlite3
 import threading
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from benchmarks.dialogue.prompts import DIMENSIONS
+from sqlalchemy import bindparam, create_engine, event, text
+from sqlalchemy.engine import URL, Connection, Engine, make_url
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.sql.elements import TextClause
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS uploads (
-    id TEXT PRIMARY KEY,
-    sha256 TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    filename TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    summary TEXT NOT NULL,
-    warnings TEXT NOT NULL,
-    created_at TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS uploads_sha ON uploads (sha256, kind);
-CREATE TABLE IF NOT EXISTS sessions (
-    upload_id TEXT NOT NULL,
-    idx INTEGER NOT NULL,
-    session_id TEXT NOT NULL,
-    offset INTEGER NOT NULL,
-    PRIMARY KEY (upload_id, idx)
-);
-CREATE TABLE IF NOT EXISTS evaluations (
-    id TEXT PRIMARY KEY,
-    upload_id TEXT NOT NULL REFERENCES uploads (id),
-    kind TEXT NOT NULL,
-    status TEXT NOT NULL,
-    methods TEXT NOT NULL,
-    settings TEXT NOT NULL,
-    error TEXT,
-    total INTEGER NOT NULL DEFAULT 0,
-    created_at TEXT NOT NULL,
-    started_at TEXT,
-    finished_at TEXT,
-    run_started_at TEXT,
-    run_done_at_start INTEGER NOT NULL DEFAULT 0,
-    result TEXT
-);
-CREATE TABLE IF NOT EXISTS judgments (
-    evaluation_id TEXT NOT NULL,
-    session_idx INTEGER NOT NULL,
-    session_id TEXT NOT NULL,
-    round INTEGER NOT NULL,
-    method TEXT NOT NULL,
-    mode TEXT NOT NULL,
-    status TEXT NOT NULL DEFAULT 'pending',
-    total REAL,
-    style INTEGER,
-    content INTEGER,
-    naturalness INTEGER,
-    personalization INTEGER,
-    conversation INTEGER,
-    verdict INTEGER,
-    answer TEXT,
-    error TEXT,
-    prompt_tokens INTEGER NOT NULL DEFAULT 0,
-    completion_tokens INTEGER NOT NULL DEFAULT 0,
-    cached INTEGER NOT NULL DEFAULT 0,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    scores TEXT,
-    PRIMARY KEY (evaluation_id, session_idx, round, method, mode)
-);
--- Covers the progress counts, so polling a 400,000-judgment evaluation stays cheap.
-CREATE INDEX IF NOT EXISTS judgments_progress ON judgments (evaluation_id, status, cached);
-CREATE TABLE IF NOT EXISTS settings (
-    name TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS judge_cache (
-    key TEXT PRIMARY KEY,
-    answer TEXT NOT NULL,
-    prompt_tokens INTEGER NOT NULL,
-    completion_tokens INTEGER NOT NULL,
-    created_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS shares (
-    id TEXT PRIMARY KEY,
-    evaluation_id TEXT NOT NULL REFERENCES evaluations (id),
-    token TEXT NOT NULL UNIQUE,
-    created_at TEXT NOT NULL,
-    revoked_at TEXT
-);
-CREATE INDEX IF NOT EXISTS shares_evaluation ON shares (evaluation_id);
-CREATE TABLE IF NOT EXISTS reference_sets (
-    id TEXT PRIMARY KEY,
-    name TEXT NOT NULL UNIQUE,
-    sha256 TEXT NOT NULL,
-    source TEXT NOT NULL,
-    summary TEXT NOT NULL,
-    created_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS users (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    name TEXT NOT NULL UNIQUE COLLATE NOCASE,
-    password_hash TEXT NOT NULL,
-    is_admin INTEGER NOT NULL DEFAULT 0,
-    created_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS api_tokens (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    user_id INTEGER NOT NULL REFERENCES users (id),
-    name TEXT NOT NULL,
-    token_hash TEXT NOT NULL UNIQUE,
-    created_at TEXT NOT NULL,
-    last_used_at TEXT,
-    revoked_at TEXT
-);
-CREATE INDEX IF NOT EXISTS api_tokens_user ON api_tokens (user_id);
-"""
+import store_migrations
+from benchmarks.dialogue.prompts import DIMENSIONS
 
 UNFINISHED = ("queued", "running")
 _JSON_COLUMNS = {"summary", "warnings", "methods", "settings", "result"}
@@ -125,13 +30,24 @@ _RESULT_COLUMNS = ("status", "total", *DIMENSIONS, "verdict", "scores", "answer"
                    "prompt_tokens", "completion_tokens", "cached", "attempts")
 _ACCUMULATED = ("prompt_tokens", "completion_tokens", "attempts")
 _COUNTER_DEFAULTS = {"prompt_tokens": 0, "completion_tokens": 0, "attempts": 0, "cached": 0}
-# Columns added after the first release: (table, column, declaration), added to older databases on open.
-_ADDED_COLUMNS = (
-    ("judgments", "attempts", "INTEGER NOT NULL DEFAULT 0"),
-    ("evaluations", "run_started_at", "TEXT"),
-    ("evaluations", "run_done_at_start", "INTEGER NOT NULL DEFAULT 0"),
-    ("judgments", "scores", "TEXT"),  # JSON scores of judgments other than the dialogue dimensions
-)
+_BATCH = 2000  # rows per executemany, so that a 400,000-row write never builds all its parameters at once
+
+# The columns each record has, in this order (the JSON API shows them so); the ordering column `seq` is not one.
+UPLOAD = "id, sha256, kind, filename, size, summary, warnings, created_at"
+EVALUATION_HEAD = ("id, upload_id, kind, status, methods, settings, error, total, created_at, started_at, finished_at,"
+                   " run_started_at, run_done_at_start")
+EVALUATION = EVALUATION_HEAD + ", result"
+JUDGMENT = ("evaluation_id, session_idx, session_id, round, method, mode, status, total, "
+            + ", ".join(DIMENSIONS) + ", verdict, answer, error, prompt_tokens, completion_tokens, cached, attempts,"
+            " scores")
+SHARE = "id, evaluation_id, token, created_at, revoked_at"
+REFERENCE = "id, name, sha256, source, summary, created_at"
+USER = "id, name, password_hash, is_admin, created_at"
+TOKEN = "id, user_id, name, token_hash, created_at, last_used_at, revoked_at"
+
+
+class Duplicate(Exception):
+    """The name is taken (user names compare case-insensitively)."""
 
 
 def new_id() -> str:
@@ -144,164 +60,289 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _decode(row: sqlite3.Row | None) -> dict | None:
+def database_url(target: str | Path | URL) -> URL:
+    """The SQLAlchemy URL of a SQLite file path or a database URL; `postgresql://` and `postgres://` use psycopg 3."""
+    if isinstance(target, URL):
+        url = target
+    elif "://" in str(target):
+        url = make_url(str(target))
+    else:
+        return URL.create("sqlite", database=str(target))
+    if url.drivername in ("postgresql", "postgres"):
+        url = url.set(drivername="postgresql+psycopg")
+    if url.get_backend_name() not in store_migrations.DIALECTS:
+        raise ValueError(f"unsupported database {url.drivername!r}: give a SQLite file or a postgresql:// URL")
+    return url
+
+
+@functools.lru_cache(maxsize=512)
+def _sql(statement: str) -> TextClause:
+    """A compiled-once text() query (SQLAlchemy caches its compiled form by statement)."""
+    return text(statement)
+
+
+@functools.lru_cache(maxsize=64)
+def _sql_in(statement: str, *expanding: str) -> TextClause:
+    """A text() query whose `IN :name` parameters take a list."""
+    return text(statement).bindparams(*(bindparam(name, expanding=True) for name in expanding))
+
+
+def _decode(row: dict | None) -> dict | None:
     if row is None:
         return None
-    out = dict(row)
-    for key in _JSON_COLUMNS & out.keys():
-        if out[key] is not None:
-            out[key] = json.loads(out[key])
-    return out
+    for key in _JSON_COLUMNS & row.keys():
+        if row[key] is not None:
+            row[key] = json.loads(row[key])
+    return row
+
+
+def _dicts(result) -> list[dict]:
+    keys = tuple(result.keys())
+    return [dict(zip(keys, row)) for row in result]
+
+
+def _first(result) -> dict | None:
+    row = result.first()
+    return None if row is None else dict(row._mapping)
+
+
+def _batches(rows: Iterable[dict]) -> Iterator[list[dict]]:
+    batch: list[dict] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= _BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _engine(url: URL) -> Engine:
+    if url.get_backend_name() == "sqlite":
+        if url.database and url.database != ":memory:":
+            Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+        # Connections are kept open for reuse (opening one costs more than a query), any number of them: a thread
+        # never waits for another's connection, only (30 s at most) for another process's write lock.
+        engine = create_engine(url, pool_size=8, max_overflow=-1, connect_args={"timeout": 30})
+
+        @event.listens_for(engine, "connect")
+        def _wal(dbapi_connection, _record) -> None:
+            dbapi_connection.execute("PRAGMA journal_mode=WAL")  # readers never wait for the writer
+
+        return engine
+    # A pool shared by the threads; a connection the server closed meanwhile is noticed before it is used.
+    return create_engine(url, pool_pre_ping=True)
 
 
 class Store:
-    """All database access, safe across threads (each thread has its own connection)."""
+    """All database access, safe across threads and processes.
 
-    def __init__(self, path: str | Path):
-        self.path = str(path)
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self._write_lock = threading.Lock()
-        self._local = threading.local()
-        with self._connect() as con:
-            con.execute("PRAGMA journal_mode=WAL")
-            con.executescript(SCHEMA)
-            for table, column, declaration in _ADDED_COLUMNS:
-                existing = {row[1] for row in con.execute(f"PRAGMA table_info({table})")}
-                if column not in existing:
-                    con.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+    `target` is a SQLite file path or a database URL (`postgresql://user:pass@host/db`). Each call takes a
+    connection from the engine's pool for one transaction. SQLite: one writer at a time inside this process (other
+    processes wait up to 30 s for the lock).
+    """
 
-    @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        # One connection per thread, kept open: opening one and reading the schema costs more than a query.
-        con = getattr(self._local, "con", None)
-        if con is None:
-            con = self._local.con = sqlite3.connect(self.path, timeout=30)
-            con.row_factory = sqlite3.Row
-        with con:
-            yield con
-
-    @contextmanager
-    def _writing(self) -> Iterator[sqlite3.Connection]:
+    def __init__(self, target: str | Path | URL):
+        self.url = database_url(target)
+        self.dialect = self.url.get_backend_name()  # "sqlite" or "postgresql"
+        self.path = self.url.database if self.dialect == "sqlite" else None
+        self.engine = _engine(self.url)
+        sqlite = self.dialect == "sqlite"
         # One writer at a time inside this process keeps SQLite from returning "database is locked".
-        with self._write_lock, self._connect() as con:
+        self._write_lock = threading.Lock() if sqlite else contextlib.nullcontext()
+        self._statements: dict[str, tuple] = {}  # _compiled
+        self._local = threading.local() if sqlite else None  # _lookup
+        self.migrated = store_migrations.migrate(self.engine)  # the schema steps this opening applied
+
+    def close(self) -> None:
+        """Close the pool's connections and this thread's own (the store opens new ones if used again)."""
+        driver = self._local and getattr(self._local, "driver", None)
+        if driver is not None:
+            del self._local.driver
+            driver.close()
+        self.engine.dispose()
+
+    @contextmanager
+    def _connection(self) -> Iterator[Connection]:
+        """A connection for reading (its transaction is rolled back when it goes back to the pool)."""
+        with self.engine.connect() as con:
             yield con
+
+    @contextmanager
+    def _writing(self) -> Iterator[Connection]:
+        """A connection in a transaction, committed at the end of the block (rolled back on an error)."""
+        with self._write_lock, self.engine.begin() as con:
+            yield con
+
+    def _all(self, sql: str, params: dict | None = None) -> list[dict]:
+        with self._connection() as con:
+            return _dicts(con.execute(_sql(sql), params or {}))
+
+    def _one(self, sql: str, params: dict | None = None) -> dict | None:
+        with self._connection() as con:
+            return _first(con.execute(_sql(sql), params or {}))
+
+    def _write(self, sql: str, params: dict | None = None) -> int:
+        with self._writing() as con:
+            return con.execute(_sql(sql), params or {}).rowcount
+
+    def _lookup(self, sql: str, params: dict) -> dict | None:
+        """`_one` for the hottest read, the judge cache (once per judgment): the same text() query, compiled by
+        SQLAlchemy for this database, run on the driver's cursor, since SQLAlchemy's execution layer and pool
+        checkout cost several times what SQLite takes to answer (bench/bench_cache.py)."""
+        statement, names = self._compiled(sql)
+        if self._local is None:  # PostgreSQL: a pooled connection, whose return to the pool ends the transaction
+            con = self.engine.raw_connection()
+            try:
+                return self._fetch_one(con.cursor(), statement, params, names)
+            finally:
+                con.close()
+        con = getattr(self._local, "driver", None)
+        if con is None:  # SQLite: as before, a connection per thread, kept open (made by the engine, then detached)
+            pooled = self.engine.raw_connection()
+            pooled.detach()
+            con = self._local.driver = pooled.dbapi_connection
+        return self._fetch_one(con.cursor(), statement, params, names)
+
+    @staticmethod
+    def _fetch_one(cursor, statement: str, params: dict, names: tuple[str, ...] | None) -> dict | None:
+        try:
+            cursor.execute(statement, params if names is None else tuple(params[n] for n in names))
+            row = cursor.fetchone()
+            return None if row is None else dict(zip([d[0] for d in cursor.description], row))
+        finally:
+            cursor.close()
+
+    def _many(self, con: Connection, sql: str, rows: Iterable[dict]) -> int:
+        """Run a statement once per row in `con`'s transaction, in batches, on the driver's cursor (as in `_lookup`:
+        SQLAlchemy's executemany costs more per row than the database); returns the rows changed."""
+        statement, names = self._compiled(sql)
+        cursor = con.connection.dbapi_connection.cursor()
+        changed = 0
+        try:
+            for batch in _batches(rows):
+                cursor.executemany(statement, batch if names is None else [tuple(r[n] for n in names) for r in batch])
+                changed += max(cursor.rowcount, 0)
+        finally:
+            cursor.close()
+        return changed
+
+    def _compiled(self, sql: str) -> tuple[str, tuple[str, ...] | None]:
+        """The driver's form of a query and, for drivers that take parameters by position, their order."""
+        found = self._statements.get(sql)
+        if found is None:
+            compiled = _sql(sql).compile(dialect=self.engine.dialect)
+            found = self._statements[sql] = (compiled.string, tuple(compiled.positiontup or ()) if compiled.positional
+                                             else None)
+        return found
 
     # uploads -----------------------------------------------------------------
     def add_upload(self, upload: dict) -> None:
         """Insert an upload record (summary and warnings as JSON)."""
-        with self._writing() as con:
-            con.execute(
-                "INSERT INTO uploads (id, sha256, kind, filename, size, summary, warnings, created_at)"
-                " VALUES (:id, :sha256, :kind, :filename, :size, :summary, :warnings, :created_at)",
-                {**upload, "summary": json.dumps(upload["summary"]),
-                 "warnings": json.dumps(upload["warnings"]), "created_at": upload.get("created_at") or now()},
-            )
+        self._write(
+            "INSERT INTO uploads (id, sha256, kind, filename, size, summary, warnings, created_at)"
+            " VALUES (:id, :sha256, :kind, :filename, :size, :summary, :warnings, :created_at)",
+            {**upload, "summary": json.dumps(upload["summary"]),
+             "warnings": json.dumps(upload["warnings"]), "created_at": upload.get("created_at") or now()})
 
     def get_upload(self, upload_id: str) -> dict | None:
         """One upload by id, or None."""
-        with self._connect() as con:
-            return _decode(con.execute("SELECT * FROM uploads WHERE id = ?", (upload_id,)).fetchone())
+        return _decode(self._one(f"SELECT {UPLOAD} FROM uploads WHERE id = :id", {"id": upload_id}))
 
     def find_upload(self, sha256: str, kind: str) -> dict | None:
         """The first upload of the same content and kind, or None."""
-        with self._connect() as con:
-            return _decode(con.execute(
-                "SELECT * FROM uploads WHERE sha256 = ? AND kind = ? ORDER BY created_at LIMIT 1",
-                (sha256, kind)).fetchone())
+        return _decode(self._one(f"SELECT {UPLOAD} FROM uploads WHERE sha256 = :sha256 AND kind = :kind"
+                                 " ORDER BY created_at, id LIMIT 1", {"sha256": sha256, "kind": kind}))
 
     def set_session_offsets(self, upload_id: str, rows: Iterable[tuple[int, str, int]]) -> None:
         """Record (index, session id, byte offset) of every session of an upload."""
         with self._writing() as con:
-            con.execute("DELETE FROM sessions WHERE upload_id = ?", (upload_id,))
-            con.executemany("INSERT INTO sessions (upload_id, idx, session_id, offset) VALUES (?, ?, ?, ?)",
-                            ((upload_id, *row) for row in rows))
+            con.execute(_sql("DELETE FROM sessions WHERE upload_id = :upload_id"), {"upload_id": upload_id})
+            self._many(con, "INSERT INTO sessions (upload_id, idx, session_id, byte_offset)"
+                            " VALUES (:upload_id, :idx, :session_id, :offset)",
+                       ({"upload_id": upload_id, "idx": idx, "session_id": sid, "offset": offset}
+                        for idx, sid, offset in rows))
 
     def session_offsets(self, upload_id: str, start: int, limit: int, query: str = "") -> list[dict]:
         """A page of sessions of an upload (index, id, byte offset), optionally filtered by id."""
-        with self._connect() as con:
-            rows = con.execute(
-                "SELECT idx, session_id, offset FROM sessions WHERE upload_id = ? AND session_id LIKE ?"
-                " ORDER BY idx LIMIT ? OFFSET ?", (upload_id, f"%{query}%", limit, start)).fetchall()
-            return [dict(r) for r in rows]
+        return self._all(
+            'SELECT idx, session_id, byte_offset AS "offset" FROM sessions'
+            " WHERE upload_id = :upload_id AND lower(session_id) LIKE lower(:pattern)"
+            " ORDER BY idx LIMIT :limit OFFSET :start",
+            {"upload_id": upload_id, "pattern": f"%{query}%", "limit": limit, "start": start})
 
     def count_sessions(self, upload_id: str, query: str = "") -> int:
-        """Number of sessions of an upload, optionally filtered by id."""
-        with self._connect() as con:
-            return con.execute("SELECT COUNT(*) FROM sessions WHERE upload_id = ? AND session_id LIKE ?",
-                               (upload_id, f"%{query}%")).fetchone()[0]
+        """Number of sessions of an upload, optionally filtered by id (case-insensitively, as before)."""
+        with self._connection() as con:
+            return con.execute(_sql("SELECT COUNT(*) FROM sessions WHERE upload_id = :upload_id"
+                                    " AND lower(session_id) LIKE lower(:pattern)"),
+                               {"upload_id": upload_id, "pattern": f"%{query}%"}).scalar_one()
 
     # evaluations -------------------------------------------------------------
     def add_evaluation(self, evaluation: dict) -> None:
         """Insert a queued evaluation."""
-        with self._writing() as con:
-            con.execute(
-                "INSERT INTO evaluations (id, upload_id, kind, status, methods, settings, total, created_at)"
-                " VALUES (:id, :upload_id, :kind, 'queued', :methods, :settings, :total, :created_at)",
-                {**evaluation, "methods": json.dumps(evaluation["methods"]),
-                 "settings": json.dumps(evaluation["settings"]), "created_at": now()},
-            )
+        self._write(
+            "INSERT INTO evaluations (id, upload_id, kind, status, methods, settings, total, created_at)"
+            " VALUES (:id, :upload_id, :kind, 'queued', :methods, :settings, :total, :created_at)",
+            {**evaluation, "methods": json.dumps(evaluation["methods"]),
+             "settings": json.dumps(evaluation["settings"]), "created_at": now()})
 
     def get_evaluation(self, evaluation_id: str, with_result: bool = True) -> dict | None:
         """One evaluation by id (with its result document unless asked not to), or None."""
-        columns = "*" if with_result else "id, upload_id, kind, status, methods, settings, error, total, " \
-                                          "created_at, started_at, finished_at, run_started_at, run_done_at_start"
-        with self._connect() as con:
-            return _decode(con.execute(f"SELECT {columns} FROM evaluations WHERE id = ?",
-                                       (evaluation_id,)).fetchone())
+        columns = EVALUATION if with_result else EVALUATION_HEAD
+        return _decode(self._one(f"SELECT {columns} FROM evaluations WHERE id = :id", {"id": evaluation_id}))
 
     def list_evaluations(self, limit: int = 200) -> list[dict]:
         """Newest evaluations first, without their result documents."""
-        with self._connect() as con:
-            rows = con.execute(
-                "SELECT e.id, e.upload_id, e.kind, e.status, e.methods, e.total, e.error, e.created_at,"
-                " e.finished_at, u.filename FROM evaluations e JOIN uploads u ON u.id = e.upload_id"
-                " ORDER BY e.created_at DESC, e.rowid DESC LIMIT ?", (limit,)).fetchall()
-            return [_decode(r) for r in rows]
+        rows = self._all(
+            "SELECT e.id, e.upload_id, e.kind, e.status, e.methods, e.total, e.error, e.created_at,"
+            " e.finished_at, u.filename FROM evaluations e JOIN uploads u ON u.id = e.upload_id"
+            " ORDER BY e.created_at DESC, e.seq DESC LIMIT :limit", {"limit": limit})
+        return [_decode(r) for r in rows]
 
     def unfinished_evaluations(self) -> list[str]:
         """Ids of evaluations that were queued or running (to resume after a restart)."""
-        with self._connect() as con:
-            rows = con.execute("SELECT id FROM evaluations WHERE status IN (?, ?) ORDER BY created_at",
-                               UNFINISHED).fetchall()
-            return [r[0] for r in rows]
+        with self._connection() as con:
+            return list(con.execute(_sql_in("SELECT id FROM evaluations WHERE status IN :statuses"
+                                            " ORDER BY created_at, seq", "statuses"),
+                                    {"statuses": list(UNFINISHED)}).scalars())
 
     def set_status(self, evaluation_id: str, status: str, error: str | None = None) -> None:
         """Move an evaluation to a new status, stamping start and finish times."""
         stamp = {"running": "started_at = COALESCE(started_at, :now), run_started_at = :now, finished_at = NULL,"
                             " run_done_at_start = (SELECT COUNT(*) FROM judgments WHERE evaluation_id = :id"
-                            " AND status != 'pending'),",
+                            " AND status <> 'pending'),",
                  "queued": "finished_at = NULL,",
                  "done": "finished_at = :now,", "failed": "finished_at = :now,",
                  "cancelled": "finished_at = :now,"}.get(status, "")
-        with self._writing() as con:
-            con.execute(f"UPDATE evaluations SET {stamp} status = :status, error = :error WHERE id = :id",
-                        {"now": now(), "status": status, "error": error, "id": evaluation_id})
+        self._write(f"UPDATE evaluations SET {stamp} status = :status, error = :error WHERE id = :id",
+                    {"now": now(), "status": status, "error": error, "id": evaluation_id})
 
     def set_total(self, evaluation_id: str, total: int) -> None:
         """Record how many judgments the evaluation needs."""
-        with self._writing() as con:
-            con.execute("UPDATE evaluations SET total = ? WHERE id = ?", (total, evaluation_id))
+        self._write("UPDATE evaluations SET total = :total WHERE id = :id", {"total": total, "id": evaluation_id})
 
     def set_result(self, evaluation_id: str, document: dict, status: str = "done") -> None:
         """Store the result document and the final status in one transaction."""
-        with self._writing() as con:
-            con.execute("UPDATE evaluations SET result = ?, status = ?, error = NULL, finished_at = ?"
-                        " WHERE id = ?", (json.dumps(document, ensure_ascii=False), status, now(), evaluation_id))
+        self._write("UPDATE evaluations SET result = :result, status = :status, error = NULL, finished_at = :now"
+                    " WHERE id = :id", {"result": json.dumps(document, ensure_ascii=False), "status": status,
+                                        "now": now(), "id": evaluation_id})
 
     # judgments ---------------------------------------------------------------
     def add_pending(self, evaluation_id: str, rows: Iterable[tuple[int, str, int, str, str]]) -> int:
         """Insert pending judgments (session index, session id, round, method, mode); returns how many."""
         with self._writing() as con:
-            cur = con.executemany(
-                "INSERT OR IGNORE INTO judgments (evaluation_id, session_idx, session_id, round, method, mode)"
-                " VALUES (?, ?, ?, ?, ?, ?)", ((evaluation_id, *row) for row in rows))
-            return cur.rowcount
+            return self._many(
+                con, "INSERT INTO judgments (evaluation_id, session_idx, session_id, round, method, mode)"
+                     " VALUES (:eid, :s, :sid, :r, :m, :mode) ON CONFLICT DO NOTHING",
+                ({"eid": evaluation_id, "s": s, "sid": sid, "r": r, "m": m, "mode": mode}
+                 for s, sid, r, m, mode in rows))
 
     def pending_keys(self, evaluation_id: str) -> set[tuple[int, int, str, str]]:
         """(session index, round, method, mode) of judgments not made yet."""
-        with self._connect() as con:
-            rows = con.execute("SELECT session_idx, round, method, mode FROM judgments"
-                               " WHERE evaluation_id = ? AND status = 'pending'", (evaluation_id,))
+        with self._connection() as con:
+            rows = con.execute(_sql("SELECT session_idx, round, method, mode FROM judgments"
+                                    " WHERE evaluation_id = :eid AND status = 'pending'"), {"eid": evaluation_id})
             return {tuple(r) for r in rows}
 
     def save_judgments(self, evaluation_id: str, results: list[tuple[tuple[int, int, str, str], dict]]) -> None:
@@ -309,17 +350,17 @@ class Store:
         # Tokens and attempts add up over re-runs: an unparsed answer was paid for even if asked again.
         sets = ", ".join(f"{c} = {c} + :{c}" if c in _ACCUMULATED else f"{c} = :{c}" for c in _RESULT_COLUMNS)
         with self._writing() as con:
-            con.executemany(
-                f"UPDATE judgments SET {sets} WHERE evaluation_id = :eid AND session_idx = :s AND round = :r"
-                " AND method = :m AND mode = :mode",
+            self._many(
+                con, f"UPDATE judgments SET {sets} WHERE evaluation_id = :eid AND session_idx = :s AND round = :r"
+                     " AND method = :m AND mode = :mode",
                 ({**{c: fields.get(c, _COUNTER_DEFAULTS.get(c)) for c in _RESULT_COLUMNS}, "eid": evaluation_id,
                   "s": key[0], "r": key[1], "m": key[2], "mode": key[3]} for key, fields in results))
 
     def progress(self, evaluation_id: str) -> dict:
         """Counts of judgments by status: done (not pending), failed, unparsed, cached, total."""
-        with self._connect() as con:
-            rows = con.execute("SELECT status, COUNT(*), SUM(cached) FROM judgments WHERE evaluation_id = ?"
-                               " GROUP BY status", (evaluation_id,)).fetchall()
+        with self._connection() as con:
+            rows = con.execute(_sql("SELECT status, COUNT(*), SUM(cached) FROM judgments WHERE evaluation_id = :eid"
+                                    " GROUP BY status"), {"eid": evaluation_id}).all()
         counts = {r[0]: r[1] for r in rows}
         total = sum(counts.values())
         return {"done": total - counts.get("pending", 0), "total": total,
@@ -328,92 +369,86 @@ class Store:
 
     def judgments(self, evaluation_id: str, session_indexes: Iterable[int] | None = None) -> list[dict]:
         """All judgments of an evaluation, or of some of its sessions."""
-        sql = "SELECT * FROM judgments WHERE evaluation_id = ?"
-        args: list = [evaluation_id]
-        if session_indexes is not None:
-            idx = list(session_indexes)
-            sql += f" AND session_idx IN ({','.join('?' * len(idx))})"
-            args += idx
-        with self._connect() as con:
-            return [dict(r) for r in con.execute(sql + " ORDER BY session_idx, round, method, mode", args)]
+        sql = f"SELECT {JUDGMENT} FROM judgments WHERE evaluation_id = :eid"
+        order = " ORDER BY session_idx, round, method, mode"
+        with self._connection() as con:
+            if session_indexes is None:
+                return _dicts(con.execute(_sql(sql + order), {"eid": evaluation_id}))
+            return _dicts(con.execute(_sql_in(sql + " AND session_idx IN :idx" + order, "idx"),
+                                      {"eid": evaluation_id, "idx": list(session_indexes)}))
 
     def usage(self, evaluation_id: str) -> list[dict]:
         """Per method and mode: judgments asked, HTTP attempts, cache hits, failures, unparsed answers, tokens."""
-        with self._connect() as con:
-            rows = con.execute(
-                "SELECT method, mode, SUM(status != 'pending' AND cached = 0) AS calls, SUM(attempts) AS attempts,"
-                " SUM(cached) AS cache_hits,"
-                " SUM(status = 'failed') AS failed, SUM(status = 'unparsed') AS unparsed,"
-                " SUM(prompt_tokens) AS prompt_tokens, SUM(completion_tokens) AS completion_tokens"
-                " FROM judgments WHERE evaluation_id = ? GROUP BY method, mode", (evaluation_id,))
-            return [dict(r) for r in rows]
+        return self._all(
+            "SELECT method, mode, SUM(CASE WHEN status <> 'pending' AND cached = 0 THEN 1 ELSE 0 END) AS calls,"
+            " SUM(attempts) AS attempts, SUM(cached) AS cache_hits,"
+            " SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END) AS failed,"
+            " SUM(CASE WHEN status = 'unparsed' THEN 1 ELSE 0 END) AS unparsed,"
+            " SUM(prompt_tokens) AS prompt_tokens, SUM(completion_tokens) AS completion_tokens"
+            " FROM judgments WHERE evaluation_id = :eid GROUP BY method, mode ORDER BY method, mode",
+            {"eid": evaluation_id})
 
     def reset_judgments(self, evaluation_id: str, statuses: tuple[str, ...] = ("failed", "unparsed")) -> int:
         """Put judgments with these statuses back to pending (to be asked again, keeping the tokens and attempts
         already spent on them); returns how many."""
         cleared = ", ".join(f"{c} = NULL" for c in ("total", *DIMENSIONS, "verdict", "scores", "answer", "error"))
         with self._writing() as con:
-            return con.execute(
-                f"UPDATE judgments SET status = 'pending', {cleared}, cached = 0"
-                f" WHERE evaluation_id = ? AND status IN ({','.join('?' * len(statuses))})",
-                (evaluation_id, *statuses)).rowcount
+            return con.execute(_sql_in(f"UPDATE judgments SET status = 'pending', {cleared}, cached = 0"
+                                       " WHERE evaluation_id = :eid AND status IN :statuses", "statuses"),
+                               {"eid": evaluation_id, "statuses": list(statuses)}).rowcount
 
     def failures(self, evaluation_id: str, limit: int = 50) -> list[dict]:
         """Failed and unparsed judgments with their reasons, first ones first."""
-        with self._connect() as con:
-            rows = con.execute(
-                "SELECT session_id, round, method, mode, status, error, attempts FROM judgments"
-                " WHERE evaluation_id = ? AND status IN ('failed', 'unparsed')"
-                " ORDER BY session_idx, round, method, mode LIMIT ?", (evaluation_id, limit))
-            return [dict(r) for r in rows]
+        return self._all(
+            "SELECT session_id, round, method, mode, status, error, attempts FROM judgments"
+            " WHERE evaluation_id = :eid AND status IN ('failed', 'unparsed')"
+            " ORDER BY session_idx, round, method, mode LIMIT :limit", {"eid": evaluation_id, "limit": limit})
 
     # settings ----------------------------------------------------------------
     def get_setting(self, name: str, default=None):
         """A stored setting (JSON value), or default."""
-        with self._connect() as con:
-            row = con.execute("SELECT value FROM settings WHERE name = ?", (name,)).fetchone()
-            return json.loads(row[0]) if row else default
+        row = self._one("SELECT value FROM settings WHERE name = :name", {"name": name})
+        return json.loads(row["value"]) if row else default
 
     def set_setting(self, name: str, value) -> None:
         """Store a setting as JSON."""
-        with self._writing() as con:
-            con.execute("INSERT OR REPLACE INTO settings (name, value) VALUES (?, ?)", (name, json.dumps(value)))
+        self._write("INSERT INTO settings (name, value) VALUES (:name, :value)"
+                    " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                    {"name": name, "value": json.dumps(value)})
 
     # judge cache -------------------------------------------------------------
     def cache_get(self, key: str) -> dict | None:
         """A cached judge answer, or None."""
-        with self._connect() as con:
-            row = con.execute("SELECT answer, prompt_tokens, completion_tokens FROM judge_cache WHERE key = ?",
-                              (key,)).fetchone()
-            return dict(row) if row else None
+        return self._lookup("SELECT answer, prompt_tokens, completion_tokens FROM judge_cache WHERE key = :key",
+                            {"key": key})
 
     def cache_put(self, key: str, value: dict) -> None:
         """Store a judge answer under its cache key."""
-        with self._writing() as con:
-            con.execute("INSERT OR REPLACE INTO judge_cache (key, answer, prompt_tokens, completion_tokens,"
-                        " created_at) VALUES (?, ?, ?, ?, ?)",
-                        (key, value["answer"], value.get("prompt_tokens", 0), value.get("completion_tokens", 0),
-                         now()))
+        self._write("INSERT INTO judge_cache (key, answer, prompt_tokens, completion_tokens, created_at)"
+                    " VALUES (:key, :answer, :prompt_tokens, :completion_tokens, :created_at)"
+                    " ON CONFLICT (key) DO UPDATE SET answer = excluded.answer,"
+                    " prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,"
+                    " created_at = excluded.created_at",
+                    {"key": key, "answer": value["answer"], "prompt_tokens": value.get("prompt_tokens", 0),
+                     "completion_tokens": value.get("completion_tokens", 0), "created_at": now()})
 
     # reference sets (mobility) -------------------------------------------------
     def add_reference(self, reference: dict) -> dict:
         """Record a named reference set (its arrays live in a file named by their hash)."""
-        with self._writing() as con:
-            con.execute("INSERT INTO reference_sets (id, name, sha256, source, summary, created_at)"
-                        " VALUES (:id, :name, :sha256, :source, :summary, :created_at)",
-                        {**reference, "summary": json.dumps(reference["summary"]), "created_at": now()})
+        self._write("INSERT INTO reference_sets (id, name, sha256, source, summary, created_at)"
+                    " VALUES (:id, :name, :sha256, :source, :summary, :created_at)",
+                    {**reference, "summary": json.dumps(reference["summary"]), "created_at": now()})
         return self.get_reference(reference["id"])
 
     def get_reference(self, id_or_name: str) -> dict | None:
         """A reference set by id or by name, or None."""
-        with self._connect() as con:
-            return _decode(con.execute("SELECT * FROM reference_sets WHERE id = ? OR name = ?",
-                                       (id_or_name, id_or_name)).fetchone())
+        return _decode(self._one(f"SELECT {REFERENCE} FROM reference_sets WHERE id = :key OR name = :key"
+                                 " ORDER BY seq LIMIT 1", {"key": id_or_name}))
 
     def list_references(self) -> list[dict]:
         """Every reference set, newest first."""
-        with self._connect() as con:
-            return [_decode(r) for r in con.execute("SELECT * FROM reference_sets ORDER BY created_at DESC, rowid DESC")]
+        return [_decode(r) for r in self._all(f"SELECT {REFERENCE} FROM reference_sets"
+                                              " ORDER BY created_at DESC, seq DESC")]
 
     # shares ------------------------------------------------------------------
     # Read-only links to one result (web/share.py). The token is stored as it is, not hashed: the result
@@ -421,93 +456,92 @@ class Store:
     def add_share(self, share_id: str, evaluation_id: str, token: str) -> dict:
         """Record a new share link of an evaluation; returns it."""
         with self._writing() as con:
-            con.execute("INSERT INTO shares (id, evaluation_id, token, created_at) VALUES (?, ?, ?, ?)",
-                        (share_id, evaluation_id, token, now()))
-            return dict(con.execute("SELECT * FROM shares WHERE id = ?", (share_id,)).fetchone())
+            return _first(con.execute(_sql(f"INSERT INTO shares (id, evaluation_id, token, created_at)"
+                                           f" VALUES (:id, :eid, :token, :now) RETURNING {SHARE}"),
+                                      {"id": share_id, "eid": evaluation_id, "token": token, "now": now()}))
 
     def active_share(self, token: str) -> dict | None:
         """The share link with this token unless it was revoked, else None."""
-        with self._connect() as con:
-            row = con.execute("SELECT * FROM shares WHERE token = ? AND revoked_at IS NULL", (token,)).fetchone()
-            return dict(row) if row else None
+        return self._one(f"SELECT {SHARE} FROM shares WHERE token = :token AND revoked_at IS NULL", {"token": token})
 
     def list_shares(self, evaluation_id: str, include_revoked: bool = False) -> list[dict]:
         """Share links of an evaluation, oldest first (active ones only unless asked)."""
-        sql = "SELECT * FROM shares WHERE evaluation_id = ?" + ("" if include_revoked else " AND revoked_at IS NULL")
-        with self._connect() as con:
-            return [dict(r) for r in con.execute(sql + " ORDER BY created_at, rowid", (evaluation_id,))]
+        sql = f"SELECT {SHARE} FROM shares WHERE evaluation_id = :eid" + (
+            "" if include_revoked else " AND revoked_at IS NULL")
+        return self._all(sql + " ORDER BY created_at, seq", {"eid": evaluation_id})
 
     def revoke_share(self, evaluation_id: str, share_id: str) -> dict | None:
         """Revoke a share link of an evaluation (revoking twice keeps the first time); None when unknown."""
+        params = {"now": now(), "id": share_id, "eid": evaluation_id}
         with self._writing() as con:
-            con.execute("UPDATE shares SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ? AND evaluation_id = ?",
-                        (now(), share_id, evaluation_id))
-            row = con.execute("SELECT * FROM shares WHERE id = ? AND evaluation_id = ?",
-                              (share_id, evaluation_id)).fetchone()
-            return dict(row) if row else None
+            con.execute(_sql("UPDATE shares SET revoked_at = COALESCE(revoked_at, :now)"
+                             " WHERE id = :id AND evaluation_id = :eid"), params)
+            return _first(con.execute(_sql(f"SELECT {SHARE} FROM shares WHERE id = :id AND evaluation_id = :eid"),
+                                      params))
 
     # users and API tokens (accounts.py) ----------------------------------------
     def add_user(self, name: str, password_hash: str, is_admin: bool) -> dict:
-        """Insert a user; returns it (sqlite3.IntegrityError when the name is taken)."""
-        with self._writing() as con:
-            cursor = con.execute("INSERT INTO users (name, password_hash, is_admin, created_at) VALUES (?, ?, ?, ?)",
-                                 (name, password_hash, int(is_admin), now()))
-            return dict(con.execute("SELECT * FROM users WHERE id = ?", (cursor.lastrowid,)).fetchone())
+        """Insert a user; returns it (Duplicate when the name is taken, whatever its case)."""
+        try:
+            with self._writing() as con:
+                return _first(con.execute(_sql(f"INSERT INTO users (name, password_hash, is_admin, created_at)"
+                                               f" VALUES (:name, :hash, :admin, :now) RETURNING {USER}"),
+                                          {"name": name, "hash": password_hash, "admin": int(is_admin),
+                                           "now": now()}))
+        except IntegrityError:
+            raise Duplicate(name) from None
 
     def get_user(self, user_id: int | None = None, name: str | None = None) -> dict | None:
         """A user by id or by name (names compare case-insensitively), or None."""
-        with self._connect() as con:
-            row = con.execute("SELECT * FROM users WHERE id = ? OR name = ?", (user_id, name)).fetchone()
-            return dict(row) if row else None
+        where = [w for w, value in (("id = :id", user_id), ("lower(name) = lower(:name)", name)) if value is not None]
+        if not where:
+            return None
+        return self._one(f"SELECT {USER} FROM users WHERE {' OR '.join(where)} ORDER BY id LIMIT 1",
+                         {"id": user_id, "name": name})
 
     def list_users(self) -> list[dict]:
         """Every user, by name."""
-        with self._connect() as con:
-            return [dict(r) for r in con.execute("SELECT * FROM users ORDER BY name")]
+        return self._all(f"SELECT {USER} FROM users ORDER BY lower(name), id")
 
     def set_password_hash(self, user_id: int, password_hash: str) -> None:
         """Replace a user's password hash."""
-        with self._writing() as con:
-            con.execute("UPDATE users SET password_hash = ? WHERE id = ?", (password_hash, user_id))
+        self._write("UPDATE users SET password_hash = :hash WHERE id = :id", {"hash": password_hash, "id": user_id})
 
     def delete_user(self, user_id: int) -> None:
         """Delete a user and their API tokens."""
         with self._writing() as con:
-            con.execute("DELETE FROM api_tokens WHERE user_id = ?", (user_id,))
-            con.execute("DELETE FROM users WHERE id = ?", (user_id,))
+            con.execute(_sql("DELETE FROM api_tokens WHERE user_id = :id"), {"id": user_id})
+            con.execute(_sql("DELETE FROM users WHERE id = :id"), {"id": user_id})
 
     def add_token(self, user_id: int, name: str, token_hash: str) -> dict:
         """Record an API token by its hash; returns the record."""
         with self._writing() as con:
-            cursor = con.execute("INSERT INTO api_tokens (user_id, name, token_hash, created_at) VALUES (?, ?, ?, ?)",
-                                 (user_id, name, token_hash, now()))
-            return dict(con.execute("SELECT * FROM api_tokens WHERE id = ?", (cursor.lastrowid,)).fetchone())
+            return _first(con.execute(_sql(f"INSERT INTO api_tokens (user_id, name, token_hash, created_at)"
+                                           f" VALUES (:user_id, :name, :hash, :now) RETURNING {TOKEN}"),
+                                      {"user_id": user_id, "name": name, "hash": token_hash, "now": now()}))
 
     def active_token(self, token_hash: str) -> dict | None:
         """The unrevoked API token with this hash, or None."""
-        with self._connect() as con:
-            row = con.execute("SELECT * FROM api_tokens WHERE token_hash = ? AND revoked_at IS NULL",
-                              (token_hash,)).fetchone()
-            return dict(row) if row else None
+        return self._one(f"SELECT {TOKEN} FROM api_tokens WHERE token_hash = :hash AND revoked_at IS NULL",
+                         {"hash": token_hash})
 
     def touch_token(self, token_id: int) -> None:
         """Note that an API token was just used."""
-        with self._writing() as con:
-            con.execute("UPDATE api_tokens SET last_used_at = ? WHERE id = ?", (now(), token_id))
+        self._write("UPDATE api_tokens SET last_used_at = :now WHERE id = :id", {"now": now(), "id": token_id})
 
     def list_tokens(self, user_id: int) -> list[dict]:
         """A user's API tokens, newest first, revoked ones included."""
-        with self._connect() as con:
-            return [dict(r) for r in con.execute("SELECT * FROM api_tokens WHERE user_id = ?"
-                                                 " ORDER BY created_at DESC, id DESC", (user_id,))]
+        return self._all(f"SELECT {TOKEN} FROM api_tokens WHERE user_id = :user_id ORDER BY created_at DESC, id DESC",
+                         {"user_id": user_id})
 
     def revoke_token(self, user_id: int, token_id: int) -> dict | None:
         """Revoke one of a user's API tokens (the first time counts); None when the user has no such token."""
+        params = {"now": now(), "id": token_id, "user_id": user_id}
         with self._writing() as con:
-            con.execute("UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ? AND user_id = ?",
-                        (now(), token_id, user_id))
-            row = con.execute("SELECT * FROM api_tokens WHERE id = ? AND user_id = ?", (token_id, user_id)).fetchone()
-            return dict(row) if row else None
+            con.execute(_sql("UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, :now)"
+                             " WHERE id = :id AND user_id = :user_id"), params)
+            return _first(con.execute(_sql(f"SELECT {TOKEN} FROM api_tokens WHERE id = :id AND user_id = :user_id"),
+                                      params))
 
 
 class JudgeCache:

@@ -1,6 +1,8 @@
 """Languages of the dashboard: the locale choice, catalog compilation, and the gettext every module uses."""
 from __future__ import annotations
 
+import os
+import tempfile
 from datetime import datetime
 from pathlib import Path
 
@@ -37,10 +39,12 @@ def compile_catalogs(folder: Path = CATALOGS) -> list[Path]:
             continue
         with po.open("rb") as f:
             catalog = read_po(f, locale=po.parent.parent.name)
-        tmp = mo.with_suffix(".mo.tmp")
-        with tmp.open("wb") as f:
+        # A temporary file of this process's own, renamed into place: several server processes starting at once
+        # (gunicorn -w 4) each write a whole file and the last rename wins, never a half-written catalog.
+        fd, tmp = tempfile.mkstemp(dir=mo.parent, prefix=".messages-", suffix=".mo.tmp")
+        with os.fdopen(fd, "wb") as f:
             write_mo(f, catalog)
-        tmp.replace(mo)
+        os.replace(tmp, mo)
         written.append(mo)
     return written
 

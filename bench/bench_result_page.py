@@ -87,9 +87,10 @@ def main(argv: list[str] | None = None) -> int:
             upload = ingest(f, "log.jsonl", store, app.config["UPLOAD_FOLDER"])
         evaluation = create_evaluation(store, upload["id"], environ=env)
         started = time.perf_counter()
-        runner._plan(evaluation, upload, folder / "uploads" / f"{upload['sha256']}.jsonl")
+        kind, job = runner.load(evaluation["id"])
+        runner.plan(kind, job)
         fill_judgments(store, evaluation["id"], args.sessions)
-        store.set_result(evaluation["id"], runner.result_document(evaluation["id"]))
+        store.set_result(evaluation["id"], kind.score(job))
         print(f"setup: {args.sessions} sessions x {ROUNDS} rounds x {len(METHODS)} methods, "
               f"{store.progress(evaluation['id'])['total']} judgments, result built in "
               f"{time.perf_counter() - started:.1f} s")

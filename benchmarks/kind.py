@@ -209,6 +209,15 @@ class Kind:
         return f"{self.name}/{page}.html"
 
 
+def as_flag(value: Any) -> bool | None:
+    """A yes/no option as a form (1, on, "") or JSON (true, false) sends it; None when it is neither."""
+    if value in (True, "1", "true", "on"):
+        return True
+    if value in (False, None, "0", "false", "off", ""):
+        return False
+    return None
+
+
 def upload_stem(upload: dict) -> str:
     """The name of a kind's one "method" when a whole upload is scored: its file name without extension."""
     return Path(upload["filename"]).stem or upload["id"]

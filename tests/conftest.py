@@ -6,10 +6,15 @@ import sys
 import time
 from pathlib import Path
 
+# Imported while collecting, before any test starts a thread: Python 3.11.7 corrupts its AST-building state
+# when two threads parse at once (a traceback printed on a background thread parses its source line), and
+# Hypothesis' pytest plugin would otherwise import, and so parse, its modules only at the end of the session.
+import hypothesis  # noqa: F401
 import pytest
 
 from app import create_app
 from tests.judge_server import judge_server  # noqa: F401  (fixture)
+from tests.services import postgres_server, redis_server  # noqa: F401
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -40,9 +45,20 @@ def make_app(tmp_path):
             "RESUME_ON_START": False,
             "WTF_CSRF_ENABLED": False,
             "JUDGE_ENV": env or {},
+            # the developer's own deployment settings never reach the tests' apps
+            "DATABASE_URL": None, "CELERY_BROKER_URL": "",
             **config,
         })
     return make
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path):
+    """Where a store lives, once per database: a SQLite file, or a fresh PostgreSQL database (skipped, with the
+    reason, when PostgreSQL is not installed)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "store.sqlite")
+    return request.getfixturevalue("postgres_server").url()
 
 
 @pytest.fixture

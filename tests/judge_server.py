@@ -22,7 +22,9 @@ Knobs (safe to set from the test thread while requests are served):
                     request, so a retry succeeds
     hook            None or a callable(request: dict) -> kind | None, consulted first
 Fault kinds: FAULTS below (an HTTP status code answers with that status and an OpenAI-style error).
-Counters: requests, requests_by_mode, in_flight, max_in_flight, faults ({kind: n} injected),
+Counters: requests, requests_by_mode, in_flight, max_in_flight (a chat request is in flight from its arrival
+until just before its answer is sent or its connection dropped, so that a client that has its answer, and
+may have passed its slot on, is never counted with the next one), faults ({kind: n} injected),
 last_request (the parsed JSON body), last_authorization, seen_headers (method, path and headers of every
 request, any route), log (one (monotonic start time, reply under
 judgment, fault) per chat request, the latest LOG_SIZE); stats() and GET <url>/_stats return the counts.
@@ -171,7 +173,14 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass
 
+    def _answered(self) -> None:
+        """The chat request being served stops counting as in flight (once)."""
+        if getattr(self, "_in_flight", False):
+            self._in_flight = False
+            self.server.owner._end()
+
     def _send_json(self, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
+        self._answered()
         body = json.dumps(payload).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -182,6 +191,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def _drop(self) -> None:
+        self._answered()
         self.close_connection = True
         try:
             self.connection.shutdown(socket.SHUT_RDWR)
@@ -214,10 +224,11 @@ class _Handler(BaseHTTPRequestHandler):
         request = {"mode": mode, "body": body, "authorization": self.headers.get("Authorization", ""),
                    "reply": reply_under_judgment(messages)}
         fault = owner._begin(request)
+        self._in_flight = True
         try:
             self._answer(owner, request, messages, fault)
         finally:
-            owner._end()
+            self._answered()
 
     def _answer(self, owner: JudgeServer, request: dict, messages: list[dict], fault: str | None) -> None:
         if owner.latency_s > 0 and owner._stopping.wait(owner.latency_s):

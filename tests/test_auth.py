@@ -4,7 +4,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import sqlite3
 import subprocess
 import sys
 from urllib.parse import parse_qs, urlsplit
@@ -261,8 +260,8 @@ def test_sign_in_is_rate_limited_per_user_name(auth_app):
 
 
 def test_passwords_are_hashed_with_scrypt(auth_app):
-    with sqlite3.connect(auth_app.config["DATABASE"]) as con:
-        hashes = [row[0] for row in con.execute("SELECT password_hash FROM users")]
+    with auth_app.extensions["store"].engine.connect() as con:  # SQLite or PostgreSQL alike
+        hashes = [row[0] for row in con.exec_driver_sql("SELECT password_hash FROM users")]
     assert len(hashes) == 2 and all(h.startswith("scrypt:") for h in hashes)
     assert not any(PASSWORD in h for h in hashes)
 
@@ -300,8 +299,8 @@ def test_token_create_use_and_revoke(auth_app):
 def test_tokens_are_stored_hashed(auth_app):
     token = new_token(signed_in(auth_app, "max"))
     assert token.startswith("psb_")
-    with sqlite3.connect(auth_app.config["DATABASE"]) as con:
-        rows = con.execute("SELECT * FROM api_tokens").fetchall()
+    with auth_app.extensions["store"].engine.connect() as con:
+        rows = con.exec_driver_sql("SELECT * FROM api_tokens").fetchall()
     assert len(rows) == 1 and hashlib.sha256(token.encode()).hexdigest() in rows[0]
     assert not any(token in str(value) or token[4:] in str(value) for value in rows[0])
 

@@ -1,44 +1,151 @@
-"""The SQLite store: upgrading an older database, and accounting across re-runs."""
+"""The store, on SQLite and on PostgreSQL alike: accounting across re-runs, records as the rest of the app reads
+them, user names, ordering. (Upgrading older databases: test_store_migrations.py.)"""
 from __future__ import annotations
 
-import sqlite3
+import pytest
 
-from store import Store
-
-
-def test_older_database_gains_the_new_columns(tmp_path):
-    path = tmp_path / "old.sqlite"
-    con = sqlite3.connect(path)
-    con.executescript("""
-        CREATE TABLE judgments (evaluation_id TEXT NOT NULL, session_idx INTEGER NOT NULL, session_id TEXT NOT NULL,
-            round INTEGER NOT NULL, method TEXT NOT NULL, mode TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'pending',
-            total REAL, style INTEGER, content INTEGER, naturalness INTEGER, personalization INTEGER,
-            conversation INTEGER, verdict INTEGER, answer TEXT, error TEXT,
-            prompt_tokens INTEGER NOT NULL DEFAULT 0, completion_tokens INTEGER NOT NULL DEFAULT 0,
-            cached INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (evaluation_id, session_idx, round, method, mode));
-        INSERT INTO judgments (evaluation_id, session_idx, session_id, round, method, mode) VALUES ('e', 0, 's', 1, 'A', 'fine');
-    """)
-    con.commit()
-    con.close()
-    store = Store(path)
-    assert store.progress("e") == {"done": 0, "total": 1, "failed": 0, "unparsed": 0, "cached": 0}
-    store.save_judgments("e", [((0, 1, "A", "fine"), {"status": "ok", "total": 50, "attempts": 2})])
-    assert store.judgments("e")[0]["attempts"] == 2
+from store import Duplicate, Store, database_url
 
 
-def test_tokens_and_attempts_add_up_over_reruns(tmp_path):
-    store = Store(tmp_path / "db.sqlite")
-    store.add_pending("e", [(0, "s", 1, "A", "fine")])
+@pytest.fixture
+def store(store_url):
+    """A store on a fresh database, once per backend."""
+    store = Store(store_url)
+    yield store
+    store.close()
+
+
+def test_a_path_is_sqlite_and_a_postgresql_url_uses_psycopg(tmp_path):
+    assert database_url(tmp_path / "db.sqlite").drivername == "sqlite"
+    assert database_url("postgresql://u:p@db.lab:5432/psb").drivername == "postgresql+psycopg"
+    assert database_url("postgres://u@db/psb").render_as_string(hide_password=False) == "postgresql+psycopg://u@db/psb"
+    assert database_url("postgresql+psycopg://u@db/psb").drivername == "postgresql+psycopg"
+    with pytest.raises(ValueError, match="unsupported database"):
+        database_url("mysql://u@db/psb")
+
+
+def test_tokens_and_attempts_add_up_over_reruns(store):
+    assert store.add_pending("e", [(0, "s", 1, "A", "fine")]) == 1
+    assert store.add_pending("e", [(0, "s", 1, "A", "fine"), (0, "s", 1, "A", "binary")]) == 1  # the first is kept
     key = (0, 1, "A", "fine")
     store.save_judgments("e", [(key, {"status": "unparsed", "error": "no box", "prompt_tokens": 100,
                                       "completion_tokens": 10, "attempts": 1})])
     assert store.reset_judgments("e") == 1
-    assert store.judgments("e")[0]["status"] == "pending" and store.judgments("e")[0]["error"] is None
+    assert store.judgments("e")[1]["status"] == "pending" and store.judgments("e")[1]["error"] is None
     store.save_judgments("e", [(key, {"status": "ok", "total": 70, "prompt_tokens": 100, "completion_tokens": 12,
                                       "attempts": 3})])
-    row = store.judgments("e")[0]
+    row = store.judgments("e", [0])[1]
     assert (row["status"], row["total"], row["prompt_tokens"], row["completion_tokens"], row["attempts"]) == \
         ("ok", 70, 200, 22, 4)
+    assert isinstance(row["total"], float)
     usage = store.usage("e")
-    assert usage == [{"method": "A", "mode": "fine", "calls": 1, "attempts": 4, "cache_hits": 0, "failed": 0,
+    assert usage == [{"method": "A", "mode": "binary", "calls": 0, "attempts": 0, "cache_hits": 0, "failed": 0,
+                      "unparsed": 0, "prompt_tokens": 0, "completion_tokens": 0},
+                     {"method": "A", "mode": "fine", "calls": 1, "attempts": 4, "cache_hits": 0, "failed": 0,
                       "unparsed": 0, "prompt_tokens": 200, "completion_tokens": 22}]
+    assert store.progress("e") == {"done": 1, "total": 2, "failed": 0, "unparsed": 0, "cached": 0}
+    assert store.pending_keys("e") == {(0, 1, "A", "binary")}
+
+
+def test_records_have_the_same_keys_and_decoded_json(store):
+    store.add_upload({"id": "u1", "sha256": "abc", "kind": "dialogue", "filename": "log.jsonl", "size": 3 * 2 ** 31,
+                      "summary": {"sessions": 2, "methods": ["A"]}, "warnings": ["w"]})
+    upload = store.get_upload("u1")
+    assert list(upload) == ["id", "sha256", "kind", "filename", "size", "summary", "warnings", "created_at"]
+    assert upload["summary"] == {"sessions": 2, "methods": ["A"]} and upload["size"] == 3 * 2 ** 31
+    assert store.find_upload("abc", "dialogue")["id"] == "u1" and store.find_upload("abc", "mobility") is None
+    store.set_session_offsets("u1", [(0, "Alpha", 0), (1, "beta", 2 ** 33), (2, "alphabet", 99)])
+    assert store.session_offsets("u1", 0, 10, "ALPHA") == [{"idx": 0, "session_id": "Alpha", "offset": 0},
+                                                            {"idx": 2, "session_id": "alphabet", "offset": 99}]
+    assert store.session_offsets("u1", 1, 1) == [{"idx": 1, "session_id": "beta", "offset": 2 ** 33}]
+    assert (store.count_sessions("u1"), store.count_sessions("u1", "alpha")) == (3, 2)
+
+    store.add_evaluation({"id": "e1", "upload_id": "u1", "kind": "dialogue", "methods": ["A"],
+                          "settings": {"model": "m"}, "total": 4})
+    store.add_pending("e1", [(0, "Alpha", 1, "A", "fine"), (0, "Alpha", 1, "A", "binary")])
+    store.set_status("e1", "running")
+    evaluation = store.get_evaluation("e1")
+    assert list(evaluation) == ["id", "upload_id", "kind", "status", "methods", "settings", "error", "total",
+                                "created_at", "started_at", "finished_at", "run_started_at", "run_done_at_start",
+                                "result"]
+    assert (evaluation["methods"], evaluation["settings"], evaluation["result"]) == (["A"], {"model": "m"}, None)
+    assert "result" not in store.get_evaluation("e1", with_result=False)
+    assert store.unfinished_evaluations() == ["e1"]
+    store.set_result("e1", {"score": 1.5, "名前": "ok"})
+    assert store.get_evaluation("e1")["result"] == {"score": 1.5, "名前": "ok"}
+    assert store.get_evaluation("e1")["status"] == "done" and store.unfinished_evaluations() == []
+    assert [list(e) for e in store.list_evaluations()] == [["id", "upload_id", "kind", "status", "methods", "total",
+                                                            "error", "created_at", "finished_at", "filename"]]
+    assert list(store.judgments("e1")[0]) == [
+        "evaluation_id", "session_idx", "session_id", "round", "method", "mode", "status", "total", "style",
+        "content", "naturalness", "personalization", "conversation", "verdict", "answer", "error", "prompt_tokens",
+        "completion_tokens", "cached", "attempts", "scores"]
+    assert store.judgments("e1", []) == []
+
+    store.set_setting("judge", {"model": "a"})
+    store.set_setting("judge", {"model": "b"})
+    assert store.get_setting("judge") == {"model": "b"} and store.get_setting("other", 7) == 7
+    assert store.cache_get("k") is None
+    store.cache_put("k", {"answer": "first"})
+    store.cache_put("k", {"answer": "second", "prompt_tokens": 5, "completion_tokens": 2})
+    assert store.cache_get("k") == {"answer": "second", "prompt_tokens": 5, "completion_tokens": 2}
+
+
+def test_same_second_rows_keep_their_insertion_order(store):
+    store.add_upload({"id": "u", "sha256": "s", "kind": "dialogue", "filename": "f", "size": 1, "summary": {},
+                      "warnings": []})
+    ids = ["e-z", "e-a", "e-m", "e-b"]  # not in alphabetical order
+    for evaluation_id in ids:
+        store.add_evaluation({"id": evaluation_id, "upload_id": "u", "kind": "dialogue", "methods": [], "settings": {},
+                              "total": 0})
+    with store.engine.begin() as con:  # all in the same second, whatever the clock did
+        con.exec_driver_sql("UPDATE evaluations SET created_at = '2025-01-01T00:00:00+00:00'")
+    assert [e["id"] for e in store.list_evaluations()] == ids[::-1]
+    for share_id in ids:
+        store.add_share(share_id, "e-z", f"token-{share_id}")
+    assert [s["id"] for s in store.list_shares("e-z")] == ids
+    store.revoke_share("e-z", "e-a")
+    assert [s["id"] for s in store.list_shares("e-z")] == ["e-z", "e-m", "e-b"]
+    assert [s["id"] for s in store.list_shares("e-z", include_revoked=True)] == ids
+    assert store.active_share("token-e-a") is None and store.active_share("token-e-m")["id"] == "e-m"
+    for name in ("zeta", "alpha", "mu"):
+        store.add_reference({"id": f"r-{name}", "name": name, "sha256": "x", "source": "s", "summary": {"n": 1}})
+    with store.engine.begin() as con:
+        con.exec_driver_sql("UPDATE reference_sets SET created_at = '2025-01-01T00:00:00+00:00'")
+    assert [r["name"] for r in store.list_references()] == ["mu", "alpha", "zeta"]
+    assert store.get_reference("alpha")["summary"] == {"n": 1} and store.get_reference("r-mu")["name"] == "mu"
+
+
+def test_a_taken_user_name_raises_duplicate_whatever_its_case(store):
+    max_ = store.add_user("Max", "hash-1", is_admin=True)
+    assert list(max_) == ["id", "name", "password_hash", "is_admin", "created_at"] and max_["is_admin"] == 1
+    for name in ("Max", "max", "MAX"):
+        with pytest.raises(Duplicate):
+            store.add_user(name, "hash-2", is_admin=False)
+    ada = store.add_user("ada", "hash-3", is_admin=False)
+    assert ada["id"] != max_["id"] and [u["name"] for u in store.list_users()] == ["ada", "Max"]
+
+
+def test_user_names_are_looked_up_case_insensitively(store):
+    user = store.add_user("Grace.Hopper", "hash", is_admin=False)
+    for name in ("Grace.Hopper", "grace.hopper", "GRACE.HOPPER"):
+        assert store.get_user(name=name) == user
+    assert store.get_user(user_id=user["id"]) == user
+    assert store.get_user(name="grace") is None and store.get_user() is None
+    store.set_password_hash(user["id"], "new-hash")
+    assert store.get_user(name="grace.HOPPER")["password_hash"] == "new-hash"
+
+
+def test_tokens_and_deleting_a_user(store):
+    user = store.add_user("max", "hash", is_admin=False)
+    first = store.add_token(user["id"], "nightly", "digest-1")
+    second = store.add_token(user["id"], "ci", "digest-2")
+    assert list(first) == ["id", "user_id", "name", "token_hash", "created_at", "last_used_at", "revoked_at"]
+    assert [t["id"] for t in store.list_tokens(user["id"])] == [second["id"], first["id"]]
+    store.touch_token(first["id"])
+    assert store.active_token("digest-1")["last_used_at"] is not None
+    assert store.revoke_token(user["id"], first["id"])["revoked_at"] is not None
+    assert store.active_token("digest-1") is None and store.revoke_token(user["id"] + 1, second["id"]) is None
+    store.delete_user(user["id"])
+    assert store.get_user(name="max") is None and store.list_tokens(user["id"]) == []
+    assert store.add_user("max", "hash", is_admin=False)["id"] != user["id"]  # numbers are never reused

@@ -140,3 +140,26 @@ def test_pages_are_served_translated(make_app):
     with app.test_request_context(headers={"Cookie": "lang=ko"}):
         assert isinstance(get_translations(), Translations)
         assert gettext("Upload") == "업로드"
+
+
+def test_catalogs_compile_safely_when_many_processes_start_at_once(tmp_path):
+    """gunicorn -w N starts N processes that each compile stale catalogs: none may fail or read half a file."""
+    import shutil
+    import subprocess
+    import sys
+
+    folder = tmp_path / "translations"
+    shutil.copytree(ROOT / "translations", folder, ignore=shutil.ignore_patterns("*.mo"))
+    script = ("import sys; from pathlib import Path; import translations; "
+              "from babel.support import Translations; "
+              "translations.compile_catalogs(Path(sys.argv[1])); "
+              "t = Translations.load(sys.argv[1], ['zh'], 'messages'); "
+              "assert t.gettext('Upload') != 'Upload', 'zh catalog not read'")
+    for _ in range(3):  # stale each time: every process compiles
+        for mo in folder.glob("*/LC_MESSAGES/*.mo"):
+            mo.unlink()
+        processes = [subprocess.Popen([sys.executable, "-c", script, str(folder)], cwd=ROOT, stderr=subprocess.PIPE)
+                     for _ in range(8)]
+        failures = [p.stderr.read().decode() for p in processes if p.wait(60) != 0]
+        assert not failures, failures[0]
+        assert not list(folder.glob("*/LC_MESSAGES/*.tmp")), "temporary files left behind"

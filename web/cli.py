@@ -43,7 +43,7 @@ class ProgressBar:
 
 
 def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, judge_endpoint: str | None,
-           **kind_values) -> None:
+           batch: bool, **kind_values) -> None:
     """Validate and score FILE, then print the result document as JSON."""
     upload_options = {f: kind_values[f] for k in registry.kinds() for f in k.upload_fields if kind_values.get(f)}
     try:
@@ -68,7 +68,7 @@ def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, 
                     raise StartError(_("%(option)s applies to %(kind)s uploads only.", option=option.opts[0],
                                        kind=other.name))
         options = detected.cli_start(kind_values, get_site())
-        judge = {"endpoint": judge_endpoint} if judge_endpoint else None
+        judge = {**({"endpoint": judge_endpoint} if judge_endpoint else {}), **({"batch": True} if batch else {})}
         evaluation = create_evaluation(get_store(), upload["id"], chosen, judge, get_judge_settings().environ(),
                                        options)
     except (RequestError, StartError) as exc:
@@ -97,7 +97,9 @@ def score_command() -> click.Command:
               click.Option(["--out"], type=click.Path(dir_okay=False, path_type=Path),
                            help="Write the result here instead of stdout."),
               click.Option(["--judge-endpoint"],
-                           help="Name of the judge endpoint to use (JUDGE_ENDPOINTS or the settings page).")]
+                           help="Name of the judge endpoint to use (JUDGE_ENDPOINTS or the settings page)."),
+              click.Option(["--batch"], is_flag=True,
+                           help="Send the judgments through the OpenAI Batch API (half price, within 24 hours).")]
     seen = {p.name for p in params}
     for kind in registry.kinds():
         params += [option for option in kind.cli_options if option.name not in seen]
@@ -105,7 +107,33 @@ def score_command() -> click.Command:
     return click.Command("score", callback=with_appcontext(_score), params=params, help=_score.__doc__)
 
 
+@click.group("jobs")
+def jobs() -> None:
+    """Evaluations run by Celery workers (CELERY_BROKER_URL)."""
+
+
+@jobs.command("requeue")
+@with_appcontext
+def requeue() -> None:
+    """Enqueue again every queued or running evaluation, after the whole deployment (broker included) restarted.
+
+    Safe to repeat and to run while workers work: a block being judged holds its lease, and only judgments still
+    pending are asked.
+    """
+    runner = get_runner()
+    if not hasattr(runner, "requeue"):
+        # operators' messages, in English like the worker's logs
+        click.echo("error: no broker is configured (CELERY_BROKER_URL); without one the server itself resumes "
+                   "unfinished evaluations when it starts.", err=True)
+        sys.exit(2)
+    ids = runner.requeue()
+    click.echo(f"{len(ids)} unfinished evaluation(s) enqueued again.", err=True)
+    for evaluation_id in ids:
+        click.echo(evaluation_id)
+
+
 def register(app: Flask) -> None:
     """Add the CLI commands to the app."""
     app.cli.add_command(score_command())
     app.cli.add_command(users_cli.users)
+    app.cli.add_command(jobs)

@@ -70,7 +70,7 @@ def upload_detail(upload_id: str, error: str | None = None, status: int = 200):
 def evaluate(upload_id: str):
     """Start an evaluation from the form and go to its result page."""
     form = request.form
-    overrides = {k: form[k].strip() for k in ("endpoint", "model", "temperature", "language")
+    overrides = {k: form[k].strip() for k in ("endpoint", "model", "temperature", "language", "batch")
                  if form.get(k, "").strip()}
     try:
         evaluation = create_evaluation(get_store(), upload_id, form.getlist("methods") or None, overrides,

@@ -10,13 +10,12 @@ from benchmarks.conversation import annotation, figures
 from benchmarks.conversation.format import Conversation, read_any, statistics
 from benchmarks.conversation.prompts import ANNOTATION_PROMPT_VERSION, ANNOTATION_SCALES
 from benchmarks.judge_usage import judge_summary
-from benchmarks.kind import Job, Kind, Plan, Site, StartError, StartRequest, upload_stem
+from benchmarks.kind import Job, Kind, Plan, Site, StartError, StartRequest, as_flag, upload_stem
 from benchmarks.problems import Report
 from evaluator import Prompt
 from translations import _, lazy_gettext as _l
 
 FIDELITY_COLUMNS = ("turns", "user_message_length", "intents")
-TRUE, FALSE = (True, "1", "true", "on"), (False, "0", "false", "off", "")
 
 
 class ConversationKind(Kind):
@@ -39,10 +38,10 @@ class ConversationKind(Kind):
 
     def start(self, upload: dict, request: StartRequest) -> Plan:
         """Statistics in one step, or with `annotate` one judgment per conversation."""
-        annotate = request.options.get("annotate", False)
-        if annotate not in TRUE + FALSE:
+        annotate = as_flag(request.options.get("annotate"))
+        if annotate is None:
             raise StartError(_("'annotate' must be true or false."))
-        if annotate in FALSE:
+        if not annotate:
             return Plan([upload_stem(upload)], {})
         return Plan([upload_stem(upload)], {"annotate": True, **request.judge_settings()},
                     upload["summary"]["conversations"])

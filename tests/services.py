@@ -1,0 +1,133 @@
+"""Real PostgreSQL and Redis for the tests: Debian's own binaries, started on free loopback ports in temporary
+folders, stopped at the end. A test that needs one is skipped, with the reason, when its binaries are missing."""
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+POSTGRES_USER = "postgres"  # Debian's package creates it; PostgreSQL refuses to run as root
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_port(port: int, process: subprocess.Popen, what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited with code {process.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"{what} did not listen on port {port} within {timeout} s")
+
+
+def postgres_bin() -> Path | None:
+    """The folder of Debian's PostgreSQL server binaries (newest version), or None."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"), key=lambda p: int(p.split("/")[4]))
+    return Path(found[-1]).parent if found else None
+
+
+def _as_postgres_user() -> list[str]:
+    """The command prefix that runs a server binary as a non-root user when the tests run as root."""
+    if os.geteuid() != 0:
+        return []
+    try:
+        pwd.getpwnam(POSTGRES_USER)
+    except KeyError:
+        pytest.skip(f"running as root and there is no '{POSTGRES_USER}' user to run PostgreSQL as")
+    return ["runuser", "-u", POSTGRES_USER, "--"]
+
+
+class Postgres:
+    """One PostgreSQL server in a temporary folder; `url(db)` creates a fresh database and gives its URL."""
+
+    def __init__(self):
+        binaries = postgres_bin()
+        if binaries is None:
+            pytest.skip("PostgreSQL is not installed (Debian package postgresql)")
+        self.bin, self.prefix, self.port = binaries, _as_postgres_user(), free_port()
+        # Directly under the system's temporary folder: pytest's own folders are private to root, and the
+        # server may run as another user.
+        self.folder = folder = Path(tempfile.mkdtemp(prefix="psb-postgres-"))
+        self.data = folder / "pgdata"
+        if self.prefix:
+            shutil.chown(folder, POSTGRES_USER)
+        self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
+        self.process = subprocess.Popen(
+            [*self.prefix, str(self.bin / "postgres"), "-D", str(self.data), "-p", str(self.port),
+             "-k", str(folder), "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off",
+             "-c", "max_connections=200"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _wait_for_port(self.port, self.process, "postgres")
+        self._databases = 0
+
+    def _run(self, binary: str, *args: str) -> None:
+        subprocess.run([*self.prefix, str(self.bin / binary), *args], check=True, capture_output=True)
+
+    def url(self) -> str:
+        """A new, empty database on this server."""
+        self._databases += 1
+        name = f"test{self._databases}"
+        self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", name)
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{name}"
+
+    def stop(self) -> None:
+        """Stop the server (fast shutdown)."""
+        self.process.terminate()
+        try:
+            self.process.wait(20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class Redis:
+    """One redis-server without persistence, on a free port."""
+
+    def __init__(self, folder: Path):
+        binary = shutil.which("redis-server")
+        if binary is None:
+            pytest.skip("Redis is not installed (Debian package redis-server)")
+        folder.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _wait_for_port(self.port, self.process, "redis-server")
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+
+    def stop(self) -> None:
+        """Stop the server."""
+        self.process.terminate()
+        self.process.wait(10)
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A PostgreSQL server for the whole test session."""
+    server = Postgres()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory):
+    """A Redis server for the whole test session."""
+    server = Redis(tmp_path_factory.mktemp("redis"))
+    yield server
+    server.stop()
