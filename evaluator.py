@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime
 import functools
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -520,6 +521,7 @@ def endpoint_limiter(endpoint: str, capacity: int | None = None,
 # ---------------------------------------------------------------------------------------------
 # The judge
 
+LOOKAHEAD = 256  # requests whose cache entries run() reads in one query
 _STOP_POLL_S = 0.1  # how often run() checks should_stop() while it waits for calls
 CONNECTION_PROMPT = "Reply with the word OK."
 CONNECTION_MAX_TOKENS = 16
@@ -612,11 +614,13 @@ class Judge:
         canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
-    def _lookup(self, prompt: Prompt, key: str) -> Verdict | None:
-        """A cached verdict, or None; token counts and attempts are 0 because no call was made."""
+    def _lookup(self, prompt: Prompt, key: str, hit: dict | None | bool = False) -> Verdict | None:
+        """A cached verdict, or None; token counts and attempts are 0 because no call was made. `hit` is the cache
+        entry when it was already read (None: read and not found), else it is read now."""
         if self.cache is None or not self.config.use_cache:
             return None
-        hit = self.cache.get(key)
+        if hit is False:
+            hit = self.cache.get(key)
         if not hit:
             return None
         verdict = _verdict_from_answer(prompt.parse, hit.get("answer") or "", 0, 0)
@@ -625,6 +629,25 @@ class Judge:
         verdict.cached = True
         verdict.attempts = 0
         return verdict
+
+    def _reads_ahead(self) -> bool:
+        """Whether run() reads the cache LOOKAHEAD requests at a time (a cache with get_many, in use)."""
+        return self.cache is not None and self.config.use_cache and hasattr(self.cache, "get_many")
+
+    def _keyed(self, items: Iterable[tuple[object, Prompt]],
+               answered: dict[str, Verdict]) -> Iterator[tuple[object, Prompt, str, dict | None | bool]]:
+        """(tag, prompt, cache key, cache entry) per item. With a cache that has get_many, its entries are read
+        LOOKAHEAD items at a time in one query (one query per item costs more than the rest of a cached judgment),
+        and `answered`, the answers this run got since the previous read, is emptied at each read, which sees them.
+        Otherwise the entry is False: read it when the item comes."""
+        source = iter(items)
+        ahead = self._reads_ahead()
+        while chunk := list(itertools.islice(source, LOOKAHEAD if ahead else 1)):
+            keyed = [(tag, prompt, self.cache_key(prompt)) for tag, prompt in chunk]
+            hits = self.cache.get_many([key for _tag, _prompt, key in keyed]) if ahead else {}
+            answered.clear()
+            for tag, prompt, key in keyed:
+                yield tag, prompt, key, hits.get(key) if ahead else False
 
     def _store(self, key: str, verdict: Verdict) -> None:
         """Cache a parsed verdict (also when reading is off); unparsed answers and failures never."""
@@ -746,13 +769,15 @@ class Judge:
         Calls in flight are bounded by the endpoint's limiter (config.concurrency, shared with every
         Judge of the process on that endpoint); a slot is given back when its call ends or, for an
         answer that goes to the cache, once it is stored. Up to `self.workers` items are pending at
-        once (in a call, waiting for a slot or waiting to retry) and `items` is pulled only when fewer are.
+        once (in a call, waiting for a slot or waiting to retry) and `items` is pulled only when fewer are (up to
+        LOOKAHEAD items ahead with a cache that reads many keys at once, see _keyed).
         Identical requests pending at the same time share one call. The cache is read and written on
         the calling thread only, so it need not be thread-safe. Once should_stop() is true no item is
         pulled and no call starts: calls in flight finish and are yielded, while items waiting for a
         slot or a retry are dropped without a verdict, so they stay pending for the next run.
         """
-        source = iter(items)
+        answered: dict[str, Verdict] = {}  # parsed answers since the last look-ahead read of the cache
+        source = self._keyed(items, answered)
         stop = threading.Event()
         handoff = _Handoff(self._limiter)
         pending: dict[Future[Verdict | None], tuple[str, list[object]]] = {}
@@ -771,15 +796,17 @@ class Judge:
             while True:
                 while not exhausted and len(pending) < self.workers and not stopping():
                     try:
-                        tag, prompt = next(source)
+                        tag, prompt, key, hit = next(source)
                     except StopIteration:
                         exhausted = True
                         break
-                    key = self.cache_key(prompt)
                     if key in by_key:
                         pending[by_key[key]][1].append(tag)
                         continue
-                    cached = self._lookup(prompt, key)
+                    if key in answered:  # answered by this run after its chunk's cache read
+                        yield tag, _duplicate(answered[key])
+                        continue
+                    cached = self._lookup(prompt, key, hit)
                     if cached is not None:
                         yield tag, cached
                         continue
@@ -799,6 +826,8 @@ class Judge:
                 if verdict is None:
                     continue  # dropped after should_stop()
                 self._store(key, verdict)
+                if verdict.status == "ok" and self._reads_ahead():
+                    answered[key] = verdict
                 handoff.release(key)
                 ready = [(tags[0], verdict)] + [(tag, _duplicate(verdict)) for tag in tags[1:]]
         finally:

@@ -422,6 +422,15 @@ class Store:
         return self._lookup("SELECT answer, prompt_tokens, completion_tokens FROM judge_cache WHERE key = :key",
                             {"key": key})
 
+    def cache_get_many(self, keys: list[str]) -> dict[str, dict]:
+        """The cached judge answers of several keys in one query: {key: answer} for the keys found."""
+        if not keys:
+            return {}
+        with self._connection() as con:
+            rows = _dicts(con.execute(_sql_in("SELECT key, answer, prompt_tokens, completion_tokens FROM judge_cache"
+                                              " WHERE key IN :keys", "keys"), {"keys": list(keys)}))
+        return {row.pop("key"): row for row in rows}
+
     def cache_put(self, key: str, value: dict) -> None:
         """Store a judge answer under its cache key."""
         self._write("INSERT INTO judge_cache (key, answer, prompt_tokens, completion_tokens, created_at)"
@@ -553,6 +562,10 @@ class JudgeCache:
     def get(self, key: str) -> dict | None:
         """Cached answer for key, or None."""
         return self.store.cache_get(key)
+
+    def get_many(self, keys: list[str]) -> dict[str, dict]:
+        """Cached answers of several keys at once (the judge looks ahead in chunks)."""
+        return self.store.cache_get_many(keys)
 
     def put(self, key: str, value: dict) -> None:
         """Remember a parsed answer."""
