@@ -27,12 +27,12 @@ from store import Store  # noqa: E402
 MAX_RATIO = 0.03
 
 
-def write_file(path: Path, sessions: int) -> None:
-    """A dialogue file whose every reply is distinct."""
+def write_file(path: Path, sessions: int, tag: str = "") -> None:
+    """A dialogue file whose every reply is distinct (and distinct from those of a file with another tag)."""
     with path.open("w", encoding="utf-8") as f:
         for s in range(sessions):
             rounds = [{"round": k, "user_message": f"Session {s}, message {k}: I went hiking again today.",
-                       "responses": {m: f"{m} reply {k} in session {s}: which trail was it this time?"
+                       "responses": {m: f"{m} reply {k} in session {s}{tag}: which trail was it this time?"
                                      for m in ("Base", "Ours")}} for k in range(1, 6)]
             f.write(json.dumps({"session_id": f"s{s}", "user_profile": "A nurse who runs marathons.",
                                 "user_personality": "cheerful", "rounds": rounds}) + "\n")

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import os
 import shutil
 import signal
@@ -37,6 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.bench_cache import write_file  # noqa: E402
 from bench.local_judge import judge_process, server_stats  # noqa: E402
 
 JUDGMENTS = 20_000
@@ -48,17 +48,6 @@ WORKER_THREADS = 4  # --concurrency of each `celery worker --pool=threads`: bloc
 FAST_JUDGMENTS = 4_000
 MAX_RATIO = 1.3
 TIMEOUT_S = 1800
-
-
-def write_file(path: Path, sessions: int, tag: str) -> None:
-    """A dialogue file whose every reply is distinct (bench_cache.write_file), also from those of another tag."""
-    with path.open("w", encoding="utf-8") as f:
-        for s in range(sessions):
-            rounds = [{"round": k, "user_message": f"Session {s}, message {k}: I went hiking again today.",
-                       "responses": {m: f"{m} reply {k} in session {s}{tag}: which trail was it this time?"
-                                     for m in ("Base", "Ours")}} for k in range(1, 6)]
-            f.write(json.dumps({"session_id": f"s{s}", "user_profile": "A nurse who runs marathons.",
-                                "user_personality": "cheerful", "rounds": rounds}) + "\n")
 
 
 def judge_env(url: str, concurrency: int) -> dict:

@@ -19,6 +19,7 @@ The life of an upload, and which method answers each step:
 from __future__ import annotations
 
 import inspect
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Callable, ClassVar, Iterable, Iterator, Mapping
@@ -96,7 +97,7 @@ class Job:
         return self.site.store
 
 
-class Kind:
+class Kind(ABC):
     """A benchmark kind. Class attributes describe it; methods are called by the pipeline (see the module)."""
 
     name: ClassVar[str]
@@ -113,9 +114,10 @@ class Kind:
         """Whether a file starting with `head` (BOM removed) is of this kind; `path` is the whole file."""
         return False
 
+    @abstractmethod
     def validate(self, stream: BinaryIO, filename: str, options: Mapping[str, str]) -> Report:
         """Check a file, streaming; problems name a line or a path. `report.summary` is kept with the upload."""
-        raise NotImplementedError
+        ...
 
     # -- start and run -----------------------------------------------------------------------------------
 
@@ -123,9 +125,10 @@ class Kind:
         """Whether this evaluation calls the judge (then `plan` and `requests` give its calls)."""
         return False
 
+    @abstractmethod
     def start(self, upload: dict, request: StartRequest) -> Plan:
         """Check a request to evaluate an upload (StartError when it cannot be done) and plan the evaluation."""
-        raise NotImplementedError
+        ...
 
     def plan(self, job: Job) -> Iterable[tuple]:
         """The judgment keys of an evaluation that uses a judge, as (index, session, round, method, mode)."""
@@ -135,9 +138,10 @@ class Kind:
         """Judge calls for the pending keys, as (key, evaluator.Prompt), built lazily."""
         return iter(())
 
+    @abstractmethod
     def score(self, job: Job) -> dict:
         """The result document, from the file and (for a judge) the judgments stored so far."""
-        raise NotImplementedError
+        ...
 
     # -- show --------------------------------------------------------------------------------------------
 
@@ -158,9 +162,10 @@ class Kind:
         """Plotly figures (plain JSON) of the result shown, by name."""
         return {}
 
+    @abstractmethod
     def csv(self, result: dict) -> tuple[tuple, Iterable[tuple]]:
         """The result's main table as (header, rows): the `.csv` export."""
-        raise NotImplementedError
+        ...
 
     def downloads(self, result: dict) -> dict[str, Callable[[], tuple[tuple, Iterable[tuple]]]]:
         """More CSV tables of a result by name (served as `<name>.csv`), each a function giving (header, rows)."""
@@ -179,10 +184,11 @@ class Kind:
         """What a run was measured with (a judge model, a reference set), for compare and lists."""
         return "—"
 
+    @abstractmethod
     def compare(self, runs: list[dict]) -> dict:
         """The values of `<name>/compare.html` (as `cmp` there; "figures" are drawn) for finished runs, each a
         dict of its "id", "label", "filename", "model" (run_label) and "result"."""
-        raise NotImplementedError
+        ...
 
     def report_context(self, record: dict) -> dict:
         """Values of `<name>/report.html`, for kinds with an offline report."""
