@@ -4,7 +4,9 @@ Knows nothing about Flask, nor about any benchmark kind's prompts: a kind asks f
 `Prompt` (the chat messages, the parser of the answer and a prompt version) built by its own prompts
 module (benchmarks/dialogue/prompts.py, benchmarks/conversation/prompts.py), and gets a `Verdict`.
 
-One judgment is one chat completion. The SDK's own retries are off (`max_retries=0`); `Judge` retries
+One judgment is one chat completion, POSTed by judge_http.ChatClient on an event loop that `Judge.run` drives
+(one thread, hundreds of calls in flight; judge_http.py says why not through the SDK's request pipeline), which
+raises the openai SDK's exception types. `Judge` retries
 timeouts, connection errors, 408/409/429 and 5xx itself with exponential backoff and full jitter,
 honouring Retry-After, so that it can count attempts and so that a call waiting to be retried does not
 hold one of the endpoint's concurrency slots. All `Judge`s of one process that call the same endpoint
@@ -15,29 +17,28 @@ settings and the prompt's version.
 """
 from __future__ import annotations
 
+import asyncio
 import datetime
-import functools
 import hashlib
 import itertools
 import json
 import math
 import os
-import queue
 import random
 import re
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
 import httpx2  # the openai SDK's HTTP client
 import openai
-from openai.types.chat import ChatCompletion
 
+from judge_http import ChatClient
 from translations import _, ngettext
 
 if TYPE_CHECKING:
@@ -432,6 +433,14 @@ class EndpointLimiter:
             self._cond.notify()  # pass on a release we may have been woken by
             return False
 
+    def try_acquire(self) -> bool:
+        """Take a slot if one is free now; False (without one) otherwise."""
+        with self._cond:
+            if self.in_use < self.capacity:
+                self.in_use += 1
+                return True
+            return False
+
     def release(self) -> None:
         """Give a slot back."""
         with self._cond:
@@ -447,43 +456,6 @@ class EndpointLimiter:
         """The endpoint asked for a pause (429, Retry-After). Within one process each call waits out its
         own retry, as it always has, so nothing changes here; judge_budget.RedisLimiter shares the pause
         with every process."""
-
-
-class _Handoff:
-    """Slots kept by answers that have arrived but are not in the cache yet.
-
-    Releasing a slot only once its answer is stored means that at most `concurrency` paid answers
-    are ever unsaved, so a process killed mid-run pays again for no more than that on restart.
-    """
-
-    def __init__(self, limiter: EndpointLimiter) -> None:
-        self._limiter = limiter
-        self._lock = threading.Lock()
-        self._held: set[str] = set()
-        self._closed = False
-
-    def keep(self, token: str) -> bool:
-        """Keep the slot of token's answer until release(token); False (keep nothing) once closed."""
-        with self._lock:
-            if self._closed:
-                return False
-            self._held.add(token)
-            return True
-
-    def release(self, token: str) -> None:
-        """Token's answer is stored: give its slot back."""
-        with self._lock:
-            if token in self._held:
-                self._held.remove(token)
-                self._limiter.release()
-
-    def close(self) -> None:
-        """No more answers will be stored: give every kept slot back."""
-        with self._lock:
-            self._closed = True
-            for _token in self._held:
-                self._limiter.release()
-            self._held.clear()
 
 
 # (budget URL or "", endpoint) -> limiter, shared by every Judge of the process that calls that endpoint.
@@ -523,12 +495,16 @@ def endpoint_limiter(endpoint: str, capacity: int | None = None,
 
 LOOKAHEAD = 256  # requests whose cache entries run() reads in one query
 _STOP_POLL_S = 0.1  # how often run() checks should_stop() while it waits for calls
+KEEP_EVERY_S = 0.005  # at most one cache write per this long in a run
+# run() takes finished judgments in waves this long: each hand-over between the loop and run() costs CPU, and no
+# call waits for one (places are given back on the loop, where the tasks waiting for them are).
+WAVE_S = 0.005
 CONNECTION_PROMPT = "Reply with the word OK."
 CONNECTION_MAX_TOKENS = 16
 
 
 def _make_client(endpoint: str, config: JudgeConfig, connections: int) -> openai.OpenAI:
-    """An SDK client without the SDK's own retries."""
+    """An SDK client without the SDK's own retries (the connection test and the Batch API use it)."""
     return openai.OpenAI(
         base_url=endpoint,
         api_key=config.api_key or PLACEHOLDER_API_KEY,
@@ -542,17 +518,25 @@ def _make_client(endpoint: str, config: JudgeConfig, connections: int) -> openai
 
 
 def _answer_text(response: Any) -> str:
-    """The message text of a chat completion ("" when there is none)."""
-    choices = getattr(response, "choices", None) or []
-    return (choices[0].message.content if choices and choices[0].message else None) or ""
+    """The message text of a chat completion's JSON ("" when there is none)."""
+    choices = response.get("choices") if isinstance(response, Mapping) else None
+    first = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], Mapping) else {}
+    message = first.get("message")
+    content = message.get("content") if isinstance(message, Mapping) else None
+    return content if isinstance(content, str) else ""
 
 
-def _verdict_from_response(parse: Parser, response: Any, attempts: int) -> Verdict:
-    """The verdict for a chat completion, with its token usage and the attempts it took."""
-    usage = getattr(response, "usage", None)
-    prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-    completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-    verdict = _verdict_from_answer(parse, _answer_text(response), prompt_tokens, completion_tokens)
+def _tokens(usage: object, name: str) -> int:
+    """A token count of a chat completion's `usage` (0 when missing or not a number)."""
+    value = usage.get(name) if isinstance(usage, Mapping) else None
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
+def _verdict_from_response(parse: Parser, response: Mapping, attempts: int) -> Verdict:
+    """The verdict for a chat completion's JSON, with its token usage and the attempts it took."""
+    usage = response.get("usage")
+    verdict = _verdict_from_answer(parse, _answer_text(response), _tokens(usage, "prompt_tokens"),
+                                   _tokens(usage, "completion_tokens"))
     verdict.attempts = attempts
     return verdict
 
@@ -563,23 +547,9 @@ def _duplicate(verdict: Verdict) -> Verdict:
                    completion_tokens=0, attempts=0, cached=verdict.status == "ok")
 
 
-_WARM_UP_COMPLETION = {"id": "warm-up", "object": "chat.completion", "created": 0, "model": "warm-up",
-                       "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": ""}}],
-                       "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
-
-
-@functools.cache
-def _warm_up_sdk() -> None:
-    """Build the SDK's response models once, on one thread, before any judge thread reads an answer: the openai
-    SDK builds its pydantic models on first use, and that build is not thread-safe ("BaseModel cannot be
-    instantiated directly" for one of the first answers read at once in a fresh process)."""
-    from openai._models import construct_type
-
-    construct_type(type_=ChatCompletion, value=_WARM_UP_COMPLETION)
-
-
 class Judge:
-    """Calls the judge model; `cache` is any object with get(key) -> dict | None and put(key, value).
+    """Calls the judge model; `cache` is any object with get(key) -> dict | None and put(key, value) (and, to read
+    and write many keys in one query, get_many(keys) and put_many({key: value})).
 
     `sleep(seconds)` and `rng` (anything with uniform(a, b)) replace the backoff's waiting and jitter
     in tests; by default a wait ends early when the run it belongs to is stopped.
@@ -590,16 +560,14 @@ class Judge:
         problem = config.problem()
         if problem:
             raise ValueError(problem)
-        _warm_up_sdk()
         self.config = config
         self.cache = cache
         self._endpoint = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
-        # Threads beyond the endpoint's budget wait for a slot or sleep in backoff without holding one.
+        # Items beyond the endpoint's budget wait for a slot or sleep in backoff without holding one.
         self.workers = 2 * config.concurrency + 4
         self._limiter = endpoint_limiter(self._endpoint, config.concurrency, config.budget_url)
         self._sleep = sleep
         self._rng = rng if rng is not None else random.Random()
-        self._client = _make_client(self._endpoint, config, self.workers)
 
     def __enter__(self) -> Judge:
         return self
@@ -649,23 +617,24 @@ class Judge:
             for tag, prompt, key in keyed:
                 yield tag, prompt, key, hits.get(key) if ahead else False
 
-    def _store(self, key: str, verdict: Verdict) -> None:
-        """Cache a parsed verdict (also when reading is off); unparsed answers and failures never."""
-        if self.cache is not None and verdict.status == "ok" and not verdict.cached:
-            self.cache.put(key, {
-                "answer": verdict.answer,
-                "prompt_tokens": verdict.prompt_tokens,
-                "completion_tokens": verdict.completion_tokens,
-            })
+    def _store(self, answers: list[tuple[str, Verdict]]) -> None:
+        """Cache the parsed answers (also when reading is off), in one write with a cache that has put_many;
+        unparsed answers and failures never."""
+        entries = {key: {"answer": v.answer, "prompt_tokens": v.prompt_tokens, "completion_tokens": v.completion_tokens}
+                   for key, v in answers if v.status == "ok" and not v.cached}
+        if self.cache is None or not entries:
+            return
+        if hasattr(self.cache, "put_many"):
+            self.cache.put_many(entries)
+            return
+        for key, entry in entries.items():
+            self.cache.put(key, entry)
 
-    def _request(self, messages: list[dict]) -> ChatCompletion:
-        """One HTTP call: a chat completion."""
+    def _body(self, prompt: Prompt) -> dict:
+        """The chat completion request of a prompt."""
         c = self.config
-        body = {"model": c.model, "messages": messages, "temperature": c.temperature, "max_tokens": c.max_tokens}
-        # The SDK's generic post() sends the same request as chat.completions.create(), minus the
-        # walk over the typed params, which costs as much CPU as the rest of the call put together
-        # and changes nothing for messages of plain strings.
-        return self._client.post("/chat/completions", cast_to=ChatCompletion, body=body)
+        return {"model": c.model, "messages": prompt.messages, "temperature": c.temperature,
+                "max_tokens": c.max_tokens}
 
     def _retry_wait(self, exc: BaseException, retry: int) -> float:
         """Seconds to wait before retry number `retry` (0-based): what the server asked for, else backoff."""
@@ -690,13 +659,6 @@ class Judge:
         if seconds:
             self._limiter.backoff(seconds)
 
-    def _pause(self, seconds: float, stop: threading.Event) -> None:
-        """Wait before a retry, without holding a slot."""
-        if self._sleep is not None:
-            self._sleep(seconds)
-        else:
-            stop.wait(seconds)
-
     def _failure(self, exc: BaseException, attempts: int) -> Verdict:
         """A failed verdict whose error says why and after how many attempts."""
         c = self.config
@@ -709,55 +671,9 @@ class Judge:
                              "%(reason)s (%(num)d attempts; this error is not retried)", attempts, reason=reason)
         return Verdict("failed", error=error, attempts=attempts)
 
-    def _call(self, prompt: Prompt, stop: threading.Event, handoff: _Handoff, key: str) -> Verdict | None:
-        """Attempts until an answer, a final failure or max_retries retries; None when `stop` came first.
-
-        A slot is taken for each HTTP call only; for an answer that goes to the cache it is handed
-        over to `handoff` under `key`, to be given back once the answer is stored.
-        """
-        attempts = 0
-        while True:
-            if not self._limiter.acquire(stop):
-                return None
-            attempts += 1
-            kept = False
-            try:
-                verdict = _verdict_from_response(prompt.parse, self._request(prompt.messages), attempts)
-                kept = self.cache is not None and verdict.status == "ok" and handoff.keep(key)
-                return verdict
-            except Exception as exc:  # noqa: BLE001 - every failure becomes a retry or a "failed" verdict
-                error = exc
-            finally:
-                if not kept:
-                    self._limiter.release()
-            if not _is_retryable(error) or attempts > self.config.max_retries:
-                self._report_pause(error, None)
-                return self._failure(error, attempts)
-            if stop.is_set():
-                return None
-            wait = self._retry_wait(error, attempts - 1)
-            self._report_pause(error, wait)
-            self._pause(wait, stop)
-
     def judge(self, prompt: Prompt) -> Verdict:
         """One judgment: the cache first (unless use_cache is off), else calls with retries."""
-        key = self.cache_key(prompt)
-        cached = self._lookup(prompt, key)
-        if cached is not None:
-            return cached
-        handoff = _Handoff(self._limiter)
-        try:
-            verdict = self._call(prompt, threading.Event(), handoff, key)
-            assert verdict is not None  # only a stopped run abandons a call
-            self._store(key, verdict)
-        finally:
-            handoff.close()
-        return verdict
-
-    def _halt(self, stop: threading.Event) -> None:
-        """Stop a run's workers from starting calls or waiting out backoffs."""
-        stop.set()
-        self._limiter.wake()
+        return next(verdict for _tag, verdict in self.run([(None, prompt)]))
 
     def run(
         self,
@@ -766,33 +682,33 @@ class Judge:
     ) -> Iterator[tuple[object, Verdict]]:
         """Judge (tag, Prompt) items concurrently; yield (tag, verdict) as they complete.
 
-        Calls in flight are bounded by the endpoint's limiter (config.concurrency, shared with every
-        Judge of the process on that endpoint); a slot is given back when its call ends or, for an
-        answer that goes to the cache, once it is stored. Up to `self.workers` items are pending at
-        once (in a call, waiting for a slot or waiting to retry) and `items` is pulled only when fewer are (up to
-        LOOKAHEAD items ahead with a cache that reads many keys at once, see _keyed).
-        Identical requests pending at the same time share one call. The cache is read and written on
-        the calling thread only, so it need not be thread-safe. Once should_stop() is true no item is
-        pulled and no call starts: calls in flight finish and are yielded, while items waiting for a
-        slot or a retry are dropped without a verdict, so they stay pending for the next run.
+        The calls run on an event loop of this thread, which runs while run() waits for answers: calls in
+        flight are bounded by the endpoint's limiter (config.concurrency, shared with every Judge of the
+        process on that endpoint, or of the deployment with a Redis budget), whose slot is held for the HTTP
+        call only. Answers are cached before they are yielded, together (at most one write every KEEP_EVERY_S);
+        at most config.concurrency of this run's calls are ever in flight or answered and not yet cached, so a
+        process killed mid-run pays again for no more than that. Up to `self.workers` items are pending at
+        once (in a call, waiting for a slot or waiting to retry) and `items` is pulled only when fewer are (up
+        to LOOKAHEAD items ahead with a cache that reads many keys at once, see _keyed). Identical requests
+        pending at the same time share one call. The cache is read and written on the calling thread only, so
+        it need not be thread-safe. Once should_stop() is true no item is pulled and no call starts: calls in
+        flight finish and are yielded, while items waiting for a slot or a retry are dropped without a
+        verdict, so they stay pending for the next run.
         """
         answered: dict[str, Verdict] = {}  # parsed answers since the last look-ahead read of the cache
         source = self._keyed(items, answered)
-        stop = threading.Event()
-        handoff = _Handoff(self._limiter)
-        pending: dict[Future[Verdict | None], tuple[str, list[object]]] = {}
-        by_key: dict[str, Future[Verdict | None]] = {}
-        completed: queue.SimpleQueue[Future[Verdict | None]] = queue.SimpleQueue()
-        ready: list[tuple[object, Verdict]] = []
+        calls = _Calls(self)
+        pending: dict[asyncio.Task, tuple[str, list[object]]] = {}
+        by_key: dict[str, asyncio.Task] = {}
         exhausted = False
-        pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="judge")
 
         def stopping() -> bool:
-            if not stop.is_set() and should_stop():
-                self._halt(stop)
-            return stop.is_set()
+            if not calls.stop.is_set() and should_stop():
+                calls.halt()
+            return calls.stop.is_set()
 
         try:
+            ready: list[tuple[object, Verdict]] = []
             while True:
                 while not exhausted and len(pending) < self.workers and not stopping():
                     try:
@@ -802,52 +718,191 @@ class Judge:
                         break
                     if key in by_key:
                         pending[by_key[key]][1].append(tag)
-                        continue
-                    if key in answered:  # answered by this run after its chunk's cache read
+                    elif key in answered:  # answered by this run after its chunk's cache read
                         yield tag, _duplicate(answered[key])
-                        continue
-                    cached = self._lookup(prompt, key, hit)
-                    if cached is not None:
+                    elif (cached := self._lookup(prompt, key, hit)) is not None:
                         yield tag, cached
-                        continue
-                    future = pool.submit(self._call, prompt, stop, handoff, key)
-                    pending[future] = (key, [tag])
-                    by_key[key] = future
-                    future.add_done_callback(completed.put)
-                # The freed slot was refilled above before the consumer gets these verdicts.
+                    else:
+                        task = calls.start(prompt, key)
+                        pending[task] = (key, [tag])
+                        by_key[key] = task
                 yield from ready
                 ready = []
                 if not pending:
                     return
-                future = self._next_done(completed, stopping)
-                key, tags = pending.pop(future)
-                del by_key[key]
-                verdict = future.result()
-                if verdict is None:
-                    continue  # dropped after should_stop()
-                self._store(key, verdict)
-                if verdict.status == "ok" and self._reads_ahead():
-                    answered[key] = verdict
-                handoff.release(key)
-                ready = [(tags[0], verdict)] + [(tag, _duplicate(verdict)) for tag in tags[1:]]
+                for task in calls.wait(stopping):
+                    key, tags = pending.pop(task)
+                    del by_key[key]
+                    verdict = None if task.cancelled() else task.result()
+                    if verdict is None:
+                        continue  # dropped after should_stop()
+                    if verdict.status == "ok" and self._reads_ahead():
+                        answered[key] = verdict
+                    ready.append((tags[0], verdict))
+                    ready.extend((tag, _duplicate(verdict)) for tag in tags[1:])
         finally:
-            self._halt(stop)
-            handoff.close()
-            # Normal exits have nothing pending; if the consumer abandoned us, don't block on it.
-            pool.shutdown(wait=not pending, cancel_futures=True)
-
-    @staticmethod
-    def _next_done(completed: queue.SimpleQueue, stopping: Callable[[], bool]) -> Future:
-        """The next finished call; checks should_stop() while waiting, so that a stop cuts backoffs short."""
-        while True:
-            try:
-                return completed.get(timeout=_STOP_POLL_S)
-            except queue.Empty:
-                stopping()
+            calls.close()
 
     def close(self) -> None:
-        """Release the HTTP connections."""
-        self._client.close()
+        """Nothing to release: each run() opens and closes its own connections."""
+
+
+class _Calls:
+    """The calls of one Judge.run(): its event loop, HTTP client and stop event.
+
+    `room` bounds this run's calls in flight plus its answers not cached yet (config.concurrency): a call takes a
+    place before it takes a slot of the endpoint's limiter, gives the slot back when its HTTP call ends, and its
+    place once its answer is cached. Answers are cached together, at most every KEEP_EVERY_S, on the loop (so on
+    the thread that runs run()), and a judgment is finished only once its answer is kept.
+    """
+
+    def __init__(self, judge: Judge) -> None:
+        self.judge = judge
+        self.stop = threading.Event()
+        self.loop = asyncio.new_event_loop()
+        c = judge.config
+        self.client = self.loop.run_until_complete(ChatClient.open(judge._endpoint, c.api_key or PLACEHOLDER_API_KEY,
+                                                                   c.timeout_s, judge.workers))
+        self.room = asyncio.Semaphore(c.concurrency)
+        self.paid: set[asyncio.Task] = set()  # tasks whose call has started: a halt lets them finish
+        self.tasks: set[asyncio.Task] = set()
+        self.finished: list[asyncio.Task] = []
+        self._arrived: asyncio.Future | None = None
+        self._unkept: list[tuple[str, Verdict]] = []  # answers waiting for the next cache write
+        self._kept: asyncio.Future | None = None  # done when they are written
+        self._last_write = -math.inf
+        self._waiter: ThreadPoolExecutor | None = None  # waits for the limiter when no slot is free at once
+
+    def start(self, prompt: Prompt, key: str) -> asyncio.Task:
+        """Schedule the judgment of one prompt (it starts when the loop runs)."""
+        task = self.loop.create_task(self._judge(prompt, key))
+        self.tasks.add(task)
+        task.add_done_callback(self._done)
+        return task
+
+    def _done(self, task: asyncio.Task) -> None:
+        self.tasks.discard(task)
+        self.finished.append(task)
+        if self._arrived is not None and not self._arrived.done():
+            self._arrived.set_result(None)
+
+    def wait(self, stopping: Callable[[], bool]) -> list[asyncio.Task]:
+        """Run the loop until some judgments have finished (checking should_stop() first and every _STOP_POLL_S);
+        those."""
+        stopping()
+        while not self.finished:
+            arrived = self._arrived = self.loop.create_future()
+            timer = self.loop.call_later(_STOP_POLL_S, lambda: arrived.done() or arrived.set_result(None))
+            try:
+                self.loop.run_until_complete(arrived)
+            finally:
+                timer.cancel()
+                self._arrived = None
+            if not self.finished:
+                stopping()
+        if self.tasks:  # others may end within the wave: one hand-over to run() for all of them
+            self.loop.run_until_complete(asyncio.sleep(WAVE_S))
+        finished, self.finished = self.finished, []
+        return finished
+
+    async def _judge(self, prompt: Prompt, key: str) -> Verdict | None:
+        """Attempts until an answer, a final failure or max_retries retries; None when the run stops first."""
+        judge, task = self.judge, asyncio.current_task()
+        body = judge._body(prompt)
+        attempts = 0
+        while True:
+            async with self.room:
+                if self.stop.is_set() or not await self._slot():
+                    return None
+                attempts += 1
+                self.paid.add(task)
+                error = None
+                try:
+                    verdict = _verdict_from_response(prompt.parse, await self.client.complete(body), attempts)
+                except Exception as exc:  # noqa: BLE001 - every failure becomes a retry or a "failed" verdict
+                    error = exc
+                finally:
+                    judge._limiter.release()
+                if error is None:
+                    if verdict.status == "ok" and judge.cache is not None:
+                        await self._keep(key, verdict)
+                    return verdict
+            self.paid.discard(task)
+            if not _is_retryable(error) or attempts > judge.config.max_retries:
+                judge._report_pause(error, None)
+                return judge._failure(error, attempts)
+            if self.stop.is_set():
+                return None
+            wait = judge._retry_wait(error, attempts - 1)
+            judge._report_pause(error, wait)
+            if judge._sleep is not None:
+                judge._sleep(wait)
+            else:
+                await asyncio.sleep(wait)  # cancelled by halt()
+
+    async def _slot(self) -> bool:
+        """A slot of the endpoint's limiter: at once when one is free, else waited for on a thread (the limiter
+        blocks); False once the run stops."""
+        limiter = self.judge._limiter
+        if getattr(limiter, "try_acquire", None) and limiter.try_acquire():
+            return True
+        if self._waiter is None:
+            self._waiter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge-slot")
+        future = self._waiter.submit(limiter.acquire, self.stop)
+        try:
+            return await asyncio.wrap_future(future, loop=self.loop)
+        except asyncio.CancelledError:  # the thread may still take a slot for this cancelled call: give it back
+            future.add_done_callback(
+                lambda f: not f.cancelled() and f.exception() is None and f.result() and limiter.release())
+            raise
+
+    async def _keep(self, key: str, verdict: Verdict) -> None:
+        """Cache an answer with the others that arrive before the next write (at most one write per KEEP_EVERY_S,
+        since each is a database transaction)."""
+        if self._kept is None:
+            self._kept = self.loop.create_future()
+            self.loop.call_at(max(self.loop.time(), self._last_write + KEEP_EVERY_S), self._write)
+        self._unkept.append((key, verdict))
+        await asyncio.shield(self._kept)
+
+    def _write(self) -> None:
+        """Write the answers waiting to be kept; their judgments then finish (or raise the write's error)."""
+        batch, kept = self._unkept, self._kept
+        self._unkept, self._kept = [], None
+        self._last_write = self.loop.time()
+        try:
+            self.judge._store(batch)
+        except Exception as exc:  # noqa: BLE001 - the run raises it from the judgments that waited
+            if kept is not None:
+                kept.set_exception(exc)
+            return
+        if kept is not None:
+            kept.set_result(None)
+
+    def halt(self) -> None:
+        """Stop: no call starts any more; judgments whose call has not started (waiting for a place, a slot or a
+        retry) are dropped, calls in flight finish."""
+        self.stop.set()
+        self.judge._limiter.wake()
+        for task in list(self.tasks):
+            if task not in self.paid:
+                task.cancel()
+
+    def close(self) -> None:
+        """Halt, keep the answers that arrived, then close the connections and the loop."""
+        self.halt()
+        try:
+            if self.tasks:
+                for task in self.tasks:
+                    task.cancel()  # the consumer left: nobody will read these answers
+                self.loop.run_until_complete(asyncio.wait(list(self.tasks)))
+            if self._unkept:
+                self._write()
+            self.loop.run_until_complete(self.client.close())
+        finally:
+            if self._waiter is not None:
+                self._waiter.shutdown(wait=True, cancel_futures=True)
+            self.loop.close()
 
 
 def test_connection(config: JudgeConfig) -> dict:
@@ -868,7 +923,7 @@ def test_connection(config: JudgeConfig) -> dict:
         result["error"] = _describe_error(exc, endpoint, config.api_key, config.timeout_s)
     else:
         result.update(ok=True, model=getattr(response, "model", None) or config.model,
-                      answer=_answer_text(response)[:200])
+                      answer=_answer_text(response.model_dump())[:200])
     finally:
         result["latency_s"] = round(time.perf_counter() - start, 3)
         client.close()

@@ -94,7 +94,7 @@ def _judge_settings(judge: Mapping | None, environ: Mapping[str, str]) -> dict:
         endpoint = judge_endpoints.choose(judge_endpoints.parse(environ), overrides.pop("endpoint", None),
                                           overrides.pop("base_url", None))
         config = judge_config({**overrides, "endpoint": endpoint.name}, environ)
-        price = prices(environ)
+        price = prices(environ, batch)
     except ValueError as exc:
         raise RequestError(str(exc)) from exc
     problem = config.problem()

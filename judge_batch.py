@@ -44,7 +44,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import openai
-from openai.types.chat import ChatCompletion
 
 from evaluator import (
     DEFAULT_BASE_URL,
@@ -516,7 +515,7 @@ def _missing_reason(entry: Mapping) -> str:
 
 def _answer_verdict(prompt: Prompt, body: Mapping, secret: str | None) -> Verdict:
     try:
-        return _verdict_from_response(prompt.parse, ChatCompletion.construct(**body), 1)
+        return _verdict_from_response(prompt.parse, body, 1)
     except Exception as exc:  # noqa: BLE001 - as Judge: a bad answer is a failed judgment, not a crash
         return Verdict("failed", error=_scrub(f"the batch's answer could not be read: {type(exc).__name__}: {exc}",
                                               secret), attempts=1)
@@ -539,7 +538,7 @@ def _request_verdicts(judgments: _Judgments, custom_id: str, keys: list[Key], ou
     kind, value = outcome
     if kind == "answer":
         verdict = _answer_verdict(same[0][1], value, judgments.config.api_key)
-        judgments._store(custom_id, verdict)
+        judgments._store([(custom_id, verdict)])
     else:
         verdict = Verdict("failed", error=value, attempts=1)
     for i, (key, _prompt) in enumerate(same):

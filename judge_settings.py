@@ -27,22 +27,34 @@ STORE_KEY = "judge"
 ENDPOINTS_KEY = "judge_endpoints"  # named endpoints saved on the settings page (their keys live in a file)
 
 
-def prices(environ: Mapping[str, str]) -> dict:
-    """Prices per million prompt and completion tokens (None when not configured); ValueError when invalid."""
-    out = {}
-    for name, variable in (("prompt", PRICE_VARIABLES[0]), ("completion", PRICE_VARIABLES[1])):
-        text = (environ.get(variable) or "").strip()
-        if not text:
-            out[name] = None
-            continue
-        try:
-            value = float(text)
-        except ValueError:
-            value = math.nan
-        if not math.isfinite(value) or value < 0:
-            raise ValueError(_("%(name)s must be a price of 0 or more per million tokens, got %(value)s",
-                               name=variable, value=repr(text)))
-        out[name] = value
+BATCH_PRICE_VARIABLE = "JUDGE_BATCH_PRICE_FACTOR"
+BATCH_PRICE_FACTOR = 0.5  # OpenAI bills its Batch API at half the per-call price
+
+
+def _number(environ: Mapping[str, str], variable: str) -> float | None:
+    """A non-negative number from the environment (None when not set); ValueError when invalid."""
+    text = (environ.get(variable) or "").strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(_("%(name)s must be a number of 0 or more, got %(value)s", name=variable, value=repr(text)))
+    return value
+
+
+def prices(environ: Mapping[str, str], batch: bool = False) -> dict:
+    """Prices per million prompt and completion tokens (None when not configured); ValueError when invalid. With
+    `batch`, the Batch API's: those prices times JUDGE_BATCH_PRICE_FACTOR (default 0.5), also given as
+    `batch_factor`."""
+    out = {"prompt": _number(environ, PRICE_VARIABLES[0]), "completion": _number(environ, PRICE_VARIABLES[1])}
+    if batch:
+        factor = _number(environ, BATCH_PRICE_VARIABLE)
+        factor = BATCH_PRICE_FACTOR if factor is None else factor
+        out = {name: None if price is None else price * factor for name, price in out.items()}
+        out["batch_factor"] = factor
     return out
 
 

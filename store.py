@@ -128,6 +128,10 @@ def _engine(url: URL) -> Engine:
         @event.listens_for(engine, "connect")
         def _wal(dbapi_connection, _record) -> None:
             dbapi_connection.execute("PRAGMA journal_mode=WAL")  # readers never wait for the writer
+            # In WAL mode a commit then needs no fsync: a killed process loses nothing, a power cut at most the last
+            # transactions (never consistency). With an fsync per commit, writing each wave of judge answers cost
+            # more than asking for them.
+            dbapi_connection.execute("PRAGMA synchronous=NORMAL")
 
         return engine
     # A pool shared by the threads; a connection the server closed meanwhile is noticed before it is used.
@@ -433,13 +437,20 @@ class Store:
 
     def cache_put(self, key: str, value: dict) -> None:
         """Store a judge answer under its cache key."""
-        self._write("INSERT INTO judge_cache (key, answer, prompt_tokens, completion_tokens, created_at)"
-                    " VALUES (:key, :answer, :prompt_tokens, :completion_tokens, :created_at)"
-                    " ON CONFLICT (key) DO UPDATE SET answer = excluded.answer,"
-                    " prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,"
-                    " created_at = excluded.created_at",
-                    {"key": key, "answer": value["answer"], "prompt_tokens": value.get("prompt_tokens", 0),
-                     "completion_tokens": value.get("completion_tokens", 0), "created_at": now()})
+        self.cache_put_many({key: value})
+
+    def cache_put_many(self, entries: dict[str, dict]) -> None:
+        """Store judge answers ({cache key: answer}) in one transaction."""
+        created = now()
+        with self._writing() as con:
+            self._many(con, "INSERT INTO judge_cache (key, answer, prompt_tokens, completion_tokens, created_at)"
+                            " VALUES (:key, :answer, :prompt_tokens, :completion_tokens, :created_at)"
+                            " ON CONFLICT (key) DO UPDATE SET answer = excluded.answer,"
+                            " prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,"
+                            " created_at = excluded.created_at",
+                       ({"key": key, "answer": value["answer"], "prompt_tokens": value.get("prompt_tokens", 0),
+                         "completion_tokens": value.get("completion_tokens", 0), "created_at": created}
+                        for key, value in entries.items()))
 
     # reference sets (mobility) -------------------------------------------------
     def add_reference(self, reference: dict) -> dict:
@@ -570,3 +581,7 @@ class JudgeCache:
     def put(self, key: str, value: dict) -> None:
         """Remember a parsed answer."""
         self.store.cache_put(key, value)
+
+    def put_many(self, entries: dict[str, dict]) -> None:
+        """Remember several parsed answers in one write (the judge stores each wave of answers at once)."""
+        self.store.cache_put_many(entries)

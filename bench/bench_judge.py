@@ -1,101 +1,122 @@
-"""Throughput of Judge.run against the local judge server: 1,000 fine judgments, 0.1 s latency, 32 workers.
+"""How far one process judges: a dialogue evaluation against a judge answering in 0.1 s, at concurrency 32 and 128.
 
-Run: python bench/bench_judge.py [--in-process] [--repeat N]. Prints the wall time of each run, the
-ideal (calls x latency / concurrency), the ratio of the best run to it and PASS/FAIL against 1.5;
-exits 1 on FAIL. The best of N runs (default 3) is judged, as timeit does, because other processes on
-the machine can only add time: the judge is CPU-bound in the openai SDK (about 2-3 ms of CPU per call
-here, so 1,000 calls take most of a core for the 3.1 s ideal).
+Run: python bench/bench_judge.py [--sessions 200] [--repeat 3] [--profile]. Each run uploads a dialogue file (200
+sessions x 5 rounds x 2 methods x 2 modes = 4,000 judgments) and evaluates it through the same code as the
+dashboard and the CLI (jobs.Runner: planning, the judge, the cache, storing every judgment, the result document)
+against tests/judge_server.py in a child process (a real judge is another process too). Prints, per concurrency,
+the wall time against the ideal (judgments x latency / concurrency) and the CPU this process spent per judgment, of
+the best of --repeat runs (as timeit does: other processes on the machine only ever add time). PASS: at
+concurrency 128 within 1.3x of the ideal and under 0.7 ms of CPU per judgment; exits 1 on FAIL.
 
-By default the JudgeServer runs in a child process, as a real judge endpoint would be remote: in the
-same process its request handling competes with the judge's threads for the GIL, which measures the
-test server more than the judge. --in-process runs it in a thread of this process instead.
+--profile adds where this process's CPU went at concurrency 128, by layer (cProfile's own CPU time per function,
+summed over the files of each layer; the profiler slows everything down, so read shares, not times).
 """
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import sys
+import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.local_judge import judge_process, server_stats  # noqa: E402
-from benchmarks.dialogue import prompts  # noqa: E402
-from benchmarks.dialogue.prompts import DialogueContext  # noqa: E402
-from evaluator import Judge, JudgeConfig, Prompt  # noqa: E402
-from tests.judge_server import JudgeServer  # noqa: E402
+from bench.bench_cache import write_file  # noqa: E402
+from bench.local_judge import judge_process  # noqa: E402
+from ingest import ingest  # noqa: E402
+from jobs import Runner, create_evaluation  # noqa: E402
+from store import Store  # noqa: E402
 
-CALLS = 1000
 LATENCY_S = 0.1
-CONCURRENCY = 32
-MAX_RATIO = 1.5
+CONCURRENCIES = (32, 128)
+MAX_RATIO = 1.3
+MAX_CPU_MS = 0.7
+# Layer name -> substrings of the file paths whose functions' own time counts for it (the first match wins).
+LAYERS = (
+    ("HTTP client (aiohttp, judge_http.py)", ("aiohttp", "yarl", "multidict", "judge_http.py", "http/cookies")),
+    ("event loop (asyncio, sockets)", ("asyncio", "selectors", "socket", "_socket", "select.epoll")),
+    ("database (SQLAlchemy, sqlite3, store.py)", ("sqlalchemy", "sqlite3", "store.py")),
+    ("judge engine (evaluator.py, json, hashing)", ("evaluator.py", "json", "hashlib", "_hashlib")),
+    ("dialogue kind (prompts, parsing, scoring)", ("benchmarks",)),
+    ("jobs.py", ("jobs.py",)),
+)
 
 
-def items(n: int) -> Iterator[tuple[int, Prompt]]:
-    """n fine-mode items with distinct replies."""
-    for i in range(n):
-        ctx = DialogueContext(
-            profile="A retired teacher who loves birdwatching and short answers.",
-            personality="calm, curious",
-            history=[("Hello!", "Hi! How are your birds today?")],
-            user_message="I saw a heron this morning.",
-            reply=f"How lovely, a heron is a patient hunter. Reply number {i}.",
-        )
-        yield i, prompts.prompt("fine", ctx, "en")
+def run_once(url: str, sessions: int, concurrency: int, profile: bool) -> dict:
+    """Upload and evaluate the file once, in a new store; wall time, CPU time, judgments and (when asked) the
+    profile."""
+    with tempfile.TemporaryDirectory(prefix="bench_judge_") as tmp:
+        folder = Path(tmp)
+        env = {"JUDGE_BASE_URL": url, "JUDGE_API_KEY": "bench", "JUDGE_MODEL": "bench",
+               "JUDGE_CONCURRENCY": str(concurrency)}
+        store = Store(folder / "db.sqlite")
+        runner = Runner(store, folder / "uploads", folder / "results", lambda: env)
+        source = folder / "log.jsonl"
+        write_file(source, sessions)
+        with source.open("rb") as f:
+            upload = ingest(f, "log.jsonl", store, folder / "uploads")
+        evaluation = create_evaluation(store, upload["id"], environ=env)
+        profiler = cProfile.Profile(time.process_time) if profile else None  # CPU time: waiting counts for nothing
+        cpu, wall = time.process_time(), time.perf_counter()
+        if profiler:
+            profiler.enable()
+        runner.run(evaluation["id"])
+        if profiler:
+            profiler.disable()
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        record = store.get_evaluation(evaluation["id"])
+        store.close()
+    if record["status"] != "done":
+        raise SystemExit(f"evaluation ended {record['status']}: {record['error']}")
+    return {"wall": wall, "cpu": cpu, "judgments": record["result"]["judge"]["calls"], "profiler": profiler}
 
 
-@contextmanager
-def server_url(in_process: bool) -> Iterator[str]:
-    """The base URL of a JudgeServer with the benchmark latency, in a thread or a child process."""
-    if in_process:
-        with JudgeServer(latency_s=LATENCY_S) as server:
-            yield server.url
-        return
-    with judge_process(LATENCY_S) as url:
-        yield url
-
-
-def timed_run(url: str) -> tuple[float, dict[str, int]]:
-    """Wall time and verdict statuses of CALLS judgments through one fresh Judge."""
-    config = JudgeConfig(base_url=url, concurrency=CONCURRENCY, max_retries=0, timeout_s=30)
-    statuses: dict[str, int] = {}
-    with Judge(config, cache=None) as judge:
-        start = time.perf_counter()
-        for _tag, verdict in judge.run(items(CALLS)):
-            statuses[verdict.status] = statuses.get(verdict.status, 0) + 1
-        wall = time.perf_counter() - start
-    return wall, statuses
+def layers(profiler: cProfile.Profile) -> list[tuple[str, float]]:
+    """Each layer's share of the profiled time (functions' own time, summed by file), largest first."""
+    totals: dict[str, float] = {}
+    for (filename, _line, name), (_calls, _primitive, own, _cumulative, _callers) in \
+            pstats.Stats(profiler).stats.items():  # type: ignore[attr-defined]
+        where = f"{filename}:{name}"
+        layer = next((label for label, marks in LAYERS if any(m in where for m in marks)), "other")
+        totals[layer] = totals.get(layer, 0.0) + own
+    everything = sum(totals.values()) or 1.0
+    return sorted(((layer, seconds / everything) for layer, seconds in totals.items()), key=lambda x: -x[1])
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; 0 on PASS, 1 on FAIL."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--in-process", action="store_true", help="run the server in a thread of this process")
-    parser.add_argument("--repeat", type=int, default=3, help="runs; the best one is judged (default 3)")
+    parser.add_argument("--sessions", type=int, default=200, help="20 judgments each (default 200)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per concurrency; the best is judged (default 3)")
+    parser.add_argument("--profile", action="store_true", help="also show where the CPU went at concurrency 128")
     args = parser.parse_args(argv)
-    walls: list[float] = []
-    all_ok = True
-    with server_url(args.in_process) as url:
-        for _run in range(max(1, args.repeat)):
-            wall, statuses = timed_run(url)
-            walls.append(wall)
-            all_ok = all_ok and statuses == {"ok": CALLS}
-        stats = server_stats(url)
-    wall = min(walls)
-    ideal = CALLS * LATENCY_S / CONCURRENCY
-    ratio = wall / ideal
-    ok = ratio <= MAX_RATIO and all_ok and stats["requests"] == CALLS * len(walls)
-    print(f"server:          {'in-process thread' if args.in_process else 'child process'}, latency {LATENCY_S:g} s")
-    print(f"judgments:       {CALLS} fine per run, concurrency {CONCURRENCY}, all ok: {all_ok}")
-    print(f"server requests: {stats['requests']}, max in flight {stats['max_in_flight']}")
-    print(f"wall times:      {', '.join(f'{w:.3f}' for w in walls)} s (best {wall:.3f} s)")
-    print(f"ideal:           {ideal:.3f} s")
-    print(f"ratio:           {ratio:.3f} (limit {MAX_RATIO})")
-    print("PASS" if ok else "FAIL")
-    return 0 if ok else 1
+    results = {}
+    with judge_process(LATENCY_S) as url:
+        for concurrency in CONCURRENCIES:
+            runs = [run_once(url, args.sessions, concurrency, profile=False) for _run in range(max(1, args.repeat))]
+            results[concurrency] = min(runs, key=lambda r: r["wall"])
+        profiled = run_once(url, args.sessions, CONCURRENCIES[-1], profile=True) if args.profile else None
+    judgments = results[CONCURRENCIES[0]]["judgments"]
+    print(f"judge: child process, {LATENCY_S:g} s per answer; {judgments} judgments per run")
+    passed = True
+    for concurrency, r in results.items():
+        ideal = r["judgments"] * LATENCY_S / concurrency
+        ratio = r["wall"] / ideal
+        cpu_ms = r["cpu"] / r["judgments"] * 1000
+        print(f"concurrency {concurrency:>3}: wall {r['wall']:.2f} s, ideal {ideal:.2f} s, ratio {ratio:.2f}; "
+              f"CPU {cpu_ms:.2f} ms per judgment ({r['judgments'] / r['wall']:.0f} judgments/s)")
+        if concurrency == CONCURRENCIES[-1]:
+            passed = ratio <= MAX_RATIO and cpu_ms <= MAX_CPU_MS
+    print(f"limits at concurrency {CONCURRENCIES[-1]}: ratio {MAX_RATIO}, CPU {MAX_CPU_MS} ms per judgment")
+    if profiled:
+        print("where this process's CPU went (profiled run, shares of profiled time):")
+        for layer, share in layers(profiled["profiler"]):
+            print(f"  {share:6.1%}  {layer}")
+    print("PASS" if passed else "FAIL")
+    return 0 if passed else 1
 
 
 if __name__ == "__main__":

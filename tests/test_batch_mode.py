@@ -108,3 +108,32 @@ def test_batch_must_be_a_flag(make_app, batch_server, judge):
                          content_type="multipart/form-data").get_json()
     resp = client.post("/api/evaluations", json={"upload_id": upload["id"], "judge": judge})
     assert resp.status_code == 400 and "'batch' must be true or false" in resp.get_json()["error"]
+
+
+@pytest.mark.parametrize("factor, expected", [(None, 0.5), ("0.25", 0.25)])
+def test_batch_cost_is_the_batch_price(make_app, batch_server, factor, expected):
+    prices = {"JUDGE_PRICE_PROMPT_PER_M": "2", "JUDGE_PRICE_COMPLETION_PER_M": "8",
+              **({"JUDGE_BATCH_PRICE_FACTOR": factor} if factor else {})}
+    app = make_app({**env_for(batch_server), **prices})
+    client = app.test_client()
+    batched = wait_for(client, start(client, {"batch": True}))
+    synced = wait_for(client, start(client, {"use_cache": False}))
+    for body, share in ((batched, expected), (synced, 1.0)):
+        judge = body["result"]["judge"]
+        assert judge["prompt_tokens"] > 0 and judge["completion_tokens"] > 0
+        full = (judge["prompt_tokens"] * 2 + judge["completion_tokens"] * 8) / 1e6
+        assert judge["cost"] == pytest.approx(full * share)
+    assert batched["result"]["judge"]["prices_per_million"] == {"prompt": 2 * expected, "completion": 8 * expected,
+                                                                "batch_factor": expected}
+    page = client.get(f"/evaluations/{batched['id']}").get_data(as_text=True)
+    assert f"Batch API: {expected:.2f} × the per-call prices" in page
+    assert "Batch API:" not in client.get(f"/evaluations/{synced['id']}").get_data(as_text=True)
+
+
+def test_a_bad_batch_price_factor_is_refused_with_its_name(make_app, batch_server):
+    app = make_app({**env_for(batch_server), "JUDGE_BATCH_PRICE_FACTOR": "half"})
+    client = app.test_client()
+    upload = client.post("/api/uploads", data={"file": (io.BytesIO(FILE), "log.jsonl")},
+                         content_type="multipart/form-data").get_json()
+    resp = client.post("/api/evaluations", json={"upload_id": upload["id"], "judge": {"batch": True}})
+    assert resp.status_code == 400 and "JUDGE_BATCH_PRICE_FACTOR" in resp.get_json()["error"]

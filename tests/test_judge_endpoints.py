@@ -4,10 +4,14 @@ from __future__ import annotations
 import io
 import json
 import os
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
 import judge_endpoints
+from benchmarks.dialogue.prompts import DialogueContext, prompt
+from evaluator import Judge, JudgeConfig
 from tests.conftest import jsonl, session_line, wait_for
 from tests.judge_server import JudgeServer
 
@@ -239,3 +243,28 @@ def test_cli_scores_with_a_named_endpoint(make_app, judge_env, judge_server, str
     assert stranger.requests == 2 and judge_server.requests == 0
     bad = make_app(env).test_cli_runner().invoke(args=["score", str(path), "--judge-endpoint", "nope"])
     assert bad.exit_code == 2 and "Unknown judge endpoint 'nope'" in bad.output
+
+
+def test_a_redirecting_endpoint_gets_no_second_request_and_the_key_goes_nowhere(stranger):
+    class Redirect(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - stdlib naming
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(307)
+            self.send_header("Location", stranger.url + "/chat/completions")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Redirect)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        config = JudgeConfig(base_url=f"http://127.0.0.1:{server.server_port}/v1", api_key=SECRET, max_retries=2)
+        with Judge(config) as judge:
+            verdict = judge.judge(prompt("fine", DialogueContext("p", "c", [], "hi", "hello"), "en"))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert verdict.status == "failed" and "HTTP 307" in verdict.error and verdict.attempts == 1
+    assert stranger.seen_headers == [] and SECRET not in verdict.error

@@ -452,11 +452,11 @@ def _method_path(responses_path: str, name: str) -> str:
     return f"{responses_path}[{json.dumps(name, ensure_ascii=False)}]"
 
 
-def iter_sessions_with_offsets(path: str | Path) -> Iterator[tuple[int, int, Session]]:
-    """(index, byte offset, session) for every session of an already validated dialogue file."""
-    offset = 0
-    idx = 0
+def iter_sessions_with_offsets(path: str | Path, idx: int = 0, offset: int = 0) -> Iterator[tuple[int, int, Session]]:
+    """(index, byte offset, session) for every session of an already validated dialogue file, from session number
+    `idx`, which starts at byte `offset` (as iter_sessions_with_offsets gave them)."""
     with open(path, "rb") as f:
+        f.seek(offset)
         for line in f:
             start, offset = offset, offset + len(line)
             if start == 0 and line.startswith(b"\xef\xbb\xbf"):

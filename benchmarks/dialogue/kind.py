@@ -59,8 +59,12 @@ class DialogueKind(Kind):
         return rows
 
     def requests(self, job: Job, pending: set) -> Iterator[tuple[tuple, Prompt]]:
-        """Judge requests for the pending judgments, (key, Prompt), built lazily one session at a time."""
-        for idx, _offset, session in iter_sessions_with_offsets(job.path):
+        """Judge requests for the pending judgments, (key, Prompt), built lazily one session at a time from the first
+        session with a pending judgment (a block of sessions late in a large file does not read the file before it)."""
+        first = min((key[0] for key in pending), default=0)
+        found = job.store.session_offsets(job.upload["id"], first, 1) if first else []
+        start = (found[0]["idx"], found[0]["offset"]) if found and found[0]["idx"] == first else (0, 0)
+        for idx, _offset, session in iter_sessions_with_offsets(job.path, *start):
             for position, rnd in enumerate(session.rounds):
                 for method in job.evaluation["methods"]:
                     history = [(r.user_message, r.responses[method]) for r in session.rounds[:position]]
