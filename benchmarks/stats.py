@@ -15,6 +15,7 @@ from collections import Counter
 from typing import NamedTuple, Sequence
 
 import numpy as np
+import scipy.stats
 
 DEFAULT_N_BOOT = 1000
 DEFAULT_LEVEL = 0.95
@@ -29,12 +30,13 @@ class Fit(NamedTuple):
 
 
 class PairedDifference(NamedTuple):
-    """Mean of paired differences a - b with its bootstrap interval."""
+    """Mean of paired differences a - b with its bootstrap interval, and the paired t-test's two-sided p-value."""
 
     diff: float | None
     ci95: list[float] | None
     significant: bool
     n: int
+    p_value: float | None = None
 
 
 def as_float(value) -> float | None:
@@ -203,7 +205,9 @@ def paired_difference(
     level: float = DEFAULT_LEVEL,
     weights: np.ndarray | None = None,
 ) -> PairedDifference:
-    """Mean of a[i] - b[i] with a bootstrap CI over pairs; significant when the CI excludes 0."""
+    """Mean of a[i] - b[i] with a bootstrap CI over pairs (significant when it excludes 0) and the p-value of a paired
+    t-test (None with fewer than 2 pairs; 0 or 1 when every pair differs by the same amount), which
+    multiple-comparison corrections need: a bootstrap p-value cannot go below 1 / n_boot."""
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
     if a.shape != b.shape or a.ndim != 1:
@@ -213,7 +217,12 @@ def paired_difference(
     diffs = a - b
     ci = bootstrap_ci(diffs, n_boot, seed, level, weights)
     significant = ci is not None and (ci[0] > 0 or ci[1] < 0)
-    return PairedDifference(float(diffs.mean()), ci, significant, int(a.size))
+    p_value = None
+    if diffs.size >= 2 and np.ptp(diffs) > 0:
+        p_value = float(scipy.stats.ttest_1samp(diffs, 0.0).pvalue)
+    elif diffs.size >= 2:  # every pair differs by the same amount: the t statistic's limit
+        p_value = 1.0 if diffs[0] == 0 else 0.0
+    return PairedDifference(float(diffs.mean()), ci, significant, int(a.size), p_value)
 
 
 # --- Jensen-Shannon (the mobility benchmark, DESIGN.md section 5) --------------------------------

@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.stats
 
 from benchmarks import stats
 from benchmarks.dialogue.metrics import DIMENSIONS, curve_statistics, score_methods
@@ -400,7 +401,8 @@ def test_comparison_a_beats_b_by_ten():
     comparisons = score(records, methods=("A", "B"))[1]
     fine_cmp = next(c for c in comparisons if c["metric"] == "fine")
     assert fine_cmp == {"a": "A", "b": "B", "metric": "fine", "diff": 10.0,
-                        "ci95": [10.0, 10.0], "significant": True, "sessions": 6}
+                        "ci95": [10.0, 10.0], "significant": True, "sessions": 6,
+                        "p_value": 0.0, "p_holm": 0.0, "significant_holm": True}  # no variation: t -> infinity
     binary_cmp = next(c for c in comparisons if c["metric"] == "binary")
     assert binary_cmp["diff"] == 0.0 and binary_cmp["significant"] is False
 
@@ -487,3 +489,28 @@ def test_each_curve_point_has_a_bootstrap_interval_checked_against_a_loop():
         assert point["ci95"] == pytest.approx([lo, hi])
         assert point["ci95"][0] <= point["value"] <= point["ci95"][1]
     assert all(p["ci95"] == [100.0, 100.0] for p in methods["A"]["binary_curve"])  # always kept chatting
+
+
+def test_pairwise_differences_carry_a_paired_t_test_and_holms_correction():
+    # Per-session means (one round each): B is A + 1 +- a little, C is A + 0.05 +- a lot.
+    a = [50, 60, 55, 70, 65, 58]
+    b = [x + d for x, d in zip(a, [1.0, 1.2, 0.8, 1.1, 0.9, 1.0])]
+    c = [x + d for x, d in zip(a, [3.0, -2.0, 1.5, -1.0, -2.5, 1.3])]
+    records = [fine(s, 1, v, method=m) for m, values in (("A", a), ("B", b), ("C", c)) for s, v in enumerate(values)]
+    _results, comparisons = score(records, methods=("A", "B", "C"))
+    family = [x for x in comparisons if x["metric"] == "fine"]
+    assert [(x["a"], x["b"]) for x in family] == [("A", "B"), ("A", "C"), ("B", "C")]
+    pairs = {("A", "B"): (a, b), ("A", "C"): (a, c), ("B", "C"): (b, c)}
+    raw = [scipy.stats.ttest_rel(*pairs[(x["a"], x["b"])]).pvalue for x in family]
+    assert [x["p_value"] for x in family] == pytest.approx(raw)
+    # Holm by hand: sort ascending, multiply the i-th smallest by (m - i), keep the running maximum, cap at 1.
+    order = sorted(range(3), key=lambda i: raw[i])
+    adjusted, running = [0.0] * 3, 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (3 - rank) * raw[i]))
+        adjusted[i] = running
+    assert [x["p_holm"] for x in family] == pytest.approx(adjusted)
+    assert [x["significant_holm"] for x in family] == [p <= 0.05 for p in adjusted]
+    assert family[0]["significant_holm"] and not family[1]["significant_holm"]  # A-B is clear, A-C is noise
+    # binary has no data here: no p-values, nothing significant
+    assert all(x["p_value"] is None and x["significant_holm"] is False for x in comparisons if x["metric"] == "binary")

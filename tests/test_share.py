@@ -1,6 +1,8 @@
 """Read-only share links: creation (page and API), the shared page and its exports, revocation."""
 from __future__ import annotations
 
+import csv
+import io
 import re
 from urllib.parse import urlsplit
 
@@ -227,3 +229,17 @@ def test_every_download_of_the_result_page_works_under_the_share_link(client):
         link = share_path(share) + suffix
         assert f'href="{link}"' in html, suffix
         assert client.get(link).status_code == 200, suffix
+
+
+def test_pairwise_differences_after_holm_on_the_page_and_as_csv_through_the_share_link(client):
+    sessions = [scored_session(f"s{i}", [60 + i, 70 + 2 * i], 40 + i) for i in range(6)]
+    evaluation_id = evaluate(client, jsonl(*sessions))
+    share = create_share(client, evaluation_id)
+    html = client.get(share_path(share)).get_data(as_text=True)
+    assert "Holm" in html and "*†</td>" in html  # A - B (26.25 on average) marked both ways
+    resp = client.get(f"{share_path(share)}/comparisons.csv")
+    assert resp.status_code == 200
+    rows = list(csv.DictReader(io.StringIO(resp.get_data(as_text=True).lstrip("\ufeff"))))
+    fine = next(r for r in rows if r["metric"] == "fine")
+    assert (fine["a"], fine["b"], fine["significant"], fine["significant_holm"]) == ("A", "B", "True", "True")
+    assert float(fine["p_holm"]) == float(fine["p_value"]) < 0.05  # one pair: Holm changes nothing

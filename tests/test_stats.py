@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.stats
 
 from benchmarks import stats
 
@@ -255,10 +256,19 @@ def test_paired_difference_negative_gap_is_significant():
 
 
 def test_paired_difference_degenerate_sizes():
-    assert stats.paired_difference([], []) == (None, None, False, 0)
+    assert stats.paired_difference([], []) == (None, None, False, 0, None)
     single = stats.paired_difference([7.0], [2.0])
     assert single.diff == 5.0 and single.ci95 is None and single.significant is False
-    assert single.n == 1
+    assert single.n == 1 and single.p_value is None
+
+
+def test_paired_difference_p_value_is_the_paired_t_test():
+    a, b = [1.0, 2.0, 3.0, 4.0], [0.0, 1.0, 1.0, 3.0]
+    # differences 1, 1, 2, 1: mean 1.25, sd 0.5, t = 1.25 / (0.5 / 2) = 5 with 3 degrees of freedom
+    assert stats.paired_difference(a, b).p_value == pytest.approx(2 * scipy.stats.t.sf(5.0, 3))
+    assert stats.paired_difference(a, b).p_value == pytest.approx(scipy.stats.ttest_rel(a, b).pvalue)
+    assert stats.paired_difference([3.0, 4.0], [1.0, 2.0]).p_value == 0.0  # the same difference every time
+    assert stats.paired_difference([3.0, 4.0], [3.0, 4.0]).p_value == 1.0
     with pytest.raises(ValueError):
         stats.paired_difference([1.0, 2.0], [1.0])
 

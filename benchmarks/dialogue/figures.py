@@ -63,6 +63,18 @@ def radar_figure(result: dict, colours: dict[str, str]) -> dict:
     return {"data": traces, "layout": layout}
 
 
+def length_figure(result: dict, colours: dict[str, str]) -> dict:
+    """Fine score against reply length, a sample of each shown method's judgments."""
+    points = (result.get("length_bias") or {}).get("points") or {}
+    traces = [{"type": "scatter", "mode": "markers", "name": m, "x": [p[0] for p in points[m]],
+               "y": [p[1] for p in points[m]], "marker": {"color": colours.get(m), "size": 5, "opacity": 0.6}}
+              for m in result["methods"] if points.get(m)]
+    layout = base_layout(_("Fine score against reply length"), _("Reply length (characters)"), _("Fine score (0-100)"),
+                         [0, 100])
+    layout["xaxis"].pop("dtick")  # lengths, not rounds: let Plotly space the ticks
+    return {"data": traces, "layout": layout}
+
+
 def dialogue_figures(result: dict, colours: dict[str, str] | None = None) -> dict:
     """All charts of a dialogue result page (colours by method, so a subset keeps the full result's colours)."""
     colours = colours or method_colours(list(result["methods"]))
@@ -72,6 +84,7 @@ def dialogue_figures(result: dict, colours: dict[str, str] | None = None) -> dic
         "binary_curve": curve_figure(result, "binary_curve", _("BAR(k): share who want to keep chatting"),
                                      _("Keep-chatting rate (%)"), colours),
         "radar": radar_figure(result, colours),
+        "length": length_figure(result, colours),
     }
 
 

@@ -5,6 +5,7 @@ from typing import BinaryIO, Iterator, Mapping
 
 from benchmarks.dialogue import figures, prompts, views
 from benchmarks.dialogue.format import iter_sessions_with_offsets, validate
+from benchmarks.dialogue.length_bias import reply_lengths
 from benchmarks.dialogue.prompts import MODES, DialogueContext
 from benchmarks.dialogue.result import build_result
 from benchmarks.figures import method_colours
@@ -78,7 +79,8 @@ class DialogueKind(Kind):
     def score(self, job: Job) -> dict:
         """The dialogue result document from everything judged so far."""
         return build_result(job.evaluation, job.upload, job.store.judgments(job.evaluation["id"]),
-                            job.store.usage(job.evaluation["id"]), job.config)
+                            job.store.usage(job.evaluation["id"]), job.config,
+                            reply_lengths(job.path, job.evaluation["methods"]))
 
     def result_context(self, record: dict, args: Mapping, site: Site) -> dict:
         """Colours, the methods shown (`methods` in the query), the tables and a page of sessions."""
@@ -105,6 +107,14 @@ class DialogueKind(Kind):
                     "ci95_binary_rate_low": ci_bin[0], "ci95_binary_rate_high": ci_bin[1]}
             rows.append((name, *(flat.get(c) for c in CSV_COLUMNS)))
         return ("method", *CSV_COLUMNS), rows
+
+    def downloads(self, result: dict) -> dict:
+        """`comparisons.csv`: every pairwise method difference with its interval, p-value and Holm's correction."""
+        header = ("a", "b", "metric", "diff", "ci95_low", "ci95_high", "significant", "sessions", "p_value", "p_holm",
+                  "significant_holm")
+        return {"comparisons": lambda: (header, [
+            tuple((c.get("ci95") or [None, None])[0 if k == "ci95_low" else 1] if k.startswith("ci95") else c.get(k)
+                  for k in header) for c in result["comparisons"]])}
 
     def views(self) -> dict:
         """`session?index=N`: one session's rounds, replies and judgments, loaded when the reader opens it."""

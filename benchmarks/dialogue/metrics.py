@@ -19,10 +19,12 @@ import numpy as np
 import pandas as pd
 
 from benchmarks import stats
+from benchmarks.comparisons import holm
 from benchmarks.dialogue.prompts import DIMENSIONS
 
 REQUIRED_COLUMNS = ("session", "round", "method", "mode", "status")
 VALUE_COLUMNS = ("total", "verdict") + DIMENSIONS
+HOLM_ALPHA = 0.05  # family-wise error rate of the pairwise method differences of one metric
 
 
 def curve_statistics(rounds: list[int], values: list[float]) -> dict:
@@ -205,8 +207,15 @@ def _comparisons(per_method: dict, methods: list[str], weights: _WeightCache) ->
                     "ci95": result.ci95,
                     "significant": result.significant,
                     "sessions": result.n,
+                    "p_value": result.p_value,
                 }
             )
+    # Holm's correction over the method pairs of each metric: with many methods some CIs exclude 0 by chance.
+    for metric in ("fine", "binary"):
+        family = [c for c in out if c["metric"] == metric]
+        for c, adjusted in zip(family, holm([c["p_value"] for c in family])):
+            c["p_holm"] = adjusted
+            c["significant_holm"] = adjusted is not None and adjusted <= HOLM_ALPHA
     return out
 
 

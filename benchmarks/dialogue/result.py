@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from benchmarks.dialogue.length_bias import length_bias
 from benchmarks.dialogue.metrics import score_methods
 from benchmarks.dialogue.prompts import PROMPT_VERSION
 from benchmarks.judge_usage import judge_summary
@@ -29,8 +30,9 @@ def session_rows(judgments: list[dict], methods: list[str]) -> list[dict]:
 
 
 def build_result(evaluation: dict, upload: dict, judgments: list[dict], usage: list[dict],
-                 config: JudgeConfig) -> dict:
-    """The whole result document of a dialogue evaluation."""
+                 config: JudgeConfig, lengths: dict[tuple[int, int, str], int]) -> dict:
+    """The whole result document of a dialogue evaluation; `lengths` are the replies' lengths in characters by
+    (session index, round, method)."""
     methods = evaluation["methods"]
     records = [{**j, "session": j["session_id"]} for j in judgments]
     method_docs, comparisons = score_methods(records, methods)
@@ -44,4 +46,5 @@ def build_result(evaluation: dict, upload: dict, judgments: list[dict], usage: l
         "methods": method_docs,
         "comparisons": comparisons,
         "sessions": session_rows(judgments, methods),
+        "length_bias": length_bias(judgments, lengths, methods),
     }

@@ -97,14 +97,17 @@ def round_table(result: dict) -> list[dict]:
 
 
 def comparison_matrix(result: dict, metric: str) -> dict[str, dict[str, dict]]:
-    """matrix[a][b] = the paired difference a - b (with its CI and significance) for one metric."""
+    """matrix[a][b] = the paired difference a - b (with its CI, significance, and significance after Holm's
+    correction when the result has it) for one metric."""
     matrix: dict[str, dict[str, dict]] = {a: {} for a in result["methods"]}
     for c in result["comparisons"]:
         if c["metric"] != metric or c["diff"] is None:
             continue
-        matrix[c["a"]][c["b"]] = {"diff": c["diff"], "ci95": c["ci95"], "significant": c["significant"]}
+        marks = {"significant": c["significant"], "significant_holm": c.get("significant_holm"),
+                 "p_holm": c.get("p_holm")}
+        matrix[c["a"]][c["b"]] = {"diff": c["diff"], "ci95": c["ci95"], **marks}
         flipped = [-c["ci95"][1], -c["ci95"][0]] if c["ci95"] else None
-        matrix[c["b"]][c["a"]] = {"diff": -c["diff"], "ci95": flipped, "significant": c["significant"]}
+        matrix[c["b"]][c["a"]] = {"diff": -c["diff"], "ci95": flipped, **marks}
     return matrix
 
 
@@ -118,8 +121,12 @@ def chosen_methods(result: dict, args: Mapping) -> list[str]:
 def with_methods(result: dict, methods: list[str]) -> dict:
     """The result document narrowed to some methods (their metrics and the comparisons among them)."""
     keep = set(methods)
-    return {**result, "methods": {m: result["methods"][m] for m in methods},
-            "comparisons": [c for c in result["comparisons"] if c["a"] in keep and c["b"] in keep]}
+    narrowed = {**result, "methods": {m: result["methods"][m] for m in methods},
+                "comparisons": [c for c in result["comparisons"] if c["a"] in keep and c["b"] in keep]}
+    if result.get("length_bias"):  # its numbers are the whole evaluation's; the scatter shows the chosen methods
+        bias = result["length_bias"]
+        narrowed["length_bias"] = {**bias, "points": {m: p for m, p in bias["points"].items() if m in keep}}
+    return narrowed
 
 
 def method_toggles(all_methods: list[str], chosen: list[str]) -> list[dict]:
