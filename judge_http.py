@@ -49,7 +49,9 @@ class ChatClient:
             proxy, proxy_auth = get_env_proxy_for_url(URL(self.url))
         except LookupError:
             proxy, proxy_auth = None, None
-        self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=connections),
+        # TLS as the SDK's client does it: certifi's CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR when set.
+        connector = aiohttp.TCPConnector(limit=connections, ssl=httpx2.create_ssl_context())
+        self._session = aiohttp.ClientSession(connector=connector,
                                               timeout=aiohttp.ClientTimeout(total=timeout_s), proxy=proxy,
                                               proxy_auth=proxy_auth, headers=self._headers,
                                               cookie_jar=aiohttp.DummyCookieJar())

@@ -11,7 +11,6 @@ that needs several intervals over the same items can build the matrix once.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from typing import NamedTuple, Sequence
 
 import numpy as np
@@ -309,21 +308,3 @@ def shared_histograms(a, b, bins: int = STRICT_BINS,
     counts_a, edges = np.histogram(a, bins=bins, range=value_range)
     counts_b, _ = np.histogram(b, bins=bins, range=value_range)
     return edges, counts_a, counts_b
-
-
-def agreement(a: Sequence, b: Sequence) -> dict:
-    """Two raters' labels on the same items: {pairs, exact (share equal), kappa (Cohen's)}.
-
-    kappa = (p_o - p_e) / (1 - p_e), with p_e from each rater's own label shares; None when there are
-    no pairs, or when both raters always give one and the same label (p_e = 1, kappa undefined).
-    """
-    if len(a) != len(b):
-        raise ValueError("both raters must label the same items")
-    n = len(a)
-    if not n:
-        return {"pairs": 0, "exact": None, "kappa": None}
-    observed = sum(x == y for x, y in zip(a, b)) / n
-    counts_a, counts_b = Counter(a), Counter(b)
-    expected = sum(counts_a[k] * counts_b[k] for k in counts_a) / (n * n)
-    kappa = None if expected >= 1.0 else (observed - expected) / (1.0 - expected)
-    return {"pairs": n, "exact": observed, "kappa": kappa}

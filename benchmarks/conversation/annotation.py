@@ -8,14 +8,14 @@ Agreement with people:
 - the flag against the dataset's per-turn hallucination labels: a conversation counts as hallucinating
   when any assistant turn is labelled so, as not when all its labelled turns are not; conversations
   without labels are left out.
-Exact agreement and Cohen's kappa come from benchmarks.stats.agreement.
+Exact agreement and Cohen's kappa come from benchmarks.agreement.label_agreement.
 """
 from __future__ import annotations
 
 import json
 from typing import Iterator
 
-from benchmarks import stats
+from benchmarks.agreement import label_agreement
 from benchmarks.conversation import prompts
 from benchmarks.conversation.format import SOURCES, Conversation, hallucination
 from benchmarks.conversation.prompts import ANNOTATION_SCALES, ConversationContext
@@ -87,8 +87,8 @@ def _agreement(rows: list[dict]) -> dict:
     for scale in ANNOTATION_SCALES:
         pairs = [(r["scores"][scale], r["questionnaire"][scale]) for r in rows
                  if r["scores"] and r["questionnaire"][scale] is not None]
-        out[scale] = stats.agreement([p[0] for p in pairs], [p[1] for p in pairs])
+        out[scale] = label_agreement([p[0] for p in pairs], [p[1] for p in pairs])
     pairs = [(r["scores"][FLAG], r["labelled_hallucination"]) for r in rows
              if r["scores"] and r["labelled_hallucination"] is not None]
-    out[FLAG] = stats.agreement([p[0] for p in pairs], [p[1] for p in pairs])
+    out[FLAG] = label_agreement([p[0] for p in pairs], [p[1] for p in pairs])
     return out
