@@ -8,6 +8,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
@@ -889,3 +890,33 @@ def test_connection_reports_a_refused_port():
 def test_connection_without_a_judge_says_what_to_configure():
     result = evaluator.test_connection(JudgeConfig())
     assert result["ok"] is False and "JUDGE_API_KEY" in result["error"]
+
+
+@pytest.mark.parametrize("body, content_type", [(b"<html>gateway error page</html>", "text/html"),
+                                                (b"[1, 2, 3]", "application/json")])
+def test_an_answer_that_is_not_a_json_object_fails_clearly_and_is_not_retried(body, content_type):
+    seen = []
+
+    class NotJson(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - stdlib naming
+            seen.append(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), NotJson)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        config = JudgeConfig(base_url=f"http://127.0.0.1:{server.server_port}/v1", max_retries=3)
+        with Judge(config) as judge:
+            verdict = judge.judge(prompt("fine", ctx(), "en"))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert verdict.status == "failed" and verdict.attempts == 1 and len(seen) == 1
+    assert "not a JSON object" in verdict.error and "not retried" in verdict.error
