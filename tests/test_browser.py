@@ -569,6 +569,7 @@ def test_offline_report_draws_its_charts_under_its_own_hash_policy(page, watch, 
     page.goto(report.as_uri())
     wait_for_charts(page)
     expect(page.locator("#chart-al .legendtext")).to_have_count(len(SAMPLE_METHODS))
+    expect(page.locator("#chart-length .legendtext")).to_have_count(len(SAMPLE_METHODS))  # the length bias scatter
     assert page.locator("meta[http-equiv=Content-Security-Policy]").get_attribute("content").count("'sha256-") == 2
     assert watch.errors == [], watch.errors
     loaded = [url for url in watch.requests[before:] if not url.startswith(("data:", "blob:"))]
