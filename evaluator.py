@@ -782,6 +782,7 @@ class _Calls:
 
     def _done(self, task: asyncio.Task) -> None:
         self.tasks.discard(task)
+        self.paid.discard(task)
         self.finished.append(task)
         if self._arrived is not None and not self._arrived.done():
             self._arrived.set_result(None)

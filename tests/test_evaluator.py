@@ -920,3 +920,13 @@ def test_an_answer_that_is_not_a_json_object_fails_clearly_and_is_not_retried(bo
         server.server_close()
     assert verdict.status == "failed" and verdict.attempts == 1 and len(seen) == 1
     assert "not a JSON object" in verdict.error and "not retried" in verdict.error
+
+
+def test_a_run_keeps_nothing_of_the_judgments_it_has_yielded(judge_server):
+    # A long run must not hold on to every finished call (a million judgments would stay in memory).
+    with make_judge(judge_server, concurrency=4) as judge:
+        stream = judge.run(items(60, "fine"))
+        got = [next(stream) for _ in range(40)]
+        calls = stream.gi_frame.f_locals["calls"]  # the run's state, while it is suspended at a yield
+        assert len(got) == 40 and len(calls.paid) <= 4 and len(calls.tasks) <= judge.workers
+        assert len(list(stream)) == 20
