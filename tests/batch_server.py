@@ -447,7 +447,8 @@ class BatchServer(JudgeServer):
             self.batch_lines_by_mode[mode] += 1
             self.batch_log.append({"custom_id": line["custom_id"], "body": body})
             owner = SimpleNamespace(latency_s=0.0, hang_s=0.0, _stopping=self._stopping, requests=self.batch_lines,
-                                    retry_after_s=self.retry_after_s, retry_after_form=self.retry_after_form)
+                                    retry_after_s=self.retry_after_s, retry_after_form=self.retry_after_form,
+                                    models=self.models)
         capture = _Capture()
         capture._answer(owner, request, messages, kind)
         assert capture.sent is not None

@@ -21,6 +21,10 @@ Knobs (safe to set from the test thread while requests are served):
                     of the messages, so deterministic) get `kind`; once_per_prompt: only their first
                     request, so a retry succeeds
     hook            None or a callable(request: dict) -> kind | None, consulted first
+    models          {model name: (fine offset, flip binary)}: a judge "model" that answers differently from
+                    the default one, for panels of judges: its fine total is the default one plus the offset
+                    (clamped to 0..100, split over the dimensions the same way) and, with flip, its keep-chatting
+                    verdict is the opposite; other models answer as the default
 Fault kinds: FAULTS below (an HTTP status code answers with that status and an OpenAI-style error).
 Counters: requests, requests_by_mode, in_flight, max_in_flight (a chat request is in flight from its arrival
 until just before its answer is sent or its connection dropped, so that a client that has its answer, and
@@ -91,10 +95,11 @@ def split_total(total: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(5)]
 
 
-def fine_answer(reply: str, out_of_range: bool = False) -> str:
-    """A fine-mode answer: short reasoning, five dimension lines and the boxed total."""
+def fine_answer(reply: str, out_of_range: bool = False, offset: int = 0) -> str:
+    """A fine-mode answer: short reasoning, five dimension lines and the boxed total (shifted by offset)."""
     marker = _SCORE_RE.search(reply)
     total = int(marker.group(1)) if marker else 40 + _stable_int(reply) % 56
+    total = min(100, max(0, total + offset))
     scores = split_total(total)
     if out_of_range:
         scores[0] = 25
@@ -105,10 +110,11 @@ def fine_answer(reply: str, out_of_range: bool = False) -> str:
     return "\n".join(lines)
 
 
-def binary_answer(reply: str, out_of_range: bool = False) -> str:
-    """A binary-mode answer: one line per criterion and the boxed verdict."""
+def binary_answer(reply: str, out_of_range: bool = False, flip: bool = False) -> str:
+    """A binary-mode answer: one line per criterion and the boxed verdict (the opposite one with flip)."""
     marker = _KEEP_RE.search(reply)
     keep = int(marker.group(1)) if marker else _stable_int(reply) % 2
+    keep = 1 - keep if flip else keep
     verdict = 2 if out_of_range else keep
     status = "pass" if keep else "fail"
     criteria = ("Naturalness", "Relevance", "Logical consistency", "Interest", "Information value")
@@ -246,14 +252,15 @@ class _Handler(BaseHTTPRequestHandler):
             return
         mode = request["mode"]
         reply = request["reply"]
+        offset, flip = owner.models.get(str(request["body"].get("model")), (0, False))
         if fault == "malformed":
             content = "The reply seems fine overall, I would rate it fairly well."
         elif fault == "empty":
             content = ""
         elif mode == "fine":
-            content = fine_answer(reply, out_of_range=fault == "out_of_range")
+            content = fine_answer(reply, out_of_range=fault == "out_of_range", offset=offset)
         elif mode == "binary":
-            content = binary_answer(reply, out_of_range=fault == "out_of_range")
+            content = binary_answer(reply, out_of_range=fault == "out_of_range", flip=flip)
         elif mode == "annotate":
             content = annotation_answer(str(messages[-1].get("content", "")), out_of_range=fault == "out_of_range")
         else:
@@ -376,6 +383,7 @@ class JudgeServer:
             self.latency_s, self.retry_after_s, self.hang_s = self._defaults
             self.retry_after_form = "seconds"
             self.hook: Callable[[dict], str | None] | None = None
+            self.models: dict[str, tuple[int, bool]] = {}
             self._faults: deque[str] = deque()
             self._targeted: list[list] = []  # [remaining, kind, match]
             self._always: str | None = None

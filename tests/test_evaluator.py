@@ -930,3 +930,15 @@ def test_a_run_keeps_nothing_of_the_judgments_it_has_yielded(judge_server):
         calls = stream.gi_frame.f_locals["calls"]  # the run's state, while it is suspended at a yield
         assert len(got) == 40 and len(calls.paid) <= 4 and len(calls.tasks) <= judge.workers
         assert len(list(stream)) == 20
+
+
+def test_the_local_judge_answers_by_model_name_for_panels_of_judges(judge_server):
+    judge_server.models = {"harsh": (-15, True), "kind": (30, False)}
+    answers = {}
+    for model in ("test-judge", "harsh", "kind"):
+        with make_judge(judge_server, model=model) as judge:
+            fine, binary = (judge.judge(prompt(mode, ctx(), "en")) for mode in ("fine", "binary"))
+        assert fine.status == binary.status == "ok" and sum(fine.dims.values()) == fine.total
+        answers[model] = (fine.total, binary.verdict)
+    # ctx()'s reply carries [[score=83]] [[keep=1]]; "kind" is clamped at 100
+    assert answers == {"test-judge": (83.0, 1), "harsh": (68.0, 0), "kind": (100.0, 1)}
