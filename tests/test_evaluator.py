@@ -415,6 +415,12 @@ def test_unparsed_answers_are_not_cached(judge_server):
 # -- faults and retries -------------------------------------------------------------------------
 
 TRANSIENT = ["429", "500", "502", "503", "504", "408", "timeout", "drop"]
+
+
+def timeout_for(kind: str) -> float:
+    """A short JUDGE_TIMEOUT_S where the fault is a timeout, else one that a loaded machine never reaches (a call
+    that timed out would be one the server may not have counted yet)."""
+    return 0.3 if kind == "timeout" else 10.0
 # What the error of a judgment that kept getting each fault says.
 REASONS = {
     "429": "RateLimitError: HTTP 429: Rate limit reached", "500": "InternalServerError: HTTP 500",
@@ -429,7 +435,7 @@ def test_transient_faults_then_success(judge_server, kind):
     judge_server.retry_after_s = 0.01
     judge_server.hang_s = 5
     judge_server.fail_next(2, kind)
-    with make_judge(judge_server, timeout_s=0.3) as judge:
+    with make_judge(judge_server, timeout_s=timeout_for(kind)) as judge:
         verdict = judge.judge(prompt("fine", ctx(), "en"))
     assert verdict.status == "ok" and verdict.total == 83.0 and verdict.error is None
     assert verdict.attempts == 3 and judge_server.requests == 3
@@ -441,7 +447,7 @@ def test_persistent_transient_faults_fail_after_max_retries(judge_server, kind):
     judge_server.retry_after_s = 0.01
     judge_server.hang_s = 5
     judge_server.fail_always(kind)
-    with make_judge(judge_server, timeout_s=0.3, max_retries=2) as judge:
+    with make_judge(judge_server, timeout_s=timeout_for(kind), max_retries=2) as judge:
         verdict = judge.judge(prompt("fine", ctx(), "en"))
     assert verdict.status == "failed" and verdict.attempts == 3 and judge_server.requests == 3
     assert REASONS[kind] in verdict.error and verdict.error.endswith("(gave up after 3 attempts)")
