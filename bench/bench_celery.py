@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_cache import write_file  # noqa: E402
+from bench.bench_cache import timed_run, write_file  # noqa: E402
 from bench.local_judge import judge_process, server_stats  # noqa: E402
 
 JUDGMENTS = 20_000
@@ -83,7 +83,7 @@ def redis_server(folder: Path) -> Iterator[str]:
 def inprocess_run(folder: Path, source: Path, env: dict) -> tuple[float, int]:
     """Wall time and judgments of one evaluation on the thread runner of this process (bench_cache.timed_run)."""
     from ingest import ingest
-    from jobs import Runner, create_evaluation
+    from jobs import Runner
     from store import Store
 
     folder.mkdir(parents=True)
@@ -91,14 +91,8 @@ def inprocess_run(folder: Path, source: Path, env: dict) -> tuple[float, int]:
     runner = Runner(store, folder / "uploads", folder / "results", lambda: env)
     with source.open("rb") as f:
         upload = ingest(f, source.name, store, folder / "uploads")
-    evaluation = create_evaluation(store, upload["id"], environ=env)
-    start = time.perf_counter()
-    runner.run(evaluation["id"])
-    wall = time.perf_counter() - start
-    record = store.get_evaluation(evaluation["id"])
-    if record["status"] != "done":
-        raise SystemExit(f"in-process evaluation ended {record['status']}: {record['error']}")
-    return wall, record["result"]["judge"]["calls"] + record["result"]["judge"]["cache_hits"]
+    wall, result = timed_run(store, runner, upload["id"], env)
+    return wall, result["judge"]["calls"] + result["judge"]["cache_hits"]
 
 
 @contextmanager
