@@ -18,8 +18,9 @@ import judge_batch
 import judge_endpoints
 from benchmarks import registry
 from benchmarks.dialogue.prompts import DIMENSIONS
+from benchmarks.judge_keys import judge_of, panel_settings
 from benchmarks.kind import Job, JobFailed, Kind, Site, StartError, StartRequest, as_flag
-from evaluator import Judge, JudgeConfig, Verdict
+from evaluator import PLACEHOLDER_API_KEY, Judge, JudgeConfig, Verdict
 
 from judge_settings import prices
 from store import JudgeCache, Store, new_id
@@ -35,6 +36,7 @@ REQUEST_FIELDS = ("endpoint", "base_url", "batch", *JUDGE_OVERRIDES)
 FLUSH_EVERY = 200
 FLUSH_SECONDS = 0.5
 BATCH_POLL_S = 30.0  # between two polls of a Batch API run (JUDGE_BATCH_POLL_S)
+MAX_JUDGES = 5  # of a panel
 
 
 class RequestError(ValueError):
@@ -58,15 +60,16 @@ def judge_config(settings: Mapping, environ: Mapping[str, str]) -> JudgeConfig:
 
 def create_evaluation(store: Store, upload_id: str, methods: list[str] | None = None,
                       judge: Mapping | None = None, environ: Mapping[str, str] = os.environ,
-                      options: Mapping | None = None) -> dict:
+                      options: Mapping | None = None, judges: list | None = None) -> dict:
     """Check a request and record a queued evaluation; raises RequestError with a readable reason.
 
-    `options` are the upload's kind's own start fields (a mobility reference set, a conversation annotation).
+    `options` are the upload's kind's own start fields (a mobility reference set, a conversation annotation);
+    `judges`, a panel: each judge's settings, over the `judge` settings they share.
     """
     upload = store.get_upload(upload_id or "")
     if upload is None:
         raise RequestError(_("Upload '%(id)s' does not exist. Upload the file first.", id=upload_id))
-    request = StartRequest(methods, options or {}, lambda: _judge_settings(judge, environ), store)
+    request = StartRequest(methods, options or {}, lambda: _panel_settings(judge, judges, environ), store)
     try:
         plan = registry.get(upload["kind"]).start(upload, request)
     except StartError as exc:
@@ -75,6 +78,26 @@ def create_evaluation(store: Store, upload_id: str, methods: list[str] | None = 
                   "settings": plan.settings, "total": plan.total}
     store.add_evaluation(evaluation)
     return store.get_evaluation(evaluation["id"])
+
+
+def _panel_settings(judge: Mapping | None, judges: list | None, environ: Mapping[str, str]) -> dict:
+    """The judge settings an evaluation records: its one judge's, or its first judge's with the whole panel's
+    under "judges"."""
+    if judges is None:
+        return _judge_settings(judge, environ)
+    if not isinstance(judges, list) or not 1 <= len(judges) <= MAX_JUDGES or not all(
+            isinstance(j, Mapping) for j in judges):
+        raise RequestError(_("'judges' must be a list of 1 to %(max)s objects of judge settings.", max=MAX_JUDGES))
+    panel = [_judge_settings({**(judge or {}), **j}, environ) for j in judges]
+    seen: dict[tuple, int] = {}
+    for number, settings in enumerate(panel, 1):
+        same = seen.setdefault((settings["base_url"], settings["model"]), number)
+        if same != number:
+            raise RequestError(_("Judge %(number)s is the same model on the same endpoint as judge %(same)s; a "
+                                 "panel needs different judges.", number=number, same=same))
+    if len({bool(s.get("batch")) for s in panel}) > 1:
+        raise RequestError(_("Either every judge of a panel uses batch mode or none does."))
+    return panel[0] if len(panel) == 1 else {**panel[0], "judges": panel}
 
 
 def _judge_settings(judge: Mapping | None, environ: Mapping[str, str]) -> dict:
@@ -134,9 +157,11 @@ class Pipeline:
             return None
         job = Job(evaluation, upload, path, site)
         if kind.needs_judge(evaluation):
-            job.config = self._judge_config(evaluation)
-            if job.config is None:
+            job.judges = [self._judge_config(evaluation, settings)
+                          for settings in panel_settings(evaluation["settings"])]
+            if None in job.judges:
                 return None
+            job.config = job.judges[0]
         return kind, job
 
     def plan(self, kind: Kind, job: Job) -> None:
@@ -149,21 +174,31 @@ class Pipeline:
 
     def judge(self, kind: Kind, job: Job, pending: set, should_stop: Callable[[], bool],
               on_progress: Callable[[dict], None] | None = None) -> None:
-        """Judge the `pending` keys with the evaluation's judge and the shared cache, saving verdicts in batches
-        (through the Batch API when the evaluation asked for batch mode)."""
-        if job.evaluation["settings"].get("batch"):
-            self._judge_by_batch(kind, job, pending, should_stop, on_progress)
-            return
-        with Judge(job.config, cache=JudgeCache(self.store)) as judge:
-            self._judge(job.evaluation["id"], _until_all_asked(kind.requests(job, pending), pending), judge,
-                        on_progress, should_stop)
+        """Judge the `pending` keys with the evaluation's judges (a panel's one after the other, each with its own
+        endpoint's budget) and the shared cache, saving verdicts in batches (through the Batch API when the
+        evaluation asked for batch mode)."""
+        by_judge: dict[int, set] = {}
+        for key in pending:
+            by_judge.setdefault(judge_of(key), set()).add(key)
+        for number in sorted(by_judge):
+            if should_stop():
+                return
+            own = replace(job, config=job.judges[number]) if job.judges else job
+            if job.evaluation["settings"].get("batch"):
+                self._judge_by_batch(kind, own, by_judge[number], should_stop, on_progress, number)
+                continue
+            with Judge(own.config, cache=JudgeCache(self.store)) as judge:
+                self._judge(job.evaluation["id"], _until_all_asked(kind.requests(own, by_judge[number]),
+                                                                   by_judge[number]),
+                            judge, on_progress, should_stop)
 
     def _judge_by_batch(self, kind: Kind, job: Job, pending: set, should_stop: Callable[[], bool],
-                        on_progress: Callable[[dict], None] | None) -> None:
-        """Batch mode: submit the pending judgments once (the batches' state is stored with the evaluation, so a
-        restarted run polls the same batches instead of paying twice), then poll and record answers as they come."""
+                        on_progress: Callable[[dict], None] | None, number: int = 0) -> None:
+        """Batch mode: submit the pending judgments of judge `number` once (the batches' state is stored with the
+        evaluation, so a restarted run polls the same batches instead of paying twice), then poll and record
+        answers as they come."""
         evaluation_id, config = job.evaluation["id"], job.config
-        name, cache = f"batch:{evaluation_id}", JudgeCache(self.store)
+        name, cache = f"batch:{evaluation_id}" + (f"@{number}" if number else ""), JudgeCache(self.store)
         prompts = dict(_until_all_asked(kind.requests(job, pending), pending))
         poll_s = float(self.environ().get("JUDGE_BATCH_POLL_S") or BATCH_POLL_S)
 
@@ -198,10 +233,11 @@ class Pipeline:
             if not judge_batch.finished(state):
                 _wait(poll_s, should_stop)
 
-    def _judge_config(self, evaluation: dict) -> JudgeConfig | None:
-        """The evaluation's judge, or None after recording why it cannot be called (endpoint gone, no judge)."""
+    def _judge_config(self, evaluation: dict, settings: Mapping) -> JudgeConfig | None:
+        """One of the evaluation's judges, or None after recording why it cannot be called (endpoint gone, no
+        judge)."""
         try:
-            config = judge_config(evaluation["settings"], self.environ())
+            config = judge_config(settings, self.environ())
         except ValueError as exc:
             self.store.set_status(evaluation["id"], "failed", str(exc))
             return None
@@ -230,6 +266,28 @@ class Pipeline:
             if len(batch) >= FLUSH_EVERY or time.monotonic() - last_flush >= FLUSH_SECONDS:
                 flush()
         flush()
+
+    def rescore(self, evaluation_id: str) -> dict:
+        """Score a finished evaluation again from what is stored (after human ratings were attached, say) and keep
+        the new document with the same status; JobFailed when it cannot be."""
+        evaluation = self.store.get_evaluation(evaluation_id, with_result=False)
+        if evaluation is None or evaluation["status"] not in ("done", "cancelled"):
+            raise JobFailed(_("Only a finished evaluation can be scored again."))
+        upload = self.store.get_upload(evaluation["upload_id"])
+        site = Site(self.store, self.upload_folder)
+        job = Job(evaluation, upload, site.file_of(upload), site)
+        if not job.path.exists():
+            raise JobFailed(_("The uploaded file is missing from the uploads folder; upload it again."))
+        kind = registry.get(evaluation["kind"])
+        if kind.needs_judge(evaluation):
+            # The endpoints' URLs and keys are not needed to score: only the recorded settings.
+            job.judges = [JudgeConfig(**{k: v for k, v in settings.items() if k in JUDGE_OVERRIDES},
+                                      base_url=settings.get("base_url"), api_key=PLACEHOLDER_API_KEY)
+                          for settings in panel_settings(evaluation["settings"])]
+            job.config = job.judges[0]
+        document = kind.score(job)
+        self.finish(evaluation_id, document, status=evaluation["status"])
+        return document
 
     def finish(self, evaluation_id: str, document: dict, status: str = "done") -> None:
         """Keep a result document: results/<id>.json, then the database with the final status."""

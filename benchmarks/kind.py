@@ -79,7 +79,8 @@ class Plan:
 class Job:
     """One run of an evaluation, as the runner hands it to its kind.
 
-    `path` is the upload's file; `config` the judge configuration when the evaluation uses one; `site` the
+    `path` is the upload's file; `config` the judge configuration when the evaluation uses one (`judges`, every
+    judge's, for a panel); `site` the
     store (judgments, usage, reference sets) and uploads folder; `scratch` a place to keep what was read from
     the file between `plan`, `requests` and `score` within one run.
     """
@@ -88,7 +89,8 @@ class Job:
     upload: dict
     path: Path
     site: Site
-    config: Any = None
+    config: Any = None  # the judge's, or the first judge's of a panel
+    judges: list = field(default_factory=list)  # a panel's configurations, in the order given
     scratch: dict = field(default_factory=dict)
 
     @property

@@ -25,6 +25,9 @@ Knobs (safe to set from the test thread while requests are served):
                     the default one, for panels of judges: its fine total is the default one plus the offset
                     (clamped to 0..100, split over the dimensions the same way) and, with flip, its keep-chatting
                     verdict is the opposite; other models answer as the default
+    repeats         [(fine offset, flip binary), ...]: the n-th answer (0-based) to the same model and messages
+                    gets repeats[n % len] on top of the above, so repeated samples of one judgment (which
+                    differ only by the temperature > 0 a real judge samples with) can be told apart; empty: off
 Fault kinds: FAULTS below (an HTTP status code answers with that status and an OpenAI-style error).
 Counters: requests, requests_by_mode, in_flight, max_in_flight (a chat request is in flight from its arrival
 until just before its answer is sent or its connection dropped, so that a client that has its answer, and
@@ -253,6 +256,12 @@ class _Handler(BaseHTTPRequestHandler):
         mode = request["mode"]
         reply = request["reply"]
         offset, flip = owner.models.get(str(request["body"].get("model")), (0, False))
+        if getattr(owner, "repeats", None) and fault is None:  # the batch server's owner has no repeats
+            asked = (str(request["body"].get("model")), prompt_hash(request["body"]))
+            with owner._lock:
+                seen = owner._asked[asked] = owner._asked.get(asked, -1) + 1
+            extra, flipped = owner.repeats[seen % len(owner.repeats)]
+            offset, flip = offset + extra, flip != flipped
         if fault == "malformed":
             content = "The reply seems fine overall, I would rate it fairly well."
         elif fault == "empty":
@@ -384,6 +393,8 @@ class JudgeServer:
             self.retry_after_form = "seconds"
             self.hook: Callable[[dict], str | None] | None = None
             self.models: dict[str, tuple[int, bool]] = {}
+            self.repeats: list[tuple[int, bool]] = []
+            self._asked: dict[tuple[str, str], int] = {}  # answers given per (model, prompt_hash), for repeats
             self._faults: deque[str] = deque()
             self._targeted: list[list] = []  # [remaining, kind, match]
             self._always: str | None = None

@@ -137,3 +137,24 @@ def test_a_bad_batch_price_factor_is_refused_with_its_name(make_app, batch_serve
                          content_type="multipart/form-data").get_json()
     resp = client.post("/api/evaluations", json={"upload_id": upload["id"], "judge": {"batch": True}})
     assert resp.status_code == 400 and "JUDGE_BATCH_PRICE_FACTOR" in resp.get_json()["error"]
+
+
+def test_a_panel_in_batch_mode_sends_one_batch_per_judge(make_app, batch_server):
+    app = make_app(env_for(batch_server))
+    client = app.test_client()
+    batch_server.models = {"judge-b": (-10, False)}  # scores are 40-95 without markers: no clamping
+    upload = client.post("/api/uploads", data={"file": (io.BytesIO(FILE), "log.jsonl")},
+                         content_type="multipart/form-data").get_json()
+    resp = client.post("/api/evaluations", json={"upload_id": upload["id"], "judge": {"batch": True},
+                                                 "judges": [{"model": "judge-a"}, {"model": "judge-b"}]})
+    body = wait_for(client, resp.get_json()["id"])
+    assert body["status"] == "done", body
+    stats = batch_server.batch_stats()
+    # A batch holds one model's requests: one upload per judge, 48 lines each, no chat call.
+    assert stats["chat_requests"] == 0 and stats["uploads"] == 2 and stats["batch_lines"] == 96
+    store = app.extensions["store"]
+    assert store.get_setting(f"batch:{body['id']}") and store.get_setting(f"batch:{body['id']}@1")
+    by_judge = body["result"]["by_judge"]
+    for method in ("A", "B"):
+        assert by_judge["judge-b"]["methods"][method]["avg"] == pytest.approx(
+            by_judge["judge-a"]["methods"][method]["avg"] - 10)

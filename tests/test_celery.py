@@ -316,6 +316,25 @@ def test_flask_score_runs_in_the_foreground_with_a_broker(deployment, tmp_path):
     assert document["evaluation_id"] not in dep.log("w1") + dep.log("w2")  # no task was sent
 
 
+def test_a_panel_of_judges_is_judged_by_the_workers_each_judgment_once(deployment):
+    dep = deployment
+    dep.judge.reset()
+    dep.judge.models = {"judge-b": (-10, False)}
+    sessions = 60
+    resp = dep.client.post("/api/evaluations", json={"upload_id": dep.upload(dialogue(sessions, " (panel)")),
+                                                     "judges": [{"model": "judge-a"}, {"model": "judge-b"}]})
+    body = dep.wait_finished(resp.get_json()["id"])
+    total = sessions * ROUNDS * len(METHODS) * MODES * 2
+    assert body["status"] == "done", (body, dep.logs_tail())
+    dep.check_recorded_once(body["id"], total)
+    # Both judges see the same messages: every prompt asked exactly twice, once per model.
+    assert dep.judge.requests == total and set(dep.judge.prompts.values()) == {2}
+    by_judge = body["result"]["by_judge"]
+    for method in METHODS:  # replies scored 40-95 by the local judge: -10 is never clamped
+        assert by_judge["judge-b"]["methods"][method]["avg"] == pytest.approx(
+            by_judge["judge-a"]["methods"][method]["avg"] - 10)
+
+
 def test_workers_killed_mid_run_finish_without_paying_twice(redis_server, tmp_path, reference):
     judge = Judge(LATENCY_S).start()
     judge.reset()

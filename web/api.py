@@ -44,8 +44,9 @@ def get_upload(upload_id: str):
 
 @bp.post("/evaluations")
 def create():
-    """Start an evaluation of an upload: `{upload_id, methods?, judge?}` and the kind's own fields (`reference`
-    for mobility, `annotate` for conversations)."""
+    """Start an evaluation of an upload: `{upload_id, methods?, judge?, judges?}` (`judges`: a panel, a list of
+    judge settings) and the kind's own fields (`reference` for mobility, `annotate` for conversations, `samples`
+    for dialogue)."""
     body = request.get_json(silent=True)
     if not isinstance(body, dict):
         return jsonify({"error": _("Send a JSON object such as {\"upload_id\": \"...\"}.")}), 400
@@ -57,7 +58,7 @@ def create():
         return jsonify({"error": _("'judge' must be an object of judge settings.")}), 400
     try:
         evaluation = create_evaluation(get_store(), body.get("upload_id"), methods, judge,
-                                       get_judge_settings().environ(), start_options(body))
+                                       get_judge_settings().environ(), start_options(body), body.get("judges"))
     except RequestError as exc:
         return jsonify({"error": str(exc)}), 400
     get_runner().start(evaluation["id"])

@@ -42,8 +42,20 @@ class ProgressBar:
         click.echo(f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] {line} · {speed}  ", nl=False, err=True)
 
 
+def _panel(judge_models: tuple[str, ...], judges_file: Path | None) -> list | None:
+    """A panel of judges from --judge-model (several) or --judges-file (a JSON list of judge settings); None for
+    the one judge of the server's settings."""
+    if judges_file:
+        try:
+            return json.loads(judges_file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise RequestError(_("%(path)s is not a JSON list of judge settings: %(problem)s", path=judges_file,
+                                 problem=exc)) from exc
+    return [{"model": model} for model in judge_models] or None
+
+
 def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, judge_endpoint: str | None,
-           batch: bool, **kind_values) -> None:
+           batch: bool, judge_model: tuple[str, ...] = (), judges_file: Path | None = None, **kind_values) -> None:
     """Validate and score FILE, then print the result document as JSON."""
     upload_options = {f: kind_values[f] for k in registry.kinds() for f in k.upload_fields if kind_values.get(f)}
     try:
@@ -70,7 +82,7 @@ def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, 
         options = detected.cli_start(kind_values, get_site())
         judge = {**({"endpoint": judge_endpoint} if judge_endpoint else {}), **({"batch": True} if batch else {})}
         evaluation = create_evaluation(get_store(), upload["id"], chosen, judge, get_judge_settings().environ(),
-                                       options)
+                                       options, _panel(judge_model, judges_file))
     except (RequestError, StartError) as exc:
         click.echo(_("error: %(message)s", message=exc), err=True)
         sys.exit(2)
@@ -98,6 +110,10 @@ def score_command() -> click.Command:
                            help="Write the result here instead of stdout."),
               click.Option(["--judge-endpoint"],
                            help="Name of the judge endpoint to use (JUDGE_ENDPOINTS or the settings page)."),
+              click.Option(["--judge-model"], multiple=True,
+                           help="A judge model; give it twice or more for a panel of judges (dialogue)."),
+              click.Option(["--judges-file"], type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                           help="A JSON list of judge settings, one object per judge of a panel (dialogue)."),
               click.Option(["--batch"], is_flag=True,
                            help="Send the judgments through the OpenAI Batch API (half price, within 24 hours).")]
     seen = {p.name for p in params}

@@ -16,7 +16,7 @@ from jobs import RequestError, create_evaluation, judge_config
 from judge_settings import VARIABLES
 from translations import COOKIE, LANGUAGES, _
 from web import get_judge_settings, get_runner, get_site, get_store, security_headers
-from web.payloads import evaluation_status, start_options, upload_options
+from web.payloads import evaluation_status, panel_entries, start_options, upload_options
 
 bp = Blueprint("pages", __name__)
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,9 +72,11 @@ def evaluate(upload_id: str):
     form = request.form
     overrides = {k: form[k].strip() for k in ("endpoint", "model", "temperature", "language", "batch")
                  if form.get(k, "").strip()}
+    panel = panel_entries(form.get("panel", ""))
+    judges = [{k: overrides.pop(k) for k in ("endpoint", "model") if k in overrides}, *panel] if panel else None
     try:
         evaluation = create_evaluation(get_store(), upload_id, form.getlist("methods") or None, overrides,
-                                       get_judge_settings().environ(), start_options(form))
+                                       get_judge_settings().environ(), start_options(form), judges)
     except RequestError as exc:
         return upload_detail(upload_id, error=str(exc), status=400)
     get_runner().start(evaluation["id"])

@@ -36,6 +36,16 @@ def start_options(values: Mapping) -> dict:
     return {k: values[k] for k in fields if k in values and values[k] not in ("", None)}
 
 
+def panel_entries(text: str) -> list[dict]:
+    """More judges from the upload form's panel field: one per line or comma, `model` or `model@endpoint`."""
+    entries = []
+    for item in text.replace("\n", ",").split(","):
+        model, _at, endpoint = item.strip().partition("@")
+        if model.strip():
+            entries.append({"model": model.strip(), **({"endpoint": endpoint.strip()} if endpoint.strip() else {})})
+    return entries
+
+
 def evaluation_status(evaluation: dict) -> dict:
     """Status and progress of an evaluation (no result document), with its pace and time left while running."""
     progress = get_store().progress(evaluation["id"])

@@ -43,7 +43,11 @@ class ConversationKind(Kind):
             raise StartError(_("'annotate' must be true or false."))
         if not annotate:
             return Plan([upload_stem(upload)], {})
-        return Plan([upload_stem(upload)], {"annotate": True, **request.judge_settings()},
+        settings = request.judge_settings()
+        if settings.get("judges"):
+            raise StartError(_("A panel of judges is available for dialogue evaluations; a conversation annotation "
+                               "has one judge."))
+        return Plan([upload_stem(upload)], {"annotate": True, **settings},
                     upload["summary"]["conversations"])
 
     def needs_judge(self, evaluation: dict) -> bool:

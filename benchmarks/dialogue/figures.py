@@ -75,6 +75,21 @@ def length_figure(result: dict, colours: dict[str, str]) -> dict:
     return {"data": traces, "layout": layout}
 
 
+def agreement_figure(result: dict) -> dict:
+    """Heatmap of Spearman's rho between every two judges of a panel (fine scores), the value in each cell."""
+    labels = result["judges"]
+    rho = {(p["a"], p["b"]): p["spearman"]["value"] for p in result["agreement"]["pairs"]}
+    z = [[1.0 if a == b else rho.get((a, b), rho.get((b, a))) for b in labels] for a in labels]
+    names = [plain(label) for label in labels]
+    return {"data": [{"type": "heatmap", "x": names, "y": names, "z": z, "zmin": -1, "zmax": 1,
+                      "colorscale": "RdBu", "texttemplate": "%{z:.2f}",
+                      "hovertemplate": "%{y} · %{x}: ρ = %{z:.3f}<extra></extra>"}],
+            "layout": {"title": {"text": _("Spearman ρ between judges (fine scores)")},
+                       "xaxis": {"automargin": True}, "yaxis": {"automargin": True, "autorange": "reversed"},
+                       "height": 160 + 60 * len(labels), "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
+                       "paper_bgcolor": "#fff", "font": {"family": "system-ui, sans-serif"}}}
+
+
 def dialogue_figures(result: dict, colours: dict[str, str] | None = None) -> dict:
     """All charts of a dialogue result page (colours by method, so a subset keeps the full result's colours)."""
     colours = colours or method_colours(list(result["methods"]))
@@ -85,6 +100,7 @@ def dialogue_figures(result: dict, colours: dict[str, str] | None = None) -> dic
                                      _("Keep-chatting rate (%)"), colours),
         "radar": radar_figure(result, colours),
         "length": length_figure(result, colours),
+        **({"agreement": agreement_figure(result)} if result.get("agreement") else {}),
     }
 
 

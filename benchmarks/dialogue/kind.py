@@ -1,7 +1,10 @@
 """The dialogue kind: multi-turn persona-alignment logs, each reply judged by an LLM (fine score and verdict)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import BinaryIO, Iterator, Mapping
+
+import click
 
 from benchmarks.dialogue import figures, prompts, views
 from benchmarks.dialogue.format import iter_sessions_with_offsets, validate
@@ -9,6 +12,7 @@ from benchmarks.dialogue.length_bias import reply_lengths
 from benchmarks.dialogue.prompts import MODES, DialogueContext
 from benchmarks.dialogue.result import build_result
 from benchmarks.figures import method_colours
+from benchmarks.judge_keys import mode_key, panel_settings, sample_version, split_mode
 from benchmarks.kind import Job, Kind, Plan, Site, StartError, StartRequest
 from benchmarks.problems import Report
 from evaluator import Prompt
@@ -20,6 +24,29 @@ CSV_COLUMNS = ("avg", "ci95_avg_low", "ci95_avg_high", "slope", "intercept", "r2
                "unparsed", "failed")
 
 
+MAX_SAMPLES = 5  # times one judgment may be asked, for self-consistency
+
+
+def _samples(value) -> int:
+    """The `samples` start option: how many times each judgment is asked (1 to MAX_SAMPLES)."""
+    if value in (None, ""):
+        return 1
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        number = 0
+    if isinstance(value, bool) or not 1 <= number <= MAX_SAMPLES:
+        raise StartError(_("'samples' must be a whole number from 1 to %(max)s, got %(value)s.", max=MAX_SAMPLES,
+                           value=repr(value)))
+    return number
+
+
+def _modes(settings: dict) -> list[str]:
+    """The stored modes of one reply's judgments: each question, by each judge, each sample."""
+    return [mode_key(base, judge, sample) for judge in range(len(panel_settings(settings)))
+            for sample in range(settings.get("samples") or 1) for base in MODES]
+
+
 class DialogueKind(Kind):
     """PersonaSteer / ALOE / RLPA style JSONL: sessions of rounds, one reply per method per round."""
 
@@ -28,6 +55,10 @@ class DialogueKind(Kind):
     extension = ".jsonl"
     fallback = True  # any file no other kind claims is read as dialogue JSONL, whose problems say what is wrong
     offline_report = True
+    start_fields = ("samples",)
+    cli_options = (click.Option(["--samples"], type=int, default=None,
+                                help="Dialogue: ask each judgment this many times (1-5, temperature > 0) to measure "
+                                     "the judge's self-consistency."),)
 
     def validate(self, stream: BinaryIO, filename: str, options: Mapping[str, str]) -> Report:
         """Check every line of the JSONL file."""
@@ -38,23 +69,29 @@ class DialogueKind(Kind):
         return True
 
     def start(self, upload: dict, request: StartRequest) -> Plan:
-        """Some or all of the file's methods, two judgments (fine, binary) per reply."""
+        """Some or all of the file's methods, two judgments (fine, binary) per reply by each judge, `samples`
+        times each (self-consistency)."""
         available = upload["summary"]["methods"]
         methods = list(request.methods or available)
         unknown = [m for m in methods if m not in available]
         if unknown:
             raise StartError(_("Unknown methods: %(unknown)s. This file has: %(available)s.",
                                unknown=", ".join(unknown), available=", ".join(available)))
-        return Plan(methods, {**request.judge_settings(), "modes": list(MODES)},
-                    upload["summary"]["rounds"] * len(methods) * len(MODES))
+        samples = _samples(request.options.get("samples"))
+        settings = {**request.judge_settings(), "modes": list(MODES), "samples": samples}
+        if samples > 1 and any(s["temperature"] <= 0 for s in panel_settings(settings)):
+            raise StartError(_("Asking each judgment %(samples)s times measures how consistent the judge is only "
+                               "when it samples: set a temperature above 0 (0.7 is common).", samples=samples))
+        return Plan(methods, settings, upload["summary"]["rounds"] * len(methods) * len(_modes(settings)))
 
     def plan(self, job: Job) -> list[tuple]:
         """Every (session, round, method, mode) to judge; also records where each session starts in the file."""
         offsets, rows = [], []
+        modes = _modes(job.evaluation["settings"])
         for idx, offset, session in iter_sessions_with_offsets(job.path):
             offsets.append((idx, session.session_id, offset))
             rows.extend((idx, session.session_id, rnd.number, method, mode)
-                        for rnd in session.rounds for method in job.evaluation["methods"] for mode in MODES)
+                        for rnd in session.rounds for method in job.evaluation["methods"] for mode in modes)
         if not job.store.count_sessions(job.upload["id"]):
             job.store.set_session_offsets(job.upload["id"], offsets)
         return rows
@@ -65,21 +102,24 @@ class DialogueKind(Kind):
         first = min((key[0] for key in pending), default=0)
         found = job.store.session_offsets(job.upload["id"], first, 1) if first else []
         start = (found[0]["idx"], found[0]["offset"]) if found and found[0]["idx"] == first else (0, 0)
+        modes = _modes(job.evaluation["settings"])
         for idx, _offset, session in iter_sessions_with_offsets(job.path, *start):
             for position, rnd in enumerate(session.rounds):
                 for method in job.evaluation["methods"]:
                     history = [(r.user_message, r.responses[method]) for r in session.rounds[:position]]
                     ctx = DialogueContext(session.user_profile, session.user_personality, history,
                                           rnd.user_message, rnd.responses[method])
-                    for mode in MODES:
+                    for mode in modes:
                         key = (idx, rnd.number, method, mode)
                         if key in pending:
-                            yield key, prompts.prompt(mode, ctx, job.config.language)
+                            base, _judge, sample = split_mode(mode)
+                            request = prompts.prompt(base, ctx, job.config.language)
+                            yield key, replace(request, version=sample_version(request.version, sample))
 
     def score(self, job: Job) -> dict:
         """The dialogue result document from everything judged so far."""
         return build_result(job.evaluation, job.upload, job.store.judgments(job.evaluation["id"]),
-                            job.store.usage(job.evaluation["id"]), job.config,
+                            job.store.usage(job.evaluation["id"]), job.judges or [job.config],
                             reply_lengths(job.path, job.evaluation["methods"]))
 
     def result_context(self, record: dict, args: Mapping, site: Site) -> dict:
@@ -90,7 +130,7 @@ class DialogueKind(Kind):
             result = views.with_methods(record["result"], chosen)
             context.update(result=result, toggles=views.method_toggles(list(record["result"]["methods"]), chosen),
                            detail=views.session_list(record, args, site.store),
-                           failures=site.store.failures(record["id"]), **views.result_tables(result))
+                           failures=views.failures(record, site.store), **views.result_tables(result))
         return context
 
     def figures(self, result: dict, record: dict, args: Mapping) -> dict:
@@ -148,4 +188,4 @@ class DialogueKind(Kind):
         """Figures and tables of the offline report."""
         result = record["result"]
         return {"figures": figures.dialogue_figures(result), "colours": method_colours(record["methods"]),
-                **views.result_tables(result)}
+                "dimension_labels": figures.dimension_labels(), **views.result_tables(result)}

@@ -2,8 +2,8 @@
 
 Choices the design leaves open:
 - A judgment counts only when its status is "ok" and its value is valid (fine: total a finite
-  number in 0..100; binary: verdict 0 or 1). An "ok" judgment without a valid value is counted as
-  unparsed, never replaced by a default.
+  number in 0..100; binary: verdict 0 or 1, or in between for a judge panel's tie, see panel.py). An "ok"
+  judgment without a valid value is counted as unparsed, never replaced by a default.
 - If a (session, round, method, mode) cell has several valid judgments, F(s,k) / B(s,k) is their
   mean, so every session weighs the same in AL(k) and BAR(k).
 - Bootstraps resample sessions in sorted session-id order, so results do not depend on the order
@@ -57,7 +57,7 @@ def _frame(records) -> pd.DataFrame:
 def _valid_mask(frame: pd.DataFrame) -> pd.Series:
     ok = frame["status"] == "ok"
     fine = (frame["mode"] == "fine") & frame["total"].between(0, 100)
-    binary = (frame["mode"] == "binary") & frame["verdict"].isin([0, 1])
+    binary = (frame["mode"] == "binary") & frame["verdict"].between(0, 1)
     return ok & (fine | binary)
 
 

@@ -7,6 +7,7 @@ from benchmarks.dialogue import figures
 from benchmarks.dialogue.format import read_session
 from benchmarks.dialogue.prompts import DIMENSIONS
 from benchmarks.figures import method_colours, run_style
+from benchmarks.judge_keys import judge_labels, split_mode
 from benchmarks.kind import Site, list_arg
 
 PER_PAGE = 20
@@ -127,6 +128,16 @@ def with_methods(result: dict, methods: list[str]) -> dict:
         bias = result["length_bias"]
         narrowed["length_bias"] = {**bias, "points": {m: p for m, p in bias["points"].items() if m in keep}}
     return narrowed
+
+
+def failures(record: dict, store) -> list[dict]:
+    """The first failed and unparsed judgments, each with its question ("fine", "binary") and judge's name."""
+    labels = judge_labels(record["settings"])
+    rows = []
+    for f in store.failures(record["id"]):
+        question, judge, _sample = split_mode(f["mode"])
+        rows.append({**f, "question": question, "judge": labels[judge] if judge < len(labels) else judge})
+    return rows
 
 
 def method_toggles(all_methods: list[str], chosen: list[str]) -> list[dict]:
