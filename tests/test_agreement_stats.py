@@ -8,6 +8,8 @@ import pytest
 import scipy.stats
 
 from benchmarks import agreement as ag
+from benchmarks.agreement import (bootstrap_agreement, bootstrap_alpha, bootstrap_kappa, bootstrap_spearman,
+                                  cohen_kappa, krippendorff_alpha, spearman)
 
 NAN = float("nan")
 
@@ -308,3 +310,58 @@ def test_bootstrap_degenerate_inputs():
     assert flat == {"value": None, "low": None, "high": None, "n": 2}
     with pytest.raises(ValueError):
         ag.bootstrap_agreement(ag.cohen_kappa, [[1, 0], [1]], [0, 1])
+
+
+# --- the vectorised bootstraps give bootstrap_agreement's numbers --------------------------------
+
+def _pair(test):
+    """A two-rater statistic over the items both rated, as bootstrap_agreement calls it."""
+    def stat(a, b):
+        both = ~np.isnan(a) & ~np.isnan(b)
+        return test(a[both].tolist(), b[both].tolist())
+    return stat
+
+
+def _close(fast: dict, slow: dict) -> None:
+    assert fast["n"] == slow["n"]
+    for key in ("value", "low", "high"):
+        assert (fast[key] is None) == (slow[key] is None), (key, fast, slow)
+        if slow[key] is not None:
+            assert fast[key] == pytest.approx(slow[key], rel=1e-9, abs=1e-12), (key, fast, slow)
+
+
+@pytest.mark.parametrize("seed, labels, raters, missing, n_clusters", [
+    (1, None, 3, 0.2, 30), (2, None, 2, 0.0, 5), (3, 2, 3, 0.3, 40), (4, 3, 2, 0.1, 3), (5, None, 4, 0.5, 12),
+])
+def test_vectorised_bootstraps_match_the_generic_one(seed, labels, raters, missing, n_clusters):
+    rng = np.random.default_rng(seed)
+    shape = (150, raters)
+    if labels:
+        ratings = rng.integers(0, labels, size=shape).astype(float)
+    else:  # scores with many ties and some halves, like panel means
+        ratings = rng.integers(0, 21, size=shape) + rng.choice([0.0, 0.5], size=shape)
+    ratings[rng.random(shape) < missing] = np.nan
+    clusters = [f"s{c}" for c in rng.integers(0, n_clusters, shape[0])]
+    level = "nominal" if labels else "interval"
+    columns = [ratings[:, i] for i in range(raters)]
+    _close(bootstrap_alpha(ratings, clusters, level, n_boot=300),
+           bootstrap_agreement(lambda *c: krippendorff_alpha(np.column_stack(c), level), columns, clusters, n_boot=300))
+    for fast, test in ((bootstrap_spearman, spearman), (bootstrap_kappa, cohen_kappa)):
+        _close(fast(ratings[:, 0], ratings[:, 1], clusters, n_boot=300),
+               bootstrap_agreement(_pair(test), columns[:2], clusters, n_boot=300))
+
+
+def test_vectorised_bootstraps_when_undefined():
+    constant = np.full((20, 2), 7.0)
+    clusters = [i // 4 for i in range(20)]
+    assert bootstrap_alpha(constant, clusters) == {"value": None, "low": None, "high": None, "n": 20}
+    assert bootstrap_spearman(constant[:, 0], constant[:, 1], clusters)["value"] is None
+    assert bootstrap_kappa(constant[:, 0], constant[:, 1], clusters)["value"] is None
+    one_cluster = bootstrap_spearman([1, 2, 3, 4], [1, 3, 2, 4], [0, 0, 0, 0])
+    assert one_cluster["value"] == pytest.approx(0.8) and one_cluster["low"] is None
+    # A replicate drawing only flat units has no alpha: skipped, as bootstrap_agreement skips it.
+    ratings = np.array([[1.0, 1.0]] * 6 + [[1.0, 2.0], [3.0, 1.0]])
+    clusters = [0, 0, 1, 1, 2, 2, 3, 3]
+    _close(bootstrap_alpha(ratings, clusters, n_boot=200),
+           bootstrap_agreement(lambda *c: krippendorff_alpha(np.column_stack(c)), [ratings[:, 0], ratings[:, 1]],
+                               clusters, n_boot=200))

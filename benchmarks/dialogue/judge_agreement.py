@@ -11,10 +11,10 @@ from itertools import combinations
 
 import numpy as np
 
-from benchmarks.agreement import bootstrap_agreement, cohen_kappa, kendall_tau, krippendorff_alpha, spearman
+from benchmarks.agreement import bootstrap_alpha, bootstrap_kappa, bootstrap_spearman, kendall_tau
 from benchmarks.dialogue.prompts import DIMENSIONS
 
-N_BOOT = 500  # replicates of each interval: enough for a 95% interval, and an alpha per replicate is not free
+N_BOOT = 1000  # replicates of each interval, as the metrics' intervals
 
 
 def vote(binary: float | None) -> int | None:
@@ -24,23 +24,11 @@ def vote(binary: float | None) -> int | None:
     return int(binary > 0.5)
 
 
-def _alpha(level: str):
-    return lambda *cols: krippendorff_alpha(np.column_stack(cols).astype(float), level)
-
-
 def _column(cells: dict, units: list, field: str) -> np.ndarray:
     values = [cells.get(unit, {}).get(field) for unit in units]
     if field == "binary":
         values = [vote(v) for v in values]
     return np.array([np.nan if v is None else v for v in values], dtype=float)
-
-
-def _pair_stat(test):
-    """A two-rater statistic over the items both rated (NaN = not rated), for bootstrap_agreement."""
-    def stat(a: np.ndarray, b: np.ndarray) -> float | None:
-        both = ~np.isnan(a) & ~np.isnan(b)
-        return test(a[both].tolist(), b[both].tolist())
-    return stat
 
 
 def judges_agreement(labels: list[str], judge_cells: list[dict], method_docs: dict[str, dict],
@@ -54,18 +42,16 @@ def judges_agreement(labels: list[str], judge_cells: list[dict], method_docs: di
     sessions = [unit[0] for unit in units]
     columns = {field: [_column(cells, units, field) for cells in judge_cells]
                for field in ("total", "binary", *DIMENSIONS)}
-    alpha = {field: bootstrap_agreement(_alpha("nominal" if field == "binary" else "interval"), cols, sessions,
-                                        n_boot=n_boot)
+    alpha = {field: bootstrap_alpha(np.column_stack(cols), sessions, "nominal" if field == "binary" else "interval",
+                                    n_boot=n_boot)
              for field, cols in columns.items()}
     pairs = []
     for i, j in combinations(range(len(labels)), 2):
         avgs = [[method_docs[label][m]["avg"] for m in method_docs[labels[0]]] for label in (labels[i], labels[j])]
         pairs.append({
             "a": labels[i], "b": labels[j],
-            "spearman": bootstrap_agreement(_pair_stat(spearman), [columns["total"][i], columns["total"][j]],
-                                            sessions, n_boot=n_boot),
-            "kappa": bootstrap_agreement(_pair_stat(cohen_kappa), [columns["binary"][i], columns["binary"][j]],
-                                         sessions, n_boot=n_boot),
+            "spearman": bootstrap_spearman(columns["total"][i], columns["total"][j], sessions, n_boot=n_boot),
+            "kappa": bootstrap_kappa(columns["binary"][i], columns["binary"][j], sessions, n_boot=n_boot),
             "method_tau": kendall_tau(*avgs),
         })
     return {"krippendorff_alpha": alpha, "pairs": pairs, "significant": significant}
