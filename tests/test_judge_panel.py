@@ -246,3 +246,34 @@ def test_a_judge_that_fails_is_counted_and_asked_again_on_resume(client, judge_s
     again = wait_for(client, done["id"])
     assert again["status"] == "done" and again["progress"]["failed"] == 0
     assert judge_server.requests == again["progress"]["total"] + 3
+
+
+def test_panel_exports_share_page_and_compare_label(client, judge_server):
+    import csv
+    import io
+
+    from tests.test_share import create_share, share_path
+
+    judge_server.models = {"judge-b": (10, True)}
+    done = start(client, {"judges": [{"model": "judge-a"}, {"model": "judge-b"}]})
+    result, evaluation_id = done["result"], done["id"]
+    rows = list(csv.DictReader(io.StringIO(client.get(f"/evaluations/{evaluation_id}/judges.csv")
+                                           .data.decode("utf-8-sig"))))
+    assert [(r["judge"], r["method"]) for r in rows] == [(j, m) for j in ("judge-a", "judge-b", "panel")
+                                                        for m in ("A", "B")]
+    by_row = {(r["judge"], r["method"]): r for r in rows}
+    assert float(by_row[("judge-b", "A")]["avg"]) == pytest.approx(result["by_judge"]["judge-b"]["methods"]["A"]["avg"])
+    assert float(by_row[("panel", "B")]["avg"]) == pytest.approx(result["methods"]["B"]["avg"])
+    agreement = list(csv.DictReader(io.StringIO(client.get(f"/evaluations/{evaluation_id}/agreement.csv")
+                                                .data.decode("utf-8-sig"))))
+    alpha = next(r for r in agreement if r["statistic"] == "krippendorff_alpha" and r["score"] == "total")
+    assert float(alpha["value"]) == pytest.approx(result["agreement"]["krippendorff_alpha"]["total"]["value"])
+    kappa = next(r for r in agreement if r["statistic"] == "cohen_kappa")
+    assert kappa["judges"] == "judge-a | judge-b"
+    # A single judge has no such tables.
+    single = start(client, {})
+    assert client.get(f"/evaluations/{single['id']}/judges.csv").status_code == 404
+    shared = client.get(share_path(create_share(client, evaluation_id))).get_data(as_text=True)
+    assert 'id="agreement"' in shared and "judge-b" in shared and "agreement.csv" in shared
+    compare = client.get(f"/compare?ids={evaluation_id},{single['id']}").get_data(as_text=True)
+    assert "judge-a + judge-b" in compare

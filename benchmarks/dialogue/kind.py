@@ -47,6 +47,18 @@ def _modes(settings: dict) -> list[str]:
             for sample in range(settings.get("samples") or 1) for base in MODES]
 
 
+def _agreement_table(agreement: dict) -> tuple[tuple, list[tuple]]:
+    """Every agreement figure of a panel as (statistic, score, judges, value, low, high, n) rows."""
+    rows = [("krippendorff_alpha", field, "all", a["value"], a["low"], a["high"], a["n"])
+            for field, a in agreement["krippendorff_alpha"].items()]
+    for p in agreement["pairs"]:
+        judges = f"{p['a']} | {p['b']}"
+        rows += [("spearman", "total", judges, *(p["spearman"][k] for k in ("value", "low", "high", "n"))),
+                 ("cohen_kappa", "binary", judges, *(p["kappa"][k] for k in ("value", "low", "high", "n"))),
+                 ("kendall_tau_method_avg", "avg", judges, p["method_tau"], None, None, None)]
+    return ("statistic", "score", "judges", "value", "ci95_low", "ci95_high", "n"), rows
+
+
 class DialogueKind(Kind):
     """PersonaSteer / ALOE / RLPA style JSONL: sessions of rounds, one reply per method per round."""
 
@@ -149,12 +161,22 @@ class DialogueKind(Kind):
         return ("method", *CSV_COLUMNS), rows
 
     def downloads(self, result: dict) -> dict:
-        """`comparisons.csv`: every pairwise method difference with its interval, p-value and Holm's correction."""
+        """`comparisons.csv`: every pairwise method difference with its interval, p-value and Holm's correction;
+        with a panel `judges.csv` (each judge's metrics) and `agreement.csv` (every agreement figure)."""
         header = ("a", "b", "metric", "diff", "ci95_low", "ci95_high", "significant", "sessions", "p_value", "p_holm",
                   "significant_holm")
-        return {"comparisons": lambda: (header, [
+        tables = {"comparisons": lambda: (header, [
             tuple((c.get("ci95") or [None, None])[0 if k == "ci95_low" else 1] if k.startswith("ci95") else c.get(k)
                   for k in header) for c in result["comparisons"]])}
+        if result.get("by_judge"):
+            tables["judges"] = lambda: self._judges_table(result)
+            tables["agreement"] = lambda: _agreement_table(result["agreement"])
+        return tables
+
+    def _judges_table(self, result: dict) -> tuple[tuple, list[tuple]]:
+        header, rows = self.csv(result)
+        own = [(label, *row) for label, doc in result["by_judge"].items() for row in self.csv(doc)[1]]
+        return ("judge", *header), own + [("panel", *row) for row in rows]
 
     def views(self) -> dict:
         """`session?index=N`: one session's rounds, replies and judgments, loaded when the reader opens it."""
@@ -177,8 +199,8 @@ class DialogueKind(Kind):
         return views.session_page(record, args, site)
 
     def run_label(self, result: dict) -> str:
-        """The judge model."""
-        return result["judge"]["model"]
+        """The judge model, or a panel's models."""
+        return " + ".join(result.get("judges") or [result["judge"]["model"]])
 
     def compare(self, runs: list[dict]) -> dict:
         """The merged table, overlaid curves, and differences between runs of the same method."""
