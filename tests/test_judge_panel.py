@@ -277,3 +277,19 @@ def test_panel_exports_share_page_and_compare_label(client, judge_server):
     assert 'id="agreement"' in shared and "judge-b" in shared and "agreement.csv" in shared
     compare = client.get(f"/compare?ids={evaluation_id},{single['id']}").get_data(as_text=True)
     assert "judge-a + judge-b" in compare
+
+
+def test_session_detail_shows_every_judge_and_sample(client, judge_server):
+    judge_server.models = {"judge-b": (10, True)}
+    done = start(client, {"judges": [{"model": "judge-a", "temperature": 0.5}, {"model": "judge-b", "temperature": 0.5}],
+                          "samples": 2})
+    page = client.get(f"/api/evaluations/{done['id']}/sessions?q=s1").get_json()
+    reply = page["sessions"][0]["rounds"][0]["methods"]["A"]
+    a_total, a_keep = SCORES["s1"][0][0], SCORES["s1"][0][1]
+    assert reply["fine"]["total"] == a_total and reply["binary"]["verdict"] == a_keep
+    more = {(m["judge"], m["sample"], m["question"]): m for m in reply["more"]}
+    assert set(more) == {(j, s, q) for j in ("judge-a", "judge-b") for s in (1, 2) for q in ("fine", "binary")} - {
+        ("judge-a", 1, "fine"), ("judge-a", 1, "binary")}
+    assert more[("judge-b", 2, "fine")]["total"] == a_total + 10 and more[("judge-b", 1, "binary")]["verdict"] == 1 - a_keep
+    html = client.get(f"/evaluations/{done['id']}/view/session?index=0").get_data(as_text=True)
+    assert "<code>judge-b</code> #2" in html

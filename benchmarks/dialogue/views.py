@@ -5,7 +5,7 @@ from typing import Mapping
 
 from benchmarks.dialogue import figures
 from benchmarks.dialogue.format import read_session
-from benchmarks.dialogue.prompts import DIMENSIONS
+from benchmarks.dialogue.prompts import DIMENSIONS, MODES
 from benchmarks.figures import method_colours, run_style
 from benchmarks.judge_keys import judge_labels, split_mode
 from benchmarks.kind import Site, list_arg
@@ -42,11 +42,22 @@ def session_list(evaluation: dict, args: Mapping, store) -> dict:
 
 
 def session_details(evaluation: dict, rows: list[dict], site: Site) -> list[dict]:
-    """Sessions with every round's replies and judgments (scores, status, the judge's answers)."""
+    """Sessions with every round's replies and judgments (scores, status, the judge's answers); the first judge's
+    first sample as "fine" and "binary", the others under "more"."""
     store = site.store
     judged: dict[tuple[int, int, str], dict] = {}
+    labels = judge_labels(evaluation["settings"])
     for j in store.judgments(evaluation["id"], [r["idx"] for r in rows]):
-        judged.setdefault((j["session_idx"], j["round"], j["method"]), {})[j["mode"]] = _judgment_view(j)
+        question, judge, sample = split_mode(j["mode"])
+        if question not in MODES:
+            continue
+        view = _judgment_view({**j, "mode": question})
+        slot = judged.setdefault((j["session_idx"], j["round"], j["method"]), {})
+        if judge == 0 and sample == 0:
+            slot[question] = view
+        else:  # a panel's other judges and the repeated samples
+            slot.setdefault("more", []).append({**view, "question": question, "judge": labels[judge],
+                                                "sample": sample + 1})
     path = site.file_of(store.get_upload(evaluation["upload_id"]))
     sessions = []
     for row in rows:
