@@ -25,6 +25,8 @@ Knobs (safe to set from the test thread while requests are served):
                     the default one, for panels of judges: its fine total is the default one plus the offset
                     (clamped to 0..100, split over the dimensions the same way) and, with flip, its keep-chatting
                     verdict is the opposite; other models answer as the default
+    pair_first_always  pairwise prompts (reply_a shown first, reply_b second) are answered with the reply the
+                    default judge scores higher, tie when equal; True: always the first shown (position bias)
     repeats         [(fine offset, flip binary), ...]: the n-th answer (0-based) to the same model and messages
                     gets repeats[n % len] on top of the above, so repeated samples of one judgment (which
                     differ only by the temperature > 0 a real judge samples with) can be told apart; empty: off
@@ -65,6 +67,7 @@ DIMENSIONS = ("Style", "Content", "Naturalness", "Personalization", "Conversatio
 _REPLY_RE = re.compile(r"<<<reply #(\w+)>>>\n(.*?)\n<<<end reply #\1>>>", re.DOTALL)
 _SCORE_RE = re.compile(r"\[\[score=(\d+)\]\]")
 _KEEP_RE = re.compile(r"\[\[keep=([01])\]\]")
+_PAIR_REPLY_RE = re.compile(r"<<<(reply_[ab]) #\w+>>>\n(.*?)\n<<<end \1 #\w+>>>", re.DOTALL)
 _ANNOTATE_RE = re.compile(r"\[\[annotate=([0-2]),([0-2]),([0-2]),([01])\]\]")
 
 
@@ -75,6 +78,8 @@ def detect_mode(messages: list[dict]) -> str:
         return "fine"
     if "Practical Utility: n/2" in text:
         return "annotate"
+    if "\\boxed{tie}" in text:
+        return "pairwise"
     if "\\boxed{1}" in text and "\\boxed{0}" in text:
         return "binary"
     return "other"
@@ -124,6 +129,22 @@ def binary_answer(reply: str, out_of_range: bool = False, flip: bool = False) ->
     lines = [f"{c}: {status if i == 4 else 'pass'}" for i, c in enumerate(criteria)]
     lines.append(f"\\boxed{{{verdict}}}")
     return "\n".join(lines)
+
+
+def _pair_score(text: str) -> int:
+    """The fine total the default judge would give a reply (its [[score=NN]] marker, else a hash)."""
+    marker = _SCORE_RE.search(text)
+    return int(marker.group(1)) if marker else 40 + _stable_int(text) % 56
+
+
+def pairwise_answer(messages: list[dict], first_always: bool = False) -> str:
+    """A pairwise answer: the reply (reply_a shown first, reply_b second) the default judge scores higher, tie when
+    equal; with first_always, always the first shown (a judge with pure position bias)."""
+    text = "\n".join(str(m.get("content", "")) for m in messages)
+    replies = dict(_PAIR_REPLY_RE.findall(text))
+    a, b = (_pair_score(replies.get(name, "")) for name in ("reply_a", "reply_b"))
+    verdict = "A" if first_always or a > b else "B" if b > a else "tie"
+    return f"Comparing the two latest replies for this user.\n\\boxed{{{verdict}}}"
 
 
 def annotation_answer(prompt: str, out_of_range: bool = False) -> str:
@@ -270,6 +291,8 @@ class _Handler(BaseHTTPRequestHandler):
             content = fine_answer(reply, out_of_range=fault == "out_of_range", offset=offset)
         elif mode == "binary":
             content = binary_answer(reply, out_of_range=fault == "out_of_range", flip=flip)
+        elif mode == "pairwise":
+            content = pairwise_answer(messages, first_always=getattr(owner, "pair_first_always", False))
         elif mode == "annotate":
             content = annotation_answer(str(messages[-1].get("content", "")), out_of_range=fault == "out_of_range")
         else:
@@ -403,7 +426,8 @@ class JudgeServer:
             self.faults: dict[str, int] = {}
             self.log: deque[tuple[float, str, str | None]] = deque(maxlen=LOG_SIZE)
             self.requests = 0
-            self.requests_by_mode = {"fine": 0, "binary": 0, "annotate": 0, "other": 0}
+            self.requests_by_mode = {"fine": 0, "binary": 0, "annotate": 0, "pairwise": 0, "other": 0}
+            self.pair_first_always = False
             self.in_flight = 0
             self.max_in_flight = 0
             self.last_request: dict | None = None

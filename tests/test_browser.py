@@ -576,13 +576,14 @@ def test_offline_report_draws_its_charts_under_its_own_hash_policy(page, watch, 
     assert loaded == [report.as_uri()], loaded  # nothing but the file itself
 
 
-def test_judge_panel_with_samples_shows_judges_agreement_heatmap_and_consistency(page, watch, server, judge, tmp_path):
+def test_judge_panel_with_samples_and_pairwise_mode_shows_agreement_consistency_and_win_rates(page, watch, server, judge,
+                                                                                               tmp_path):
     judge.models = {"judge-b": (8, True)}
     latency, judge.latency_s = judge.latency_s, 0.0
     try:
         upload_id = server.upload(SAMPLE.read_bytes(), "sample_data.jsonl")
         created = server.call("/api/evaluations", json.dumps({
-            "upload_id": upload_id, "judge": {"temperature": 0.7}, "samples": 2,
+            "upload_id": upload_id, "judge": {"temperature": 0.7}, "samples": 2, "pairwise": True,
             "judges": [{"model": "judge-test"}, {"model": "judge-b"}]}).encode(), {"Content-Type": "application/json"})
         open_page(page, server, f"/evaluations/{created['id']}")
         wait_for_charts(page)
@@ -590,6 +591,8 @@ def test_judge_panel_with_samples_shows_judges_agreement_heatmap_and_consistency
         judge.latency_s = latency
         judge.models = {}
     page.locator("#chart-agreement .main-svg").first.wait_for(state="attached")
+    page.locator("#chart-winrate .main-svg").first.wait_for(state="attached")
+    expect(page.locator("#chart-winrate .legendtext")).to_have_count(3)  # win, tie, loss
     expect(page.locator("#judges thead")).to_contain_text("judge-b")
     expect(page.locator("#agreement")).to_contain_text("Krippendorff")
     expect(page.locator("#consistency tbody tr")).to_have_count(2 * len(SAMPLE_METHODS))
@@ -597,8 +600,9 @@ def test_judge_panel_with_samples_shows_judges_agreement_heatmap_and_consistency
         page.set_viewport_size({"width": width, "height": 900})
         page.locator("#judges").screenshot(path=str(tmp_path / f"panel-{width}.png"))
         page.locator("#agreement").screenshot(path=str(tmp_path / f"agreement-{width}.png"))
+        page.locator("#pairwise").screenshot(path=str(tmp_path / f"pairwise-{width}.png"))
         # Nothing of the panel's cards overflows its card.
-        for card in ("#judges", "#agreement", "#consistency"):
+        for card in ("#judges", "#agreement", "#consistency", "#pairwise"):
             assert page.evaluate("(card) => { const c = document.querySelector(card); "
                                  "return c.scrollWidth <= c.clientWidth + 1; }", card), (card, width)
     assert watch.errors == [], watch.errors

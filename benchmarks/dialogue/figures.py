@@ -90,6 +90,34 @@ def agreement_figure(result: dict) -> dict:
                        "paper_bgcolor": "#fff", "font": {"family": "system-ui, sans-serif"}}}
 
 
+def win_rate_figure(result: dict) -> dict:
+    """Win, tie and loss rates of every pair of methods in pairwise mode (the panel's, or the one judge's) as
+    stacked bars, with the 95% interval of the win rate."""
+    pairwise = result["pairwise"]
+    shown = pairwise.get("panel") or next(iter(pairwise["judges"].values()))
+    rows = [p for p in shown["pairs"] if p["n"] and p["a"] in result["methods"] and p["b"] in result["methods"]]
+    names = [plain(f"{p['a']} vs {p['b']}") for p in rows]
+    traces = []
+    for key, label, colour in (("win", _("Win"), "#2ca02c"), ("tie", _("Tie"), "#c7c7c7"), ("loss", _("Loss"), "#d62728")):
+        trace = {"type": "bar", "orientation": "h", "name": label, "y": names, "marker": {"color": colour},
+                 "x": [100 * p[key]["rate"] for p in rows], "hovertemplate": "%{y}: %{x:.1f}%<extra>" + label + "</extra>"}
+        if key == "win":
+            trace["error_x"] = {"type": "data", "symmetric": False, "color": "#333",
+                                "array": [100 * (p["win"]["ci95"][1] - p["win"]["rate"]) if p["win"]["ci95"] else 0
+                                          for p in rows],
+                                "arrayminus": [100 * (p["win"]["rate"] - p["win"]["ci95"][0]) if p["win"]["ci95"] else 0
+                                               for p in rows]}
+        traces.append(trace)
+    layout = base_layout(_("Pairwise preference: first method's win, tie and loss rates"), _("Share of comparisons (%)"),
+                         "", [0, 100])
+    layout.update(barmode="stack", height=180 + 40 * len(rows))
+    layout["legend"] = {**layout["legend"], "traceorder": "normal"}
+    layout["xaxis"] = {**layout["xaxis"], "range": [0, 100]}
+    layout["xaxis"].pop("dtick")
+    layout["yaxis"] = {"automargin": True, "autorange": "reversed"}
+    return {"data": traces, "layout": layout}
+
+
 def dialogue_figures(result: dict, colours: dict[str, str] | None = None) -> dict:
     """All charts of a dialogue result page (colours by method, so a subset keeps the full result's colours)."""
     colours = colours or method_colours(list(result["methods"]))
@@ -101,6 +129,7 @@ def dialogue_figures(result: dict, colours: dict[str, str] | None = None) -> dic
         "radar": radar_figure(result, colours),
         "length": length_figure(result, colours),
         **({"agreement": agreement_figure(result)} if result.get("agreement") else {}),
+        **({"winrate": win_rate_figure(result)} if result.get("pairwise") else {}),
     }
 
 

@@ -9,11 +9,12 @@ import click
 from benchmarks.dialogue import figures, prompts, views
 from benchmarks.dialogue.format import iter_sessions_with_offsets, validate
 from benchmarks.dialogue.length_bias import reply_lengths
+from benchmarks.dialogue.pairwise_mode import PAIR_MODES, pair_method, pair_prompt, pairs
 from benchmarks.dialogue.prompts import MODES, DialogueContext
 from benchmarks.dialogue.result import build_result
 from benchmarks.figures import method_colours
 from benchmarks.judge_keys import mode_key, panel_settings, sample_version, split_mode
-from benchmarks.kind import Job, Kind, Plan, Site, StartError, StartRequest
+from benchmarks.kind import Job, Kind, Plan, Site, StartError, StartRequest, as_flag
 from benchmarks.problems import Report
 from evaluator import Prompt
 from translations import _, lazy_gettext as _l
@@ -41,10 +42,18 @@ def _samples(value) -> int:
     return number
 
 
-def _modes(settings: dict) -> list[str]:
-    """The stored modes of one reply's judgments: each question, by each judge, each sample."""
+def _modes(settings: dict, questions: tuple[str, ...] = MODES) -> list[str]:
+    """The stored modes of one reply's judgments (or one pair's, with PAIR_MODES in pairwise mode): each question,
+    by each judge, each sample."""
+    if questions == PAIR_MODES and not settings.get("pairwise"):
+        return []
     return [mode_key(base, judge, sample) for judge in range(len(panel_settings(settings)))
-            for sample in range(settings.get("samples") or 1) for base in MODES]
+            for sample in range(settings.get("samples") or 1) for base in questions]
+
+
+def _sampled(request: Prompt, mode: str) -> Prompt:
+    """A judge request as asked for one sample: each sample is its own cache entry."""
+    return replace(request, version=sample_version(request.version, split_mode(mode)[2]))
 
 
 def _agreement_table(agreement: dict) -> tuple[tuple, list[tuple]]:
@@ -67,10 +76,13 @@ class DialogueKind(Kind):
     extension = ".jsonl"
     fallback = True  # any file no other kind claims is read as dialogue JSONL, whose problems say what is wrong
     offline_report = True
-    start_fields = ("samples",)
+    start_fields = ("samples", "pairwise")
     cli_options = (click.Option(["--samples"], type=int, default=None,
                                 help="Dialogue: ask each judgment this many times (1-5, temperature > 0) to measure "
-                                     "the judge's self-consistency."),)
+                                     "the judge's self-consistency."),
+                   click.Option(["--pairwise"], is_flag=True, default=None,
+                                help="Dialogue: also compare every two methods' replies at each round, in both "
+                                     "orders (win rates and a Bradley-Terry ranking)."))
 
     def validate(self, stream: BinaryIO, filename: str, options: Mapping[str, str]) -> Report:
         """Check every line of the JSONL file."""
@@ -90,20 +102,30 @@ class DialogueKind(Kind):
             raise StartError(_("Unknown methods: %(unknown)s. This file has: %(available)s.",
                                unknown=", ".join(unknown), available=", ".join(available)))
         samples = _samples(request.options.get("samples"))
-        settings = {**request.judge_settings(), "modes": list(MODES), "samples": samples}
+        pairwise = as_flag(request.options.get("pairwise"))
+        if pairwise is None:
+            raise StartError(_("'pairwise' must be true or false."))
+        if pairwise and len(methods) < 2:
+            raise StartError(_("Pairwise mode compares methods: choose at least two."))
+        settings = {**request.judge_settings(), "modes": list(MODES), "samples": samples,
+                    **({"pairwise": True} if pairwise else {})}
         if samples > 1 and any(s["temperature"] <= 0 for s in panel_settings(settings)):
             raise StartError(_("Asking each judgment %(samples)s times measures how consistent the judge is only "
                                "when it samples: set a temperature above 0 (0.7 is common).", samples=samples))
-        return Plan(methods, settings, upload["summary"]["rounds"] * len(methods) * len(_modes(settings)))
+        per_round = len(methods) * len(_modes(settings)) + len(pairs(methods)) * len(_modes(settings, PAIR_MODES))
+        return Plan(methods, settings, upload["summary"]["rounds"] * per_round)
 
     def plan(self, job: Job) -> list[tuple]:
         """Every (session, round, method, mode) to judge; also records where each session starts in the file."""
         offsets, rows = [], []
-        modes = _modes(job.evaluation["settings"])
+        settings, methods = job.evaluation["settings"], job.evaluation["methods"]
+        modes, pair_modes = _modes(settings), _modes(settings, PAIR_MODES)
         for idx, offset, session in iter_sessions_with_offsets(job.path):
             offsets.append((idx, session.session_id, offset))
-            rows.extend((idx, session.session_id, rnd.number, method, mode)
-                        for rnd in session.rounds for method in job.evaluation["methods"] for mode in modes)
+            for rnd in session.rounds:
+                rows.extend((idx, session.session_id, rnd.number, method, mode) for method in methods for mode in modes)
+                rows.extend((idx, session.session_id, rnd.number, pair_method(a, b), mode)
+                            for a, b in pairs(methods) for mode in pair_modes)
         if not job.store.count_sessions(job.upload["id"]):
             job.store.set_session_offsets(job.upload["id"], offsets)
         return rows
@@ -114,19 +136,25 @@ class DialogueKind(Kind):
         first = min((key[0] for key in pending), default=0)
         found = job.store.session_offsets(job.upload["id"], first, 1) if first else []
         start = (found[0]["idx"], found[0]["offset"]) if found and found[0]["idx"] == first else (0, 0)
-        modes = _modes(job.evaluation["settings"])
+        settings, methods, language = job.evaluation["settings"], job.evaluation["methods"], job.config.language
+        modes, pair_modes = _modes(settings), _modes(settings, PAIR_MODES)
         for idx, _offset, session in iter_sessions_with_offsets(job.path, *start):
             for position, rnd in enumerate(session.rounds):
-                for method in job.evaluation["methods"]:
+                contexts = {}
+                for method in methods:
                     history = [(r.user_message, r.responses[method]) for r in session.rounds[:position]]
-                    ctx = DialogueContext(session.user_profile, session.user_personality, history,
-                                          rnd.user_message, rnd.responses[method])
+                    ctx = contexts[method] = DialogueContext(session.user_profile, session.user_personality, history,
+                                                             rnd.user_message, rnd.responses[method])
                     for mode in modes:
                         key = (idx, rnd.number, method, mode)
                         if key in pending:
-                            base, _judge, sample = split_mode(mode)
-                            request = prompts.prompt(base, ctx, job.config.language)
-                            yield key, replace(request, version=sample_version(request.version, sample))
+                            yield key, _sampled(prompts.prompt(split_mode(mode)[0], ctx, language), mode)
+                for a, b in pairs(methods) if pair_modes else ():
+                    for mode in pair_modes:
+                        key = (idx, rnd.number, pair_method(a, b), mode)
+                        if key in pending:
+                            yield key, _sampled(pair_prompt(split_mode(mode)[0], contexts[a], contexts[b], language),
+                                                mode)
 
     def score(self, job: Job) -> dict:
         """The dialogue result document from everything judged so far."""

@@ -6,6 +6,7 @@ from collections import defaultdict
 from benchmarks.dialogue.judge_agreement import consistency, judges_agreement
 from benchmarks.dialogue.length_bias import length_bias
 from benchmarks.dialogue.metrics import score_methods
+from benchmarks.dialogue.pairwise_mode import pairwise_result
 from benchmarks.dialogue.panel import by_judge, cells, panel_records
 from benchmarks.dialogue.prompts import PROMPT_VERSION
 from benchmarks.judge_keys import judge_labels, split_mode
@@ -71,6 +72,8 @@ def build_result(evaluation: dict, upload: dict, judgments: list[dict], usage: l
             labels, judge_cells, {label: doc["methods"] for label, doc in document["by_judge"].items()},
             {label: [[c["a"], c["b"], c["metric"]] for c in doc["comparisons"] if c["significant_holm"]]
              for label, doc in document["by_judge"].items()})
+    if settings.get("pairwise"):
+        document["pairwise"] = pairwise_result(judgments, methods, labels)
     if (settings.get("samples") or 1) > 1:
         document["consistency"] = consistency(labels, judge_cells, methods, settings["samples"])
     return document
