@@ -50,6 +50,10 @@ class Duplicate(Exception):
     """The name is taken (user names compare case-insensitively)."""
 
 
+HUMAN_RATING = ("line", "session_id", "round", "method", "total", "verdict", "style", "content", "naturalness",
+                "personalization", "conversation")
+
+
 def new_id() -> str:
     """A fresh random identifier for an upload, an evaluation, a share or a reference set."""
     return secrets.token_hex(6)
@@ -407,6 +411,34 @@ class Store:
             "SELECT session_id, round, method, mode, status, error, attempts FROM judgments"
             " WHERE evaluation_id = :eid AND status IN ('failed', 'unparsed')"
             " ORDER BY session_idx, round, method, mode LIMIT :limit", {"eid": evaluation_id, "limit": limit})
+
+    # human ratings -----------------------------------------------------------
+    def set_human_ratings(self, evaluation_id: str, filename: str, rows: list[dict]) -> None:
+        """Attach people's ratings to an evaluation, replacing any attached before, in one transaction."""
+        with self._writing() as con:
+            con.execute(_sql("DELETE FROM human_ratings WHERE evaluation_id = :eid"), {"eid": evaluation_id})
+            self._many(con, f"INSERT INTO human_ratings (evaluation_id, {', '.join(HUMAN_RATING)})"
+                            f" VALUES (:eid, {', '.join(':' + c for c in HUMAN_RATING)})",
+                       ({"eid": evaluation_id, **{c: row.get(c) for c in HUMAN_RATING}} for row in rows))
+            con.execute(_sql("INSERT INTO settings (name, value) VALUES (:name, :value)"
+                             " ON CONFLICT (name) DO UPDATE SET value = excluded.value"),
+                        {"name": f"human_ratings:{evaluation_id}",
+                         "value": json.dumps({"filename": filename, "rows": len(rows), "attached_at": now()})})
+
+    def human_ratings(self, evaluation_id: str) -> list[dict]:
+        """The people's ratings attached to an evaluation, in the order of their file."""
+        return self._all(f"SELECT {', '.join(HUMAN_RATING)} FROM human_ratings WHERE evaluation_id = :eid"
+                         " ORDER BY line", {"eid": evaluation_id})
+
+    def human_ratings_info(self, evaluation_id: str) -> dict | None:
+        """The attached ratings' file name, row count and time, or None."""
+        return self.get_setting(f"human_ratings:{evaluation_id}")
+
+    def clear_human_ratings(self, evaluation_id: str) -> None:
+        """Detach the people's ratings of an evaluation."""
+        with self._writing() as con:
+            con.execute(_sql("DELETE FROM human_ratings WHERE evaluation_id = :eid"), {"eid": evaluation_id})
+            con.execute(_sql("DELETE FROM settings WHERE name = :name"), {"name": f"human_ratings:{evaluation_id}"})
 
     # settings ----------------------------------------------------------------
     def get_setting(self, name: str, default=None):

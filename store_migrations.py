@@ -197,6 +197,25 @@ def _ordering_columns(con: Connection, ddl: dict) -> None:
             con.exec_driver_sql(statement.format(table=table))
 
 
+def _human_ratings(con: Connection, ddl: dict) -> None:
+    # People's ratings of some judgments, attached to a finished evaluation (the file's name is a setting).
+    con.exec_driver_sql("""CREATE TABLE IF NOT EXISTS human_ratings (
+    evaluation_id TEXT NOT NULL REFERENCES evaluations (id),
+    line INTEGER NOT NULL,
+    session_id TEXT NOT NULL,
+    round INTEGER NOT NULL,
+    method TEXT NOT NULL,
+    total REAL,
+    verdict INTEGER,
+    style REAL,
+    content REAL,
+    naturalness REAL,
+    personalization REAL,
+    conversation REAL,
+    PRIMARY KEY (evaluation_id, session_id, round, method)
+)""")
+
+
 @dataclass(frozen=True)
 class Step:
     """One change of the schema."""
@@ -211,6 +230,7 @@ STEPS = (
     Step(2, "sessions.offset renamed byte_offset", _rename_offset),
     Step(3, "unique index on lower(users.name)", _user_names_index),
     Step(4, "seq: insertion order of evaluations, shares and reference sets", _ordering_columns),
+    Step(5, "human_ratings: people's ratings attached to an evaluation", _human_ratings),
 )
 LATEST = STEPS[-1].version
 

@@ -35,6 +35,7 @@ from playwright.sync_api import expect, sync_playwright  # noqa: E402  (after th
 
 SAMPLE_METHODS = ["Base", "CoT", "PersonaSteer"]
 SAMPLE_SESSIONS = 8
+SAMPLE_IDS = [json.loads(line)["session_id"] for line in SAMPLE.read_text("utf-8").splitlines()]
 TIMEOUT_MS = 20_000
 RUN_TIMEOUT_MS = 60_000  # an evaluation from start to the charts
 CHARTS = ("#chart-al", "#chart-binary", "#chart-radar")
@@ -590,6 +591,15 @@ def test_judge_panel_with_samples_and_pairwise_mode_shows_agreement_consistency_
     finally:
         judge.latency_s = latency
         judge.models = {}
+    # People's ratings of a few replies, attached through the page's form.
+    ratings = "session_id,round,method,total,binary\n" + "".join(
+        f"{sid},1,{m},{40 + 4 * i},{i % 2}\n" for i, (sid, m) in enumerate(
+            (sid, m) for sid in SAMPLE_IDS[:4] for m in SAMPLE_METHODS))
+    page.locator("#human input[type=file]").set_input_files(
+        {"name": "people.csv", "mimeType": "text/csv", "buffer": ratings.encode()})
+    page.locator("#human button[type=submit]").click()
+    expect(page.locator("#human")).to_contain_text("12 ratings from people.csv are attached")
+    wait_for_charts(page)
     page.locator("#chart-agreement .main-svg").first.wait_for(state="attached")
     page.locator("#chart-winrate .main-svg").first.wait_for(state="attached")
     expect(page.locator("#chart-winrate .legendtext")).to_have_count(3)  # win, tie, loss
@@ -601,8 +611,9 @@ def test_judge_panel_with_samples_and_pairwise_mode_shows_agreement_consistency_
         page.locator("#judges").screenshot(path=str(tmp_path / f"panel-{width}.png"))
         page.locator("#agreement").screenshot(path=str(tmp_path / f"agreement-{width}.png"))
         page.locator("#pairwise").screenshot(path=str(tmp_path / f"pairwise-{width}.png"))
+        page.locator("#human").screenshot(path=str(tmp_path / f"human-{width}.png"))
         # Nothing of the panel's cards overflows its card.
-        for card in ("#judges", "#agreement", "#consistency", "#pairwise"):
+        for card in ("#judges", "#agreement", "#consistency", "#pairwise", "#human"):
             assert page.evaluate("(card) => { const c = document.querySelector(card); "
                                  "return c.scrollWidth <= c.clientWidth + 1; }", card), (card, width)
     assert watch.errors == [], watch.errors

@@ -35,7 +35,7 @@ def export_json(evaluation_id: str):
 def export_csv(evaluation_id: str):
     """The result's main table as CSV (UTF-8 with BOM so spreadsheet programs read Chinese correctly)."""
     result = _result_or_404(evaluation_id)
-    return _csv_response(*registry.get(result["kind"]).csv(result), f"{evaluation_id}.csv")
+    return csv_response(*registry.get(result["kind"]).csv(result), f"{evaluation_id}.csv")
 
 
 @bp.get("/evaluations/<evaluation_id>/<name>.csv")
@@ -43,10 +43,10 @@ def export_download(evaluation_id: str, name: str):
     """One of the kind's other tables of a result as CSV (a conversation upload's annotations, say)."""
     result = _result_or_404(evaluation_id)
     table = registry.get(result["kind"]).downloads(result).get(name) or abort(404)
-    return _csv_response(*table(), f"{evaluation_id}-{name}.csv")
+    return csv_response(*table(), f"{evaluation_id}-{name}.csv")
 
 
-def _csv_response(header: tuple, rows, filename: str) -> Response:
+def csv_response(header: tuple, rows, filename: str) -> Response:
     """A CSV download, UTF-8 with BOM so spreadsheet programs read Chinese correctly."""
     out = io.StringIO()
     writer = SafeWriter(out)

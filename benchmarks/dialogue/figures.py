@@ -128,7 +128,7 @@ def dialogue_figures(result: dict, colours: dict[str, str] | None = None) -> dic
                                      _("Keep-chatting rate (%)"), colours),
         "radar": radar_figure(result, colours),
         "length": length_figure(result, colours),
-        **({"agreement": agreement_figure(result)} if result.get("agreement") else {}),
+        **({"agreement": agreement_figure(result)} if result.get("by_judge") else {}),
         **({"winrate": win_rate_figure(result)} if result.get("pairwise") else {}),
     }
 

@@ -158,9 +158,10 @@ class DialogueKind(Kind):
 
     def score(self, job: Job) -> dict:
         """The dialogue result document from everything judged so far."""
-        return build_result(job.evaluation, job.upload, job.store.judgments(job.evaluation["id"]),
-                            job.store.usage(job.evaluation["id"]), job.judges or [job.config],
-                            reply_lengths(job.path, job.evaluation["methods"]))
+        evaluation_id = job.evaluation["id"]
+        return build_result(job.evaluation, job.upload, job.store.judgments(evaluation_id),
+                            job.store.usage(evaluation_id), job.judges or [job.config],
+                            reply_lengths(job.path, job.evaluation["methods"]), job.store.human_ratings(evaluation_id))
 
     def result_context(self, record: dict, args: Mapping, site: Site) -> dict:
         """Colours, the methods shown (`methods` in the query), the tables and a page of sessions."""
@@ -169,6 +170,7 @@ class DialogueKind(Kind):
             chosen = views.chosen_methods(record["result"], args)
             result = views.with_methods(record["result"], chosen)
             context.update(result=result, toggles=views.method_toggles(list(record["result"]["methods"]), chosen),
+                           human_info=site.store.human_ratings_info(record["id"]),
                            detail=views.session_list(record, args, site.store),
                            failures=views.failures(record, site.store), **views.result_tables(result))
         return context
@@ -205,6 +207,12 @@ class DialogueKind(Kind):
         header, rows = self.csv(result)
         own = [(label, *row) for label, doc in result["by_judge"].items() for row in self.csv(doc)[1]]
         return ("judge", *header), own + [("panel", *row) for row in rows]
+
+    def blueprints(self) -> list:
+        """Attaching people's ratings to an evaluation: the result page's form and the API."""
+        from benchmarks.dialogue import human_routes  # Flask is only needed by the web app
+
+        return [human_routes.bp, human_routes.api_bp]
 
     def views(self) -> dict:
         """`session?index=N`: one session's rounds, replies and judgments, loaded when the reader opens it."""

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from benchmarks.dialogue.human_agreement import human_agreement
 from benchmarks.dialogue.judge_agreement import consistency, judges_agreement
 from benchmarks.dialogue.length_bias import length_bias
 from benchmarks.dialogue.metrics import score_methods
@@ -34,9 +35,10 @@ def session_rows(judgments: list[dict], methods: list[str]) -> list[dict]:
 
 
 def build_result(evaluation: dict, upload: dict, judgments: list[dict], usage: list[dict],
-                 configs: list[JudgeConfig], lengths: dict[tuple[int, int, str], int]) -> dict:
+                 configs: list[JudgeConfig], lengths: dict[tuple[int, int, str], int],
+                 human: list[dict] | None = None) -> dict:
     """The whole result document of a dialogue evaluation; `configs` are its judges' (one, or a panel's), `lengths`
-    the replies' lengths in characters by (session index, round, method).
+    the replies' lengths in characters by (session index, round, method), `human` people's ratings attached to it.
 
     With a panel, "methods", "comparisons", "sessions" and "length_bias" hold the panel's figures (panel.py), and
     "by_judge" each judge's; "agreement" says how far the judges agree."""
@@ -58,13 +60,13 @@ def build_result(evaluation: dict, upload: dict, judgments: list[dict], usage: l
         "sessions": session_rows(records, methods),
         "length_bias": length_bias(records, lengths, methods),
     }
-    judge_cells = [cells(records) for records in per_judge]
+    judge_cells = [cells(own) for own in per_judge]
     if len(labels) > 1:
         document["by_judge"] = {}
-        for label, records in zip(labels, per_judge):
-            docs, comps = score_methods(records, methods)
+        for label, own in zip(labels, per_judge):
+            docs, comps = score_methods(own, methods)
             document["by_judge"][label] = {"methods": docs, "comparisons": comps,
-                                           "length_bias": length_bias(records, lengths, methods)}
+                                           "length_bias": length_bias(own, lengths, methods)}
         document["judge"]["by_judge"] = {
             label: usage_totals([r for r in usage if split_mode(r["mode"])[1] == number], settings.get("prices"))
             for number, label in enumerate(labels)}
@@ -72,6 +74,9 @@ def build_result(evaluation: dict, upload: dict, judgments: list[dict], usage: l
             labels, judge_cells, {label: doc["methods"] for label, doc in document["by_judge"].items()},
             {label: [[c["a"], c["b"], c["metric"]] for c in doc["comparisons"] if c["significant_holm"]]
              for label, doc in document["by_judge"].items()})
+    if human:
+        raters = dict(zip(labels, judge_cells)) | ({"panel": cells(records)} if len(labels) > 1 else {})
+        document.setdefault("agreement", {})["human"] = human_agreement(human, raters, methods)
     if settings.get("pairwise"):
         document["pairwise"] = pairwise_result(judgments, methods, labels)
     if (settings.get("samples") or 1) > 1:
