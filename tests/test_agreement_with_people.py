@@ -145,6 +145,12 @@ def test_people_who_rate_exactly_like_one_judge(client, judge_server):
     # The attached file downloads in the format it was read in: attaching it again changes nothing.
     downloaded = client.get(f"/evaluations/{evaluation_id}/human-ratings.csv").data
     assert attach(client, evaluation_id, downloaded).get_json()["agreement"] == human
+    rows = list(csv.DictReader(io.StringIO(client.get(f"/evaluations/{evaluation_id}/agreement.csv")
+                                           .data.decode("utf-8-sig"))))
+    spearman_b = next(r for r in rows if (r["statistic"], r["score"], r["raters"]) ==
+                      ("spearman", "total", "people | judge-b"))
+    assert float(spearman_b["value"]) == pytest.approx(1) and int(spearman_b["n"]) == len(rated)
+    assert any(r["raters"] == "judge-a | judge-b" for r in rows)  # the judges' own agreement too
     shared = client.get(share_path(create_share(client, evaluation_id))).get_data(as_text=True)
     assert 'id="human"' in shared and 'name="file"' not in shared and "human-ratings.csv" not in shared
     assert client.delete(f"/api/evaluations/{evaluation_id}/human-ratings").status_code == 200

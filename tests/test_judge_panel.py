@@ -269,7 +269,7 @@ def test_panel_exports_share_page_and_compare_label(client, judge_server):
     alpha = next(r for r in agreement if r["statistic"] == "krippendorff_alpha" and r["score"] == "total")
     assert float(alpha["value"]) == pytest.approx(result["agreement"]["krippendorff_alpha"]["total"]["value"])
     kappa = next(r for r in agreement if r["statistic"] == "cohen_kappa")
-    assert kappa["judges"] == "judge-a | judge-b"
+    assert kappa["raters"] == "judge-a | judge-b"
     # A single judge has no such tables.
     single = start(client, {})
     assert client.get(f"/evaluations/{single['id']}/judges.csv").status_code == 404

@@ -2,6 +2,8 @@
 hand-built judgments, and whole evaluations through the API and the CLI against the local judge."""
 from __future__ import annotations
 
+import csv
+import io
 import json
 
 import pytest
@@ -148,7 +150,12 @@ def test_pairwise_evaluation_through_the_api(client, judge_server):
         assert p["position_consistency"] == 1.0 and p["n"] == rounds
     assert done["result"]["pairwise"]["judges"]["judge-test"]["bradley_terry"]["ranking"][0] in ("A", "C")
     html = client.get(f"/evaluations/{done['id']}").get_data(as_text=True)
-    assert 'id="pairwise"' in html and 'data-figure="winrate"' in html
+    assert 'id="pairwise"' in html and 'data-figure="winrate"' in html and "pairwise.csv" in html
+    table = list(csv.DictReader(io.StringIO(client.get(f"/evaluations/{done['id']}/pairwise.csv")
+                                            .data.decode("utf-8-sig"))))
+    assert [(r["judge"], r["a"], r["b"]) for r in table] == [("judge-test", "A", "B"), ("judge-test", "A", "C"),
+                                                             ("judge-test", "B", "C")]
+    assert float(table[0]["win"]) == pytest.approx(expected[("A", "B")][0])
 
 
 def test_a_judge_with_position_bias_gives_only_ties(client, judge_server):

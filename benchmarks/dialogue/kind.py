@@ -57,15 +57,39 @@ def _sampled(request: Prompt, mode: str) -> Prompt:
 
 
 def _agreement_table(agreement: dict) -> tuple[tuple, list[tuple]]:
-    """Every agreement figure of a panel as (statistic, score, judges, value, low, high, n) rows."""
-    rows = [("krippendorff_alpha", field, "all", a["value"], a["low"], a["high"], a["n"])
-            for field, a in agreement["krippendorff_alpha"].items()]
-    for p in agreement["pairs"]:
+    """Every agreement figure (between a panel's judges, and with people) as (statistic, score, raters, value, low,
+    high, n) rows."""
+    figure = ("value", "low", "high", "n")
+    rows = [("krippendorff_alpha", field, "all judges", *(a[k] for k in figure))
+            for field, a in agreement.get("krippendorff_alpha", {}).items()]
+    for p in agreement.get("pairs", []):
         judges = f"{p['a']} | {p['b']}"
-        rows += [("spearman", "total", judges, *(p["spearman"][k] for k in ("value", "low", "high", "n"))),
-                 ("cohen_kappa", "binary", judges, *(p["kappa"][k] for k in ("value", "low", "high", "n"))),
+        rows += [("spearman", "total", judges, *(p["spearman"][k] for k in figure)),
+                 ("cohen_kappa", "binary", judges, *(p["kappa"][k] for k in figure)),
                  ("kendall_tau_method_avg", "avg", judges, p["method_tau"], None, None, None)]
-    return ("statistic", "score", "judges", "value", "ci95_low", "ci95_high", "n"), rows
+    human = agreement.get("human") or {"by_rater": {}, "ranking": {"kendall_tau": {}}}
+    for label, f in human["by_rater"].items():
+        raters = f"people | {label}"
+        scores = [("total", f.get("total")), ("binary", f.get("binary")), *f["dimensions"].items()]
+        rows += [(statistic, score, raters, *(value[k] for k in figure))
+                 for score, figures in scores if figures for statistic, value in figures.items()]
+        if label in human["ranking"]["kendall_tau"]:
+            rows.append(("kendall_tau_method_mean", human["ranking"]["by"], raters,
+                         human["ranking"]["kendall_tau"][label], None, None, None))
+    return ("statistic", "score", "raters", "value", "ci95_low", "ci95_high", "n"), rows
+
+
+def _pairwise_table(pairwise: dict) -> tuple[tuple, list[tuple]]:
+    """Pairwise mode's figures: per judge (and panel) and pair, the win / tie / loss rates with their intervals."""
+    blocks = [*pairwise["judges"].items(), *([("panel", pairwise["panel"])] if pairwise.get("panel") else [])]
+    rows = [(label, p["a"], p["b"], *(x for k in ("win", "tie", "loss") for x in (p[k]["rate"], *(p[k]["ci95"] or
+                                                                                                   [None, None]))),
+             p["position_consistency"], p["n"], block["bradley_terry"]["strengths"].get(p["a"]),
+             block["bradley_terry"]["strengths"].get(p["b"]))
+            for label, block in blocks for p in block["pairs"]]
+    header = ("judge", "a", "b", *(f"{k}{suffix}" for k in ("win", "tie", "loss") for suffix in ("", "_low", "_high")),
+              "position_consistency", "comparisons", "bradley_terry_a", "bradley_terry_b")
+    return header, rows
 
 
 class DialogueKind(Kind):
@@ -200,7 +224,10 @@ class DialogueKind(Kind):
                   for k in header) for c in result["comparisons"]])}
         if result.get("by_judge"):
             tables["judges"] = lambda: self._judges_table(result)
+        if result.get("agreement"):
             tables["agreement"] = lambda: _agreement_table(result["agreement"])
+        if result.get("pairwise"):
+            tables["pairwise"] = lambda: _pairwise_table(result["pairwise"])
         return tables
 
     def _judges_table(self, result: dict) -> tuple[tuple, list[tuple]]:
