@@ -309,7 +309,7 @@ def test_judge_fine_end_to_end(judge_server, language):
     assert sum(verdict.dims.values()) == 83 and set(verdict.dims) == set(DIMENSIONS)
     assert verdict.prompt_tokens > 0 and verdict.completion_tokens > 0
     assert "Total: \\boxed{83}" in verdict.answer
-    assert judge_server.requests_by_mode == {"fine": 1, "binary": 0, "annotate": 0, "other": 0}
+    assert judge_server.requests_by_mode == {"fine": 1, "binary": 0, "annotate": 0, "pairwise": 0, "other": 0}
     body = judge_server.last_request
     assert (body["model"], body["temperature"], body["max_tokens"]) == ("gpt-4o-mini", 0.0, 1024)
 
@@ -761,7 +761,7 @@ def test_run_yields_every_tag_once(judge_server):
     assert all(isinstance(v, Verdict) and v.status == "ok" for _tag, v in results)
     by_tag = dict(results)
     assert by_tag[("item", 10)].total == 10.0 and by_tag[("item", 7)].verdict == 1
-    assert judge_server.requests_by_mode == {"fine": 20, "binary": 20, "annotate": 0, "other": 0}
+    assert judge_server.requests_by_mode == {"fine": 20, "binary": 20, "annotate": 0, "pairwise": 0, "other": 0}
 
 
 def test_run_bounds_concurrency_and_reaches_it(judge_server):

@@ -510,6 +510,8 @@ def mutated(draw, value) -> str:
     if draw(st.sampled_from([True, True, False])):
         text = text.replace(json.dumps("@X@"), draw(hostile), 1)
     text = text.replace(json.dumps("@X@"), draw(values.map(json.dumps)))
+    if not text:  # hostile text can be empty, and a bare "@X@" value was all there was
+        return text
     for _step in range(draw(st.sampled_from([0, 0, 0, 1, 2]))):
         at = draw(st.integers(1, len(text)))
         text = text[:at] + draw(st.sampled_from(["{", "}", "[", "]", ",", ":", '"', "\\", "\n", "x", "é"])) + text[at:]
