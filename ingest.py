@@ -36,9 +36,9 @@ def _copy_hashing(stream: BinaryIO, folder: Path) -> tuple[Path, str, int]:
     return Path(tmp), digest.hexdigest(), size
 
 
-def upload_path(folder: str | Path, sha256: str, kind: str) -> Path:
+def upload_path(folder: str | Path, sha256: str, kind: str, extension: str | None = None) -> Path:
     """Where the file with this content hash lives (never the user's file name)."""
-    return Path(folder) / f"{sha256}{registry.get(kind).extension}"
+    return Path(folder) / f"{sha256}{extension or registry.get(kind).extension}"
 
 
 def ingest(stream: BinaryIO, filename: str, store, folder: str | Path, kind: str | None = None,
@@ -66,7 +66,7 @@ def ingest(stream: BinaryIO, filename: str, store, folder: str | Path, kind: str
         existing = store.find_upload(sha256, kind)
         if existing and existing["summary"].get("names") == report.summary.get("names"):
             return existing
-        target = upload_path(folder, sha256, kind)
+        target = upload_path(folder, sha256, kind, report.summary.get("extension"))
         os.replace(tmp, target)
         record = {"id": new_id(), "sha256": sha256, "kind": kind, "filename": Path(filename or "upload").name[:200],
                   "size": size, "summary": report.summary, "warnings": [w.to_dict() for w in report.warnings]}

@@ -49,7 +49,7 @@ class Site:
 
     def file_of(self, upload: dict) -> Path:
         """Path of an upload's stored file (named by content hash, never by the user's file name)."""
-        return self.folder / f"{upload['sha256']}{registry_extension(upload['kind'])}"
+        return self.folder / f"{upload['sha256']}{upload['summary'].get('extension') or registry_extension(upload['kind'])}"
 
 
 @dataclass
@@ -104,7 +104,9 @@ class Kind(ABC):
 
     name: ClassVar[str]
     label: ClassVar[Any]  # a lazy translated string, e.g. _l("Dialogue (persona alignment)")
-    extension: ClassVar[str] = ""  # stored uploads are named <sha256><extension>
+    # stored uploads are named <sha256><extension>; a kind that takes several formats names the stored file's own
+    # in its validation report's summary ("extension")
+    extension: ClassVar[str] = ""
     upload_fields: ClassVar[tuple[str, ...]] = ()  # form/API fields read at upload, passed to validate()
     start_fields: ClassVar[tuple[str, ...]] = ()  # form/API fields read when starting, in StartRequest.options
     fallback: ClassVar[bool] = False  # detected last: the kind of any file no other kind claims

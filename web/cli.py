@@ -3,8 +3,12 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 import time
+import zipfile
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO, Iterator
 
 import click
 from flask import Flask, current_app
@@ -42,6 +46,22 @@ class ProgressBar:
         click.echo(f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] {line} · {speed}  ", nl=False, err=True)
 
 
+@contextmanager
+def _opened(path: Path) -> Iterator[tuple[BinaryIO, str]]:
+    """A file to upload, with the name it is uploaded under; a folder (AgentBench outputs/, a conversation
+    dataset, a mobility groundtruth/ folder) as an uncompressed ZIP of its files, written to a temporary file."""
+    if not path.is_dir():
+        with path.open("rb") as stream:
+            yield stream, str(path)
+        return
+    with tempfile.TemporaryFile() as spool:
+        with zipfile.ZipFile(spool, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+            for member in sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink()):
+                archive.write(member, f"{path.name}/{member.relative_to(path).as_posix()}")
+        spool.seek(0)
+        yield spool, f"{path}.zip"
+
+
 def _panel(judge_models: tuple[str, ...], judges_file: Path | None) -> list | None:
     """A panel of judges from --judge-model (several) or --judges-file (a JSON list of judge settings); None for
     the one judge of the server's settings."""
@@ -56,12 +76,13 @@ def _panel(judge_models: tuple[str, ...], judges_file: Path | None) -> list | No
 
 def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, judge_endpoint: str | None,
            batch: bool, judge_model: tuple[str, ...] = (), judges_file: Path | None = None, **kind_values) -> None:
-    """Validate and score FILE, then print the result document as JSON."""
+    """Validate and score FILE (or a folder: AgentBench outputs/, a conversation dataset, a mobility groundtruth/
+    folder), then print the result document as JSON."""
     upload_options = {f: kind_values[f] for k in registry.kinds() for f in k.upload_fields if kind_values.get(f)}
     try:
-        with file.open("rb") as stream:
+        with _opened(file) as (stream, name):
             # the path as given, so that <run>/<agent>/<task>/overall.json names its agent and task
-            upload = ingest(stream, str(file), get_store(), current_app.config["UPLOAD_FOLDER"], kind, upload_options)
+            upload = ingest(stream, name, get_store(), current_app.config["UPLOAD_FOLDER"], kind, upload_options)
     except InvalidUpload as exc:
         for p in exc.report.problems:
             where = _("line %(line)s", line=p.line) if p.line else _("file")
@@ -103,7 +124,7 @@ def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, 
 
 def score_command() -> click.Command:
     """`flask score FILE`, with the options of every kind registered now."""
-    params = [click.Argument(["file"], type=click.Path(exists=True, dir_okay=False, path_type=Path)),
+    params = [click.Argument(["file"], type=click.Path(exists=True, path_type=Path)),
               click.Option(["--kind"], help="Benchmark kind (detected from the file when omitted)."),
               click.Option(["--methods"], help="Comma-separated method names to score (default: all)."),
               click.Option(["--out"], type=click.Path(dir_okay=False, path_type=Path),

@@ -6,17 +6,19 @@ from typing import BinaryIO, Mapping
 
 import click
 
+from benchmarks import limits
 from benchmarks.figures import run_style
 from benchmarks.kind import Job, JobFailed, Kind, Plan, Site, StartError, StartRequest, upload_stem
 from benchmarks.mobility import figures, reference_sets
-from benchmarks.mobility.format import KEYS, load, validate
+from benchmarks.mobility.format import KEYS
+from benchmarks.mobility.upload_files import is_zip, load_upload, read_upload
 from benchmarks.mobility.result import build_result
 from benchmarks.problems import Report
 from translations import _, lazy_gettext as _l
 
 
 class MobilityKind(Kind):
-    """One JSON object of the four mobility arrays of generated users; no judge, one scoring step."""
+    """The four mobility arrays of generated users (JSON, .npz or the dataset's layout); no judge, one scoring step."""
 
     name = "mobility"
     label = _l("Mobility (DailyMobility)")
@@ -26,12 +28,16 @@ class MobilityKind(Kind):
                                                       "a groundtruth folder, a ZIP or a JSON file."),)
 
     def sniff(self, head: bytes, filename: str, path: Path | None) -> bool:
-        """An object with the mobility arrays."""
+        """An object with the mobility arrays, a .npz, or a ZIP holding the dataset's intentions file."""
+        if is_zip(head):
+            return filename.lower().endswith(".npz") or (path is not None and any(
+                limits.zip_has(path, name) for name in ("daily_intentions_2d.npy", "daily_intentions_2d.csv",
+                                                        "intention_sequences.npy")))
         return b'"gyration_radius"' in head or b'"intention_sequences"' in head
 
     def validate(self, stream: BinaryIO, filename: str, options: Mapping[str, str]) -> Report:
-        """Check the four arrays: types, lengths, codes."""
-        return validate(stream)
+        """Check the four arrays (JSON, .npz or the dataset's layout in a ZIP): types, lengths, codes."""
+        return read_upload(stream)[0]
 
     def start(self, upload: dict, request: StartRequest) -> Plan:
         """Scored against the reference set named (by name or id) in `reference`."""
@@ -51,7 +57,7 @@ class MobilityKind(Kind):
         if record is None:
             raise JobFailed(_("The reference set of this evaluation was removed."))
         with open(job.path, "rb") as f:
-            generated = load(f)
+            generated = load_upload(f)
         return build_result(job.evaluation, job.upload, record, reference_sets.load(job.site.folder, record),
                             generated)
 

@@ -73,7 +73,13 @@ def load_folder(path: Path) -> MobilityData:
 
 
 def load_zip(stream: BinaryIO, max_uncompressed: int | None = None) -> MobilityData:
-    """The reference in a ZIP of the dataset's folder, at any depth (members are found by file name).
+    """The reference in a ZIP of the dataset's folder, at any depth (members are found by file name)."""
+    return _checked(*zip_arrays(stream, max_uncompressed))
+
+
+def zip_arrays(stream: BinaryIO, max_uncompressed: int | None = None) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """The four arrays in a ZIP, unchecked, with the member each came from: the dataset's layout (a folder
+    `groundtruth/` of .npy or headerless .csv files, at any depth) or a .npz of the four keys.
 
     Refuses archives past the ZIP limits (benchmarks.limits; max_uncompressed, in bytes, replaces
     LIMIT_ZIP_EXPANDED_MB) and member names that are absolute or climb out with '..'. Nothing is extracted
@@ -96,16 +102,16 @@ def load_zip(stream: BinaryIO, max_uncompressed: int | None = None) -> MobilityD
         missing = [f"{name}.npy" for key, name in FILES.items() if key not in chosen]
         if missing:
             raise ReferenceError(_(
-                "The ZIP has no %(missing)s (nor the .csv of the same name). A reference set needs "
+                "The ZIP has no %(missing)s (nor the .csv of the same name). A mobility set needs "
                 "groundtruth/gyration_radius.npy, daily_location_numbers.npy, daily_intentions_2d.npy and "
-                "intention_proportions_2d.npy.", missing=", ".join(missing)))
+                "intention_proportions_2d.npy, or a .npz of the arrays gyration_radius, daily_location_numbers, "
+                "intention_sequences and intention_proportions.", missing=", ".join(missing)))
         arrays: dict[str, np.ndarray] = {}
         sources: dict[str, str] = {}
         for key, info in chosen.items():
-            data = _read_member(reader, info)
             sources[key] = info.filename
-            arrays[key] = _read_array(data, info.filename, key)
-    return _checked(arrays, sources)
+            arrays[key] = _read_array(_read_member(reader, info), info.filename, key)
+    return arrays, sources
 
 
 def load_json(stream: BinaryIO) -> MobilityData:
@@ -321,7 +327,8 @@ def _unsafe_name(name: str) -> bool:
 
 def _choose_members(members: list[zipfile.ZipInfo]) -> dict[str, zipfile.ZipInfo]:
     """Per key, the best member by file name: in a 'groundtruth' folder first, .npy before .csv, shallowest."""
-    wanted = {f"{name}{ext}": key for key, name in FILES.items() for ext in (".npy", ".csv")}
+    # The dataset's file names, and the keys themselves (the member names of a .npz of the four arrays).
+    wanted = {f"{name}{ext}": key for key, name in [*FILES.items(), *((k, k) for k in KEYS)] for ext in (".npy", ".csv")}
     best: dict[str, tuple[tuple, zipfile.ZipInfo]] = {}
     for info in members:
         parts = PurePosixPath(info.filename.replace("\\", "/")).parts
