@@ -35,11 +35,11 @@ from dataclasses import dataclass, field, replace
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
-import httpx2  # the openai SDK's HTTP client
-import openai
-
-from judge_http import ChatClient
+from lazy_modules import lazy
 from translations import _, ngettext
+
+httpx2 = lazy("httpx2")  # the openai SDK's HTTP client
+openai = lazy("openai")
 
 if TYPE_CHECKING:
     from judge_budget import RedisLimiter
@@ -759,6 +759,8 @@ class _Calls:
     def __init__(self, judge: Judge) -> None:
         self.judge = judge
         self.stop = threading.Event()
+        from judge_http import ChatClient  # aiohttp and the SDK's exceptions, loaded when a judge first runs
+
         self.loop = asyncio.new_event_loop()
         c = judge.config
         self.client = self.loop.run_until_complete(ChatClient.open(judge._endpoint, c.api_key or PLACEHOLDER_API_KEY,

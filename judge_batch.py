@@ -43,8 +43,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import openai
-
 from evaluator import (
     DEFAULT_BASE_URL,
     MAX_WAIT_S,
@@ -62,6 +60,9 @@ from evaluator import (
     backoff_s,
     retry_after_s,
 )
+from lazy_modules import lazy
+
+openai = lazy("openai")
 
 ENDPOINT = "/v1/chat/completions"
 COMPLETION_WINDOW = "24h"

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 import numpy as np
-import scipy.stats
 
 from benchmarks.stats import (DEFAULT_LEVEL, DEFAULT_N_BOOT, as_float, percentile_interval, resample_indices,
                               resample_weights)
@@ -124,12 +123,16 @@ def _rank_correlation(test, a, b) -> float | None:
 
 def spearman(a: Sequence[float], b: Sequence[float]) -> float | None:
     """Spearman's rho over the items both rated; None with fewer than 3 pairs or a constant side."""
-    return _rank_correlation(scipy.stats.spearmanr, a, b)
+    from scipy.stats import spearmanr  # slow to import: on first use
+
+    return _rank_correlation(spearmanr, a, b)
 
 
 def kendall_tau(a: Sequence[float], b: Sequence[float]) -> float | None:
     """Kendall's tau-b over the items both rated; None with fewer than 3 pairs or a constant side."""
-    return _rank_correlation(scipy.stats.kendalltau, a, b)
+    from scipy.stats import kendalltau
+
+    return _rank_correlation(kendalltau, a, b)
 
 
 def _cluster_draws(codes: np.ndarray, n_clusters: int, n_boot: int, seed: int):

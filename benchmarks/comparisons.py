@@ -17,7 +17,6 @@ import math
 from typing import Hashable, NamedTuple, Sequence
 
 import numpy as np
-import scipy.stats
 
 from benchmarks.stats import DEFAULT_LEVEL, DEFAULT_N_BOOT, as_float, percentile_interval, resample_weights
 
@@ -247,12 +246,14 @@ def length_correlation(scores: Sequence[float | None], lengths: Sequence[float |
     """
     if len(scores) != len(lengths):
         raise ValueError("scores and lengths must have the same length")
+    from scipy.stats import rankdata  # slow to import: on first use
+
     pairs = [(s, n) for s, n in zip(scores, lengths) if s is not None and n is not None]
     x = np.array([n for _, n in pairs], dtype=float)
     y = np.array([s for s, _ in pairs], dtype=float)
     return {
         "pearson": _pearson(x, y),
-        "spearman": _pearson(scipy.stats.rankdata(x), scipy.stats.rankdata(y)),
+        "spearman": _pearson(rankdata(x), rankdata(y)),
         "n": len(pairs),
     }
 
@@ -300,7 +301,9 @@ def length_controlled_differences(
             residuals = y - X @ coef
             variance = float(residuals @ residuals) / df
             ses = [as_float(math.sqrt(max(v, 0.0))) for v in np.diag(variance * np.linalg.inv(X.T @ X))]
-    t_crit = float(scipy.stats.t.ppf(0.5 + level / 2.0, df)) if df > 0 else None
+    from scipy.stats import t  # slow to import: on first use
+
+    t_crit = float(t.ppf(0.5 + level / 2.0, df)) if df > 0 else None
     return {
         "differences": {m: _coefficient(estimates[1 + i], ses[1 + i], t_crit) for i, m in enumerate(others)},
         "length_slope": _coefficient(estimates[-1], ses[-1], t_crit),

@@ -269,6 +269,7 @@ def _long_number(text: str, label: str | None, first_line: int) -> LimitError:
 # --- ZIP -----------------------------------------------------------------------------------------
 
 _CENTRAL = b"PK\x01\x02"  # every entry of a ZIP's central directory starts with this
+_TAIL = 22 + 0xFFFF + 20 + 56  # a ZIP's end record, its longest comment and the ZIP64 end records
 
 
 def open_zip(raw: bytes, limits: Limits, label: str = "") -> zipfile.ZipFile:
@@ -290,11 +291,49 @@ def open_zip(raw: bytes, limits: Limits, label: str = "") -> zipfile.ZipFile:
     return zipfile.ZipFile(io.BytesIO(raw))
 
 
+def open_zip_file(stream, limits: Limits) -> zipfile.ZipFile:
+    """A ZipFile over a seekable file, refused (LimitError) before its directory is parsed when the directory's end
+    record counts more than LIMIT_ZIP_MEMBERS entries; only that record is read, not the whole file."""
+    stream.seek(0, os.SEEK_END)
+    size = stream.tell()
+    stream.seek(max(0, size - _TAIL))
+    tail = stream.read()
+    end = tail.rfind(b"PK\x05\x06")
+    entries = struct.unpack_from("<H", tail, end + 10)[0] if 0 <= end <= len(tail) - 22 else 0
+    zip64 = tail.rfind(b"PK\x06\x06")
+    if entries == 0xFFFF and 0 <= zip64 <= len(tail) - 56:
+        entries = struct.unpack_from("<Q", tail, zip64 + 32)[0]
+    if entries > limits.zip_members:
+        # Name the first entry past the limit: walk the directory's bytes (its offset and size are in the record).
+        length, offset = struct.unpack_from("<II", tail, end + 12) if end >= 0 else (0, 0)
+        stream.seek(offset)
+        raise _too_many(_walk_to(stream.read(min(length, size)), 0, limits.zip_members), limits)
+    stream.seek(0)
+    archive = zipfile.ZipFile(stream)
+    infos = archive.infolist()
+    if len(infos) > limits.zip_members:  # an end record that lied
+        archive.close()
+        raise _too_many(infos[limits.zip_members].filename, limits)
+    return archive
+
+
+def _too_many(name: str | None, limits: Limits) -> LimitError:
+    return LimitError(_(
+        "%(file)s: the ZIP holds more than %(limit)s files and folders, the limit (%(setting)s). Upload fewer "
+        "files at a time, or raise %(setting)s.", file=name or _("the archive"), limit=limits.zip_members,
+        setting=SETTINGS["zip_members"]), None, name or "")
+
+
 def _entry_name(raw: bytes, index: int) -> str | None:
     """The name of central-directory entry `index` (0-based), walked from the directory's start; None when the
     directory cannot be followed that far."""
     end = raw.rfind(b"PK\x05\x06")
     position = struct.unpack_from("<I", raw, end + 16)[0] if 0 <= end <= len(raw) - 22 else -1
+    return _walk_to(raw, position, index)
+
+
+def _walk_to(raw: bytes, position: int, index: int) -> str | None:
+    """The name of the entry `index` entries after the central-directory entry at `position`, or None."""
     for _number in range(index + 1):
         if raw[position:position + 4] != _CENTRAL or position + 46 > len(raw):
             return None
@@ -334,6 +373,10 @@ class ZipReader:
                 self._count(name, size, len(chunk))
                 chunks.append(chunk)
         return b"".join(chunks)
+
+    def stream(self, name: str, info: zipfile.ZipInfo) -> _CountedMember:
+        """A member as a file to read from, counted like read() (for readers that take a file, such as numpy's)."""
+        return _CountedMember(self, name, self._open(name, info))
 
     def lines(self, name: str, info: zipfile.ZipInfo) -> Iterator[tuple[int, bytes]]:
         """(line number, bytes) of a member, counted like read()."""
@@ -384,3 +427,23 @@ def zip_has(path: str | Path, name: str) -> bool:
             return any(member.rsplit("/", 1)[-1] == name for member in archive.namelist())
     except (zipfile.BadZipFile, OSError, EOFError, ValueError):  # ValueError includes LimitError
         return False
+
+
+class _CountedMember:
+    """A ZIP member's decompressed bytes, read through its ZipReader's limits."""
+
+    def __init__(self, reader: ZipReader, name: str, member) -> None:
+        self.reader, self.name, self.member, self.size = reader, name, member, 0
+
+    def read(self, n: int = -1) -> bytes:
+        """Up to n bytes (all that is left with n < 0); LimitError once a limit is passed."""
+        data = self.member.read(n)
+        self.size += len(data)
+        self.reader._count(self.name, self.size, len(data))
+        return data
+
+    def __enter__(self) -> _CountedMember:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.member.close()

@@ -14,7 +14,6 @@ import math
 from typing import NamedTuple, Sequence
 
 import numpy as np
-import scipy.stats
 
 DEFAULT_N_BOOT = 1000
 DEFAULT_LEVEL = 0.95
@@ -218,7 +217,9 @@ def paired_difference(
     significant = ci is not None and (ci[0] > 0 or ci[1] < 0)
     p_value = None
     if diffs.size >= 2 and np.ptp(diffs) > 0:
-        p_value = float(scipy.stats.ttest_1samp(diffs, 0.0).pvalue)
+        from scipy.stats import ttest_1samp  # scipy.stats takes most of a second to import: on first use
+
+        p_value = float(ttest_1samp(diffs, 0.0).pvalue)
     elif diffs.size >= 2:  # every pair differs by the same amount: the t statistic's limit
         p_value = 1.0 if diffs[0] == 0 else 0.0
     return PairedDifference(float(diffs.mean()), ci, significant, int(a.size), p_value)

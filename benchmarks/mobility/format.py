@@ -543,10 +543,11 @@ def shape_warnings(reference: MobilityData, generated: MobilityData) -> list[Pro
     return warnings
 
 
-def score(reference: MobilityData, generated: MobilityData) -> dict:
-    """The four Jensen-Shannon values and the final score, in the official and the strict variant."""
-    ref_slots = slot_counts(reference.intention_sequences)
-    gen_slots = slot_counts(generated.intention_sequences)
+def score(reference: MobilityData, generated: MobilityData, slots: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
+    """The four Jensen-Shannon values and the final score, in the official and the strict variant; `slots` are
+    both sets' slot_counts when they are already known."""
+    ref_slots, gen_slots = slots or (slot_counts(reference.intention_sequences),
+                                     slot_counts(generated.intention_sequences))
     official = {
         "gyration_radius": stats.official_jsd(reference.gyration_radius, generated.gyration_radius),
         "daily_location_numbers": stats.official_jsd(reference.daily_location_numbers,
@@ -632,17 +633,19 @@ def _strict_proportions(reference: np.ndarray, generated: np.ndarray) -> float:
     return sum(values) / columns
 
 
-def distributions(reference: MobilityData, generated: MobilityData) -> dict:
-    """Small per-bin and per-slot data for the charts: shares of users, never per-user values."""
+def distributions(reference: MobilityData, generated: MobilityData,
+                  slots: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
+    """Small per-bin and per-slot data for the charts: shares of users, never per-user values; `slots` as in
+    score()."""
     result = {}
     for key in _ONE_D:
         edges, ref_counts, gen_counts = stats.shared_histograms(getattr(reference, key), getattr(generated, key))
         result[key] = {"edges": edges.tolist(), "reference": _shares(ref_counts), "generated": _shares(gen_counts)}
-    slots = {}
-    for name, data in (("reference", reference), ("generated", generated)):
-        counts = slot_counts(data.intention_sequences)[:, FIRST_CODE:]
-        slots[name] = (counts / counts.sum(axis=1, keepdims=True)).tolist()
-    result["slots"] = slots
+    slots = slots or (slot_counts(reference.intention_sequences), slot_counts(generated.intention_sequences))
+    result["slots"] = {}
+    for name, counts in zip(("reference", "generated"), slots):
+        counts = counts[:, FIRST_CODE:]
+        result["slots"][name] = (counts / counts.sum(axis=1, keepdims=True)).tolist()
     result["proportions"] = {"reference": reference.intention_proportions.mean(axis=0).tolist(),
                              "generated": generated.intention_proportions.mean(axis=0).tolist()}
     return result

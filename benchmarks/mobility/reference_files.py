@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import struct
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -86,7 +87,7 @@ def zip_arrays(stream: BinaryIO, max_uncompressed: int | None = None) -> tuple[d
     to disk; .npy members are read with allow_pickle=False.
     """
     limits = hard_limits.current()
-    with _open_zip(stream, limits) as archive:
+    with _open_zip_file(_seekable(stream), limits) as archive:
         members = [info for info in archive.infolist() if not info.is_dir()]
         for info in members:
             if _unsafe_name(info.filename):
@@ -110,7 +111,10 @@ def zip_arrays(stream: BinaryIO, max_uncompressed: int | None = None) -> tuple[d
         sources: dict[str, str] = {}
         for key, info in chosen.items():
             sources[key] = info.filename
-            arrays[key] = _read_array(_read_member(reader, info), info.filename, key)
+            if info.filename.lower().endswith(".npy"):  # read straight from the member: no copy of its bytes
+                arrays[key] = _one_value_per_user(_read_npy_member(reader, info), key)
+            else:
+                arrays[key] = _read_array(_read_member(reader, info), info.filename, key)
     return arrays, sources
 
 
@@ -208,13 +212,43 @@ def _load_npz_upload(stream: BinaryIO) -> MobilityData:
 
 def _read_array(data: bytes, name: str, key: str) -> np.ndarray:
     """The array in a .npy or headerless .csv file's bytes; 1-D for radius and location numbers."""
-    if name.lower().endswith(".csv"):
-        array = _read_csv(data, name)
-    else:
-        array = _read_npy(data, name)
+    return _one_value_per_user(_read_csv(data, name) if name.lower().endswith(".csv") else _read_npy(data, name), key)
+
+
+def _one_value_per_user(array: np.ndarray, key: str) -> np.ndarray:
+    """Radius and location numbers as 1-D arrays, also when given as a one-value-per-line CSV or an (n, 1) array."""
     if key in ("gyration_radius", "daily_location_numbers") and array.ndim == 2 and array.shape[1] == 1:
-        array = array[:, 0]  # a one-value-per-line CSV, or an (n, 1) array
+        return array[:, 0]
     return array
+
+
+def _read_npy_member(reader: ZipReader, info: zipfile.ZipInfo) -> np.ndarray:
+    """A .npy member read by numpy from the decompressing stream, within the ZIP limits; no Python objects."""
+    name = info.filename
+    try:
+        with reader.stream(name, info) as member:
+            if member.read(len(_NPY_MAGIC)) != _NPY_MAGIC:
+                raise ReferenceError(_("%(name)s is not a NumPy .npy file (it does not start with the .npy "
+                                       "signature).", name=name))
+            version = (member.read(1)[0], member.read(1)[0])
+            header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                      else np.lib.format.read_array_header_2_0)
+            shape, fortran, dtype = header(member)
+            if dtype.hasobject:
+                raise ValueError(_("it holds Python objects, which are not loaded"))
+            count = int(np.prod(shape, dtype=np.int64))
+            data = member.read(count * dtype.itemsize)
+            if len(data) < count * dtype.itemsize:
+                raise ValueError(_("the file is shorter than its header says (truncated?)"))
+            array = np.frombuffer(data, dtype=dtype, count=count)
+            return array.reshape(shape[::-1]).T if fortran else array.reshape(shape)
+    except LimitError as exc:
+        raise ReferenceError(str(exc)) from exc
+    except (ValueError, OSError, EOFError, IndexError, zipfile.BadZipFile) as exc:
+        if isinstance(exc, ReferenceError):
+            raise
+        raise ReferenceError(_("%(name)s cannot be read as a .npy file: %(reason)s.", name=name, reason=str(exc))) \
+            from exc
 
 
 def _read_npy(data: bytes, name: str) -> np.ndarray:
@@ -308,6 +342,17 @@ def _seekable(stream: BinaryIO) -> BinaryIO:
     except (AttributeError, ValueError):
         pass
     return io.BytesIO(stream.read())
+
+
+def _open_zip_file(stream: BinaryIO, limits: hard_limits.Limits) -> zipfile.ZipFile:
+    """The ZIP in a seekable file, opened within LIMIT_ZIP_MEMBERS without reading it whole; ReferenceError
+    otherwise."""
+    try:
+        return hard_limits.open_zip_file(stream, limits)
+    except LimitError as exc:
+        raise ReferenceError(str(exc)) from exc
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, struct.error) as exc:
+        raise ReferenceError(_("The file is not a valid ZIP archive (%(reason)s).", reason=str(exc))) from exc
 
 
 def _open_zip(stream: BinaryIO, limits: hard_limits.Limits) -> zipfile.ZipFile:

@@ -7,6 +7,7 @@ from benchmarks.mobility import format as mobility
 def build_result(evaluation: dict, upload: dict, reference_record: dict, reference: mobility.MobilityData,
                  generated: mobility.MobilityData) -> dict:
     """Both variants' JSDs and final scores, the distributions behind them, and shape warnings."""
+    slots = (mobility.slot_counts(reference.intention_sequences), mobility.slot_counts(generated.intention_sequences))
     return {
         "kind": "mobility",
         "evaluation_id": evaluation["id"],
@@ -15,7 +16,7 @@ def build_result(evaluation: dict, upload: dict, reference_record: dict, referen
         "reference": {"id": reference_record["id"], "name": reference_record["name"],
                       "users": int(len(reference.gyration_radius))},
         "generated": {"users": int(len(generated.gyration_radius))},
-        **mobility.score(reference, generated),
-        "distributions": mobility.distributions(reference, generated),
+        **mobility.score(reference, generated, slots),
+        "distributions": mobility.distributions(reference, generated, slots),
         "warnings": [w.to_dict() for w in mobility.shape_warnings(reference, generated)],
     }
