@@ -216,6 +216,13 @@ def _human_ratings(con: Connection, ddl: dict) -> None:
 )""")
 
 
+def _failures_index(con: Connection, ddl: dict) -> None:
+    # The result page lists an evaluation's failed and unparsed judgments in key order: a partial index holds only
+    # those rows, so the list costs nothing when there are none, whatever the size of the evaluation.
+    con.exec_driver_sql("CREATE INDEX IF NOT EXISTS judgments_failures ON judgments"
+                        " (evaluation_id, session_idx, round, method, mode) WHERE status IN ('failed', 'unparsed')")
+
+
 @dataclass(frozen=True)
 class Step:
     """One change of the schema."""
@@ -231,6 +238,7 @@ STEPS = (
     Step(3, "unique index on lower(users.name)", _user_names_index),
     Step(4, "seq: insertion order of evaluations, shares and reference sets", _ordering_columns),
     Step(5, "human_ratings: people's ratings attached to an evaluation", _human_ratings),
+    Step(6, "judgments_failures: partial index of failed and unparsed judgments", _failures_index),
 )
 LATEST = STEPS[-1].version
 

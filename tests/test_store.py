@@ -149,3 +149,21 @@ def test_tokens_and_deleting_a_user(store):
     store.delete_user(user["id"])
     assert store.get_user(name="max") is None and store.list_tokens(user["id"]) == []
     assert store.add_user("max", "hash", is_admin=False)["id"] != user["id"]  # numbers are never reused
+
+
+def test_the_failures_list_reads_a_partial_index(store):
+    store.add_pending("e", [(i, f"s{i}", 1, "A", mode) for i in range(30) for mode in ("fine", "binary")])
+    store.save_judgments("e", [((7, 1, "A", "binary"), {"status": "failed", "error": "timeout"}),
+                               ((3, 1, "A", "fine"), {"status": "unparsed", "error": "no box"}),
+                               ((5, 1, "A", "fine"), {"status": "ok", "total": 50})])
+    assert [(f["session_id"], f["mode"], f["status"]) for f in store.failures("e")] == [
+        ("s3", "fine", "unparsed"), ("s7", "binary", "failed")]
+    with store.engine.connect() as con:
+        if store.engine.dialect.name == "sqlite":
+            plan = " ".join(str(row[-1]) for row in con.exec_driver_sql(
+                "EXPLAIN QUERY PLAN SELECT session_id FROM judgments WHERE evaluation_id = 'e'"
+                " AND status IN ('failed', 'unparsed') ORDER BY session_idx, round, method, mode LIMIT 50"))
+            assert "USING INDEX judgments_failures" in plan and "TEMP B-TREE" not in plan, plan
+        else:
+            definition = con.exec_driver_sql("SELECT indexdef FROM pg_indexes WHERE indexname = 'judgments_failures'")
+            assert "WHERE" in definition.scalar_one()
