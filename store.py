@@ -385,6 +385,21 @@ class Store:
             return _dicts(con.execute(_sql_in(sql + " AND session_idx IN :idx" + order, "idx"),
                                       {"eid": evaluation_id, "idx": list(session_indexes)}))
 
+    def iter_judgments(self, evaluation_id: str, batch: int = 5000) -> Iterator[dict]:
+        """Every judgment of an evaluation in key order, read `batch` rows at a time (memory flat in its size)."""
+        sql = (f"SELECT {JUDGMENT} FROM judgments WHERE evaluation_id = :eid"
+               " AND (session_idx, round, method, mode) > (:s, :r, :m, :mode)"
+               " ORDER BY session_idx, round, method, mode LIMIT :n")
+        after = {"s": -1, "r": -1, "m": "", "mode": ""}
+        while True:
+            with self._connection() as con:
+                rows = _dicts(con.execute(_sql(sql), {"eid": evaluation_id, "n": batch, **after}))
+            yield from rows
+            if len(rows) < batch:
+                return
+            last = rows[-1]
+            after = {"s": last["session_idx"], "r": last["round"], "m": last["method"], "mode": last["mode"]}
+
     def usage(self, evaluation_id: str) -> list[dict]:
         """Per method and mode: judgments asked, HTTP attempts, cache hits, failures, unparsed answers, tokens."""
         return self._all(

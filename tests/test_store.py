@@ -167,3 +167,13 @@ def test_the_failures_list_reads_a_partial_index(store):
         else:
             definition = con.exec_driver_sql("SELECT indexdef FROM pg_indexes WHERE indexname = 'judgments_failures'")
             assert "WHERE" in definition.scalar_one()
+
+
+def test_judgments_are_read_in_batches_in_key_order(store):
+    rows = [(i, f"s{i}", r, m, mode) for i in (3, 0, 12) for r in (2, 1) for m in ("B", "A") for mode in ("fine", "binary")]
+    store.add_pending("e", rows)
+    store.add_pending("other", rows[:5])
+    expected = store.judgments("e")
+    assert len(expected) == 24
+    for batch in (1, 5, 24, 100):
+        assert list(store.iter_judgments("e", batch=batch)) == expected

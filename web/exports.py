@@ -61,7 +61,7 @@ def csv_response(header: tuple, rows, filename: str) -> Response:
 def export_judgments(evaluation_id: str):
     """Every judgment as a CSV row (UTF-8 with BOM), streamed."""
     get_store().get_evaluation(evaluation_id, with_result=False) or abort(404)
-    rows = get_store().judgments(evaluation_id)
+    rows = get_store().iter_judgments(evaluation_id)
 
     def lines():
         yield "\ufeff" + csv_line(JUDGMENT_COLUMNS)
