@@ -371,7 +371,9 @@ class CeleryRunner:
                 return
             with self._state(evaluation_id):
                 now = self.store.get_evaluation(evaluation_id, with_result=False)["status"]
-                if now in ("running", "cancelled"):  # not resumed (queued) meanwhile
+                # Still as it was when this step began: a cancelled evaluation resumed meanwhile (queued, or already
+                # running again) must not be finished by the partial result of before.
+                if now == status or (status == "queued" and now == "running"):
                     self.pipeline.finish(evaluation_id, document, status="done" if now == "running" else now)
 
     # -- workers ----------------------------------------------------------------------------------------

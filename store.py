@@ -54,6 +54,15 @@ HUMAN_RATING = ("line", "session_id", "round", "method", "total", "verdict", "st
                 "personalization", "conversation")
 
 
+def _count(con: Connection, evaluation_id: str, status: str, n: int, cached: int = 0) -> None:
+    """Add to an evaluation's count of judgments with this status (and of those answered from the cache)."""
+    if n or cached:
+        con.execute(_sql("INSERT INTO judgment_counts (evaluation_id, status, n, cached) VALUES (:eid, :status, :n, :c)"
+                         " ON CONFLICT (evaluation_id, status) DO UPDATE SET n = judgment_counts.n + excluded.n,"
+                         " cached = judgment_counts.cached + excluded.cached"),
+                    {"eid": evaluation_id, "status": status, "n": n, "c": cached})
+
+
 def new_id() -> str:
     """A fresh random identifier for an upload, an evaluation, a share or a reference set."""
     return secrets.token_hex(6)
@@ -318,8 +327,8 @@ class Store:
     def set_status(self, evaluation_id: str, status: str, error: str | None = None) -> None:
         """Move an evaluation to a new status, stamping start and finish times."""
         stamp = {"running": "started_at = COALESCE(started_at, :now), run_started_at = :now, finished_at = NULL,"
-                            " run_done_at_start = (SELECT COUNT(*) FROM judgments WHERE evaluation_id = :id"
-                            " AND status <> 'pending'),",
+                            " run_done_at_start = (SELECT COALESCE(SUM(n), 0) FROM judgment_counts"
+                            " WHERE evaluation_id = :id AND status <> 'pending'),",
                  "queued": "finished_at = NULL,",
                  "done": "finished_at = :now,", "failed": "finished_at = :now,",
                  "cancelled": "finished_at = :now,"}.get(status, "")
@@ -340,11 +349,13 @@ class Store:
     def add_pending(self, evaluation_id: str, rows: Iterable[tuple[int, str, int, str, str]]) -> int:
         """Insert pending judgments (session index, session id, round, method, mode); returns how many."""
         with self._writing() as con:
-            return self._many(
+            added = self._many(
                 con, "INSERT INTO judgments (evaluation_id, session_idx, session_id, round, method, mode)"
                      " VALUES (:eid, :s, :sid, :r, :m, :mode) ON CONFLICT DO NOTHING",
                 ({"eid": evaluation_id, "s": s, "sid": sid, "r": r, "m": m, "mode": mode}
                  for s, sid, r, m, mode in rows))
+            _count(con, evaluation_id, "pending", added)
+            return added
 
     def pending_keys(self, evaluation_id: str) -> set[tuple[int, int, str, str]]:
         """(session index, round, method, mode) of judgments not made yet."""
@@ -357,18 +368,25 @@ class Store:
         """Write a batch of finished judgments ((key, fields) pairs) in one transaction."""
         # Tokens and attempts add up over re-runs: an unparsed answer was paid for even if asked again.
         sets = ", ".join(f"{c} = {c} + :{c}" if c in _ACCUMULATED else f"{c} = :{c}" for c in _RESULT_COLUMNS)
+        rows = [{**{c: fields.get(c, _COUNTER_DEFAULTS.get(c)) for c in _RESULT_COLUMNS}, "eid": evaluation_id,
+                 "s": key[0], "r": key[1], "m": key[2], "mode": key[3]} for key, fields in results]
         with self._writing() as con:
-            self._many(
-                con, f"UPDATE judgments SET {sets} WHERE evaluation_id = :eid AND session_idx = :s AND round = :r"
-                     " AND method = :m AND mode = :mode",
-                ({**{c: fields.get(c, _COUNTER_DEFAULTS.get(c)) for c in _RESULT_COLUMNS}, "eid": evaluation_id,
-                  "s": key[0], "r": key[1], "m": key[2], "mode": key[3]} for key, fields in results))
+            # Only pending judgments are written (a verdict never replaces one already kept), one statement per
+            # outcome, so that the rows each changed move the counters from pending to that outcome.
+            for status, cached in sorted({(row["status"], row["cached"]) for row in rows}):
+                saved = self._many(
+                    con, f"UPDATE judgments SET {sets} WHERE evaluation_id = :eid AND session_idx = :s AND round = :r"
+                         " AND method = :m AND mode = :mode AND status = 'pending'",
+                    (row for row in rows if (row["status"], row["cached"]) == (status, cached)))
+                _count(con, evaluation_id, "pending", -saved)
+                _count(con, evaluation_id, status, saved, saved if cached else 0)
 
     def progress(self, evaluation_id: str) -> dict:
-        """Counts of judgments by status: done (not pending), failed, unparsed, cached, total."""
+        """Counts of judgments by status: done (not pending), failed, unparsed, cached, total (from the counters
+        kept as they are saved, not a count over the judgments)."""
         with self._connection() as con:
-            rows = con.execute(_sql("SELECT status, COUNT(*), SUM(cached) FROM judgments WHERE evaluation_id = :eid"
-                                    " GROUP BY status"), {"eid": evaluation_id}).all()
+            rows = con.execute(_sql("SELECT status, n, cached FROM judgment_counts WHERE evaluation_id = :eid"),
+                               {"eid": evaluation_id}).all()
         counts = {r[0]: r[1] for r in rows}
         total = sum(counts.values())
         return {"done": total - counts.get("pending", 0), "total": total,
@@ -415,10 +433,19 @@ class Store:
         """Put judgments with these statuses back to pending (to be asked again, keeping the tokens and attempts
         already spent on them); returns how many."""
         cleared = ", ".join(f"{c} = NULL" for c in ("total", *DIMENSIONS, "verdict", "scores", "answer", "error"))
+        reset = 0
         with self._writing() as con:
-            return con.execute(_sql_in(f"UPDATE judgments SET status = 'pending', {cleared}, cached = 0"
-                                       " WHERE evaluation_id = :eid AND status IN :statuses", "statuses"),
-                               {"eid": evaluation_id, "statuses": list(statuses)}).rowcount
+            for status in statuses:
+                found = con.execute(_sql("SELECT COUNT(*), COALESCE(SUM(cached), 0) FROM judgments"
+                                         " WHERE evaluation_id = :eid AND status = :status"),
+                                    {"eid": evaluation_id, "status": status}).one()
+                con.execute(_sql(f"UPDATE judgments SET status = 'pending', {cleared}, cached = 0"
+                                 " WHERE evaluation_id = :eid AND status = :status"),
+                            {"eid": evaluation_id, "status": status})
+                _count(con, evaluation_id, status, -found[0], -found[1])
+                _count(con, evaluation_id, "pending", found[0])
+                reset += found[0]
+        return reset
 
     def failures(self, evaluation_id: str, limit: int = 50) -> list[dict]:
         """Failed and unparsed judgments with their reasons, first ones first."""

@@ -223,6 +223,21 @@ def _failures_index(con: Connection, ddl: dict) -> None:
                         " (evaluation_id, session_idx, round, method, mode) WHERE status IN ('failed', 'unparsed')")
 
 
+def _judgment_counts(con: Connection, ddl: dict) -> None:
+    # Progress is polled every second by every open result page: it reads these counters, kept as judgments are
+    # added and saved, instead of counting an evaluation's judgments (a scan that grows with the evaluation).
+    con.exec_driver_sql("""CREATE TABLE IF NOT EXISTS judgment_counts (
+    evaluation_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    n INTEGER NOT NULL DEFAULT 0,
+    cached INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (evaluation_id, status)
+)""")
+    con.exec_driver_sql("INSERT INTO judgment_counts (evaluation_id, status, n, cached)"
+                        " SELECT evaluation_id, status, COUNT(*), SUM(cached) FROM judgments"
+                        " GROUP BY evaluation_id, status")
+
+
 @dataclass(frozen=True)
 class Step:
     """One change of the schema."""
@@ -239,6 +254,7 @@ STEPS = (
     Step(4, "seq: insertion order of evaluations, shares and reference sets", _ordering_columns),
     Step(5, "human_ratings: people's ratings attached to an evaluation", _human_ratings),
     Step(6, "judgments_failures: partial index of failed and unparsed judgments", _failures_index),
+    Step(7, "judgment_counts: judgments by status, kept as they are saved", _judgment_counts),
 )
 LATEST = STEPS[-1].version
 

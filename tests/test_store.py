@@ -177,3 +177,37 @@ def test_judgments_are_read_in_batches_in_key_order(store):
     assert len(expected) == 24
     for batch in (1, 5, 24, 100):
         assert list(store.iter_judgments("e", batch=batch)) == expected
+
+
+def counted(store, evaluation_id: str) -> dict:
+    """progress() as a count over the judgments themselves (what the counters must always equal)."""
+    rows = store.judgments(evaluation_id)
+    done = [r for r in rows if r["status"] != "pending"]
+    return {"done": len(done), "total": len(rows), "failed": sum(r["status"] == "failed" for r in rows),
+            "unparsed": sum(r["status"] == "unparsed" for r in rows), "cached": sum(r["cached"] for r in rows)}
+
+
+def test_progress_counters_follow_every_change(store):
+    import random
+
+    rng = random.Random(4)
+    keys = [(i, r, m, mode) for i in range(6) for r in (1, 2) for m in ("A", "B") for mode in ("fine", "binary")]
+    store.add_pending("e", [(i, f"s{i}", r, m, mode) for i, r, m, mode in keys])
+    assert store.add_pending("e", [(0, "s0", 1, "A", "fine")]) == 0  # already there: not counted twice
+    assert store.progress("e") == counted(store, "e") and store.progress("e")["total"] == len(keys)
+    outcomes = [{"status": "ok", "total": 60, "cached": 1}, {"status": "ok", "total": 70, "cached": 0},
+                {"status": "failed", "error": "x"}, {"status": "unparsed", "error": "y"}]
+    for _step in range(12):
+        chosen = rng.sample(keys, 7)
+        store.save_judgments("e", [(key, rng.choice(outcomes)) for key in chosen])
+        assert store.progress("e") == counted(store, "e")
+        if rng.random() < 0.4:
+            store.reset_judgments("e")
+            assert store.progress("e") == counted(store, "e")
+    # A verdict for a judgment already kept changes nothing (it is not paid for, nor counted, twice).
+    done = next(r for r in store.judgments("e") if r["status"] == "ok")
+    before = counted(store, "e")
+    store.save_judgments("e", [((done["session_idx"], done["round"], done["method"], done["mode"]),
+                                {"status": "failed", "error": "late"})])
+    assert counted(store, "e") == before == store.progress("e")
+    assert store.progress("nothing") == {"done": 0, "total": 0, "failed": 0, "unparsed": 0, "cached": 0}
