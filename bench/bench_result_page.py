@@ -3,8 +3,9 @@
 Run: python bench/bench_result_page.py [--sessions 5000]. Builds an evaluation of 5,000 sessions x 10
 rounds x 4 methods (400,000 judgments) directly in a store, computes its result document with the same
 code as a real run, then requests the result page through the app (Flask test client, gzip accepted,
-as a browser does) and every asset it loads. Prints the median render time of 5 requests against
-300 ms and the bytes shipped (page + CSS + JS, as sent over the wire) against 2 MB. Exits 1 on FAIL.
+as a browser does) and every asset it loads, and its `.json`. Prints the median render time of 5 requests against
+300 ms, the bytes shipped (page + CSS + JS, as sent over the wire) against 2 MB, and the median time of the result
+document's `.json` (gzipped) against 300 ms. Exits 1 on FAIL.
 """
 from __future__ import annotations
 
@@ -106,17 +107,28 @@ def main(argv: list[str] | None = None) -> int:
             assert response.status_code == 200
         render = statistics.median(times)
         total, sizes = shipped_bytes(client, url)
+        json_times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            response = client.get(f"{url}.json", headers={"Accept-Encoding": "gzip"})
+            json_times.append(time.perf_counter() - start)
+            assert response.status_code == 200
+        json_s, json_bytes = statistics.median(json_times), len(response.data)
 
     render_ok = render < MAX_RENDER_S
     bytes_ok = total < MAX_BYTES
+    json_ok = json_s < MAX_RENDER_S
+    print(f"result .json: median {json_s * 1000:.0f} ms of 5, {json_bytes / 1024:.0f} KB gzipped (limit "
+          f"{MAX_RENDER_S * 1000:.0f} ms): {'PASS' if json_ok else 'FAIL'}")
     print(f"render: median {render * 1000:.0f} ms of 5 (limit {MAX_RENDER_S * 1000:.0f} ms): "
           f"{'PASS' if render_ok else 'FAIL'}")
     for name, size in sizes.items():
         print(f"  {size / 1024:8.1f} KB  {name}")
     print(f"shipped: {total / 1024 / 1024:.2f} MB (limit {MAX_BYTES / 1024 / 1024:.0f} MB): "
           f"{'PASS' if bytes_ok else 'FAIL'}")
-    print("PASS" if render_ok and bytes_ok else "FAIL")
-    return 0 if render_ok and bytes_ok else 1
+    passed = render_ok and bytes_ok and json_ok
+    print("PASS" if passed else "FAIL")
+    return 0 if passed else 1
 
 
 if __name__ == "__main__":
