@@ -60,7 +60,7 @@ def read(stream: BinaryIO, filename: str, cells: set[tuple[str, int]], methods: 
     if report.ok and not rows:
         report.add(Problem(None, "", _("The file has a header but no ratings.")))
     report.summary = {"ratings": len(rows), "sessions": len({r["session_id"] for r in rows}),
-                      "rated": [c for c in RATINGS if any(r[_column(c)] is not None for r in rows)]}
+                      "rated": [c for c in RATINGS if any(r[column(c)] is not None for r in rows)]}
     return report, rows if report.ok else []
 
 
@@ -116,7 +116,7 @@ def _csv(text: str, report: Report) -> list[tuple[int, dict]]:
     return records
 
 
-def _column(rating: str) -> str:
+def column(rating: str) -> str:
     """The stored column of a rating ("binary" is kept as the verdict)."""
     return "verdict" if rating == "binary" else rating
 
@@ -144,8 +144,8 @@ def _row(line: int, record: dict, cells: set[tuple[str, int]], methods: list[str
                                             "%(session)s.", line=line, round=rnd, session=session_id)))
     row = {"line": line, "session_id": session_id, "round": rnd, "method": method}
     for rating in RATINGS:
-        row[_column(rating)] = _rating(line, rating, record.get(rating), report)
-    if len(report.problems) == before and all(row[_column(c)] is None for c in RATINGS):
+        row[column(rating)] = _rating(line, rating, record.get(rating), report)
+    if len(report.problems) == before and all(row[column(c)] is None for c in RATINGS):
         report.add(Problem(line, "", _("Line %(line)s gives no rating: fill in total, binary or a dimension.",
                                        line=line)))
     return row if len(report.problems) == before else None

@@ -93,5 +93,5 @@ def download(evaluation_id: str):
     get_store().get_evaluation(evaluation_id, with_result=False) or abort(404)
     rows = get_store().human_ratings(evaluation_id)
     header = ("session_id", "round", "method", *human_file.RATINGS)
-    return csv_response(header, [tuple(r[human_file._column(c)] if c in human_file.RATINGS else r[c] for c in header)
+    return csv_response(header, [tuple(r[human_file.column(c)] if c in human_file.RATINGS else r[c] for c in header)
                                  for r in rows], f"human-ratings-{evaluation_id}.csv")

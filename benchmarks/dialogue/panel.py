@@ -16,9 +16,6 @@ from collections import defaultdict
 from benchmarks.dialogue.prompts import DIMENSIONS, MODES
 from benchmarks.judge_keys import split_mode
 
-VALUES = ("total", "verdict", *DIMENSIONS)
-
-
 def by_judge(judgments: list[dict], judges: int) -> list[list[dict]]:
     """Each judge's dialogue judgments (fine and binary, every sample), their mode the plain question."""
     out: list[list[dict]] = [[] for _ in range(judges)]

@@ -181,7 +181,7 @@ def save_npz(data: MobilityData, path: Path) -> None:
 def load_npz(path: Path | BinaryIO) -> MobilityData:
     """A reference set kept by save_npz; a stream (an uploaded .npz) is read like a ZIP, within the limits."""
     if not isinstance(path, (str, os.PathLike)):
-        return _load_npz_upload(path)
+        return _checked(*zip_arrays(path))
     try:
         with np.load(path, allow_pickle=False) as archive:
             missing = [key for key in KEYS if key not in archive.files]
@@ -192,19 +192,6 @@ def load_npz(path: Path | BinaryIO) -> MobilityData:
         if isinstance(exc, ReferenceError):
             raise
         raise ReferenceError(_("The saved reference set cannot be read (%(reason)s).", reason=str(exc))) from exc
-    return _checked(arrays, {key: f"{key}.npy" for key in KEYS})
-
-
-def _load_npz_upload(stream: BinaryIO) -> MobilityData:
-    """An uploaded .npz: each array's member read within the ZIP limits and checked as a .npy file."""
-    limits = hard_limits.current()
-    with _open_zip(stream, limits) as archive:
-        members = {info.filename: info for info in archive.infolist()}
-        missing = [key for key in KEYS if f"{key}.npy" not in members]
-        if missing:
-            raise ReferenceError(_("The saved reference set has no %(missing)s.", missing=", ".join(missing)))
-        reader = ZipReader(archive, limits)
-        arrays = {key: _read_npy(_read_member(reader, members[f"{key}.npy"]), f"{key}.npy") for key in KEYS}
     return _checked(arrays, {key: f"{key}.npy" for key in KEYS})
 
 
@@ -352,16 +339,6 @@ def _open_zip_file(stream: BinaryIO, limits: hard_limits.Limits) -> zipfile.ZipF
     except LimitError as exc:
         raise ReferenceError(str(exc)) from exc
     except (zipfile.BadZipFile, OSError, EOFError, ValueError, struct.error) as exc:
-        raise ReferenceError(_("The file is not a valid ZIP archive (%(reason)s).", reason=str(exc))) from exc
-
-
-def _open_zip(stream: BinaryIO, limits: hard_limits.Limits) -> zipfile.ZipFile:
-    """The ZIP in a stream, opened within LIMIT_ZIP_MEMBERS; ReferenceError otherwise."""
-    try:
-        return hard_limits.open_zip(stream.read(), limits)
-    except LimitError as exc:
-        raise ReferenceError(str(exc)) from exc
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
         raise ReferenceError(_("The file is not a valid ZIP archive (%(reason)s).", reason=str(exc))) from exc
 
 
