@@ -8,6 +8,7 @@ import zipfile
 
 import pytest
 
+from benchmarks import limits
 from benchmarks.agentbench import format as ab
 from benchmarks.agentbench import leaderboard as lb
 from benchmarks.agentbench import logs as ab_logs
@@ -81,6 +82,17 @@ def make_zip(members: dict) -> io.BytesIO:
     return buf
 
 
+def stored_zip(folder, members: dict):
+    """The ZIP of these members written to a file, as an upload is stored."""
+    path = folder / "outputs.zip"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    path.write_bytes(buffer.getvalue())
+    return path
+
+
 def read_zip(members: dict, **kwargs):
     return ab.read_any(make_zip(members), "outputs.zip", **kwargs)
 
@@ -149,7 +161,7 @@ def test_real_overall_without_names_asks_for_agent_and_task():
 
 
 @needs_data
-def test_real_runs_line_and_error_log_in_an_outputs_tree():
+def test_real_runs_line_and_error_log_in_an_outputs_tree(tmp_path):
     folder = "outputs/2025-01-17-10-00-00/gpt-4o/medagentbench-std"
     runs = REAL_RUNS_LINE.read_bytes()
     report, run = read_zip({f"{folder}/overall.json": REAL_OVERALL.read_bytes(),
@@ -159,8 +171,12 @@ def test_real_runs_line_and_error_log_in_an_outputs_tree():
     task = score(run)["agents"]["gpt-4o"]["tasks"]["medagentbench-std"]
     line = json.loads(runs)
     samples = task["samples"]
-    assert samples["total"] == 1 and samples["by_status"] == {"completed": 1}
-    sample = samples["items"][0]
+    assert samples == {"file": f"{folder}/runs.jsonl", "total": 1, "by_status": {"completed": 1}}
+    stored = stored_zip(tmp_path, {f"{folder}/overall.json": REAL_OVERALL.read_bytes(), f"{folder}/runs.jsonl": runs,
+                                   f"{folder}/error.jsonl": REAL_ERRORS.read_bytes()})
+    page, matched = ab_logs.sample_page(stored, samples["file"], limits.current(), "", 0, 25)
+    assert matched == 1
+    sample = page[0]
     assert sample["index"] == line["index"] == 97 and sample["status"] == "completed"
     assert sample["result"] == line["output"]["result"]
     assert sample["history_length"] == len(line["output"]["history"]) == len(sample["history"])
@@ -171,8 +187,8 @@ def test_real_runs_line_and_error_log_in_an_outputs_tree():
     errors = task["errors"]
     assert errors["total"] == 22 == len(REAL_ERRORS.read_text().splitlines())
     assert errors["by_kind"] == {"AGENT_FAILED": 22}
-    assert errors["items"][0] == {"index": 53, "kind": "AGENT_FAILED", "info": "Failed.",
-                                  "time": "2025-01-17 16:10:55"}
+    assert ab_logs.stored_errors(stored, errors["file"], limits.current(), 5)[0] == {
+        "index": 53, "kind": "AGENT_FAILED", "info": "Failed.", "time": "2025-01-17 16:10:55"}
     assert task["source_file"] == f"{folder}/overall.json" and task["run"] == "outputs/2025-01-17-10-00-00"
 
 
@@ -542,26 +558,31 @@ def test_many_bad_lines_are_counted_not_listed():
     assert f"3 more unusable lines in {FOLDER}/runs.jsonl" in report.warnings[-1].message
 
 
-def test_sample_cap_keeps_the_first_and_counts_all(monkeypatch):
-    monkeypatch.setattr(ab_logs, "MAX_SAMPLES", 3)
+def test_the_result_counts_samples_and_a_page_reads_the_ones_it_shows(tmp_path):
     runs = b"".join(runs_line(i, status="completed" if i % 2 else "agent invalid action") for i in range(5))
-    report, run = one_task(dumps(overall(custom_for("os-std", 0.5))), {f"{FOLDER}/runs.jsonl": runs})
-    assert report.ok and "has 5 samples; the first 3 are kept" in warnings(report)
+    members = {f"{FOLDER}/overall.json": dumps(overall(custom_for("os-std", 0.5))), f"{FOLDER}/runs.jsonl": runs}
+    report, run = read_zip(members)
+    assert report.ok and not report.warnings
     samples = score(run)["agents"]["m"]["tasks"]["os"]["samples"]
-    assert samples["total"] == 5 and samples["kept"] == 3 and samples["cut"]
-    assert [s["index"] for s in samples["items"]] == [0, 1, 2]
-    assert samples["by_status"] == {"agent invalid action": 3, "completed": 2}
+    assert samples == {"file": f"{FOLDER}/runs.jsonl", "total": 5,
+                       "by_status": {"agent invalid action": 3, "completed": 2}}  # counts only, no sample kept
+    stored = stored_zip(tmp_path, members)
+    page, matched = ab_logs.sample_page(stored, samples["file"], limits.current(), "", 1, 3)
+    assert matched == 5 and [s["index"] for s in page] == [1, 2, 3]
+    page, matched = ab_logs.sample_page(stored, samples["file"], limits.current(), "agent invalid action", 1, 25)
+    assert matched == 3 and [s["index"] for s in page] == [2, 4]
+    assert ab_logs.sample_page(stored, "nowhere/runs.jsonl", limits.current(), "", 0, 25) == ([], 0)
 
 
-def test_history_budget_drops_later_histories(monkeypatch):
+def test_history_budget_drops_later_histories(monkeypatch, tmp_path):
     monkeypatch.setattr(ab_logs, "MAX_HISTORY_CHARS", 10)
     history = [{"role": "user", "content": "0123456789ab"}]
     runs = runs_line(0, history=history) + runs_line(1, history=history)
-    _report, run = one_task(dumps(overall(custom_for("os-std", 0.5))), {f"{FOLDER}/runs.jsonl": runs})
-    samples = score(run)["agents"]["m"]["tasks"]["os"]["samples"]
-    assert samples["items"][0]["history"][0]["content"] == "0123456789ab"
-    assert samples["items"][1]["history"] is None and samples["items"][1]["history_length"] == 1
-    assert samples["history_omitted"] == 1
+    stored = stored_zip(tmp_path, {f"{FOLDER}/overall.json": dumps(overall(custom_for("os-std", 0.5))),
+                                   f"{FOLDER}/runs.jsonl": runs})
+    page, _matched = ab_logs.sample_page(stored, f"{FOLDER}/runs.jsonl", limits.current(), "", 0, 25)
+    assert page[0]["history"][0]["content"] == "0123456789ab"
+    assert page[1]["history"] is None and page[1]["history_length"] == 1
 
 
 def test_zip_bomb_guard(monkeypatch):

@@ -588,12 +588,13 @@ def _read_candidate(reader: ZipReader, candidate: _Candidate, files: dict, repor
         return None
     result.modified = _date_text(candidate.info.date_time)
     result.run = candidate.run
+    # Samples and errors are counted here; a page reads the ones it shows from the stored ZIP (logs.read_member).
     if "runs.jsonl" in files:
         result.samples = read_samples(member_lines(reader, *files["runs.jsonl"], report),
-                                       files["runs.jsonl"][0], report, limits)
+                                       files["runs.jsonl"][0], report, limits, keep=0)
     if "error.jsonl" in files:
         result.errors = read_errors(member_lines(reader, *files["error.jsonl"], report),
-                                     files["error.jsonl"][0], report, limits)
+                                     files["error.jsonl"][0], report, limits, keep=0)
     return result
 
 

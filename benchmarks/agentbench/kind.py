@@ -7,7 +7,7 @@ from typing import BinaryIO, Mapping
 import click
 
 from benchmarks import limits
-from benchmarks.agentbench import figures
+from benchmarks.agentbench import figures, logs
 from benchmarks.agentbench.format import read_any
 from benchmarks.agentbench.leaderboard import SOURCE, leaderboard
 from benchmarks.agentbench.score import score
@@ -19,6 +19,7 @@ from translations import lazy_gettext as _l
 CSV_COLUMNS = ("agent", "task", "config_name", "split", "score", "normalised", "in_oa", "total", *STATUS_GROUPS,
                "average_history_length", "oa")
 PER_PAGE = 25
+SHOWN_ERRORS = 200  # error.jsonl entries listed on a samples page
 DEFAULT_MODELS = ("gpt-4", "gpt-3.5-turbo")
 
 
@@ -123,12 +124,15 @@ def samples_view(record: dict, args: Mapping, site: Site) -> tuple[str, dict] | 
     entry = ((result["agents"].get(agent) or {}).get("tasks") or {}).get(task)
     if entry is None:
         return None
-    items = (entry.get("samples") or {}).get("items", [])
-    status = args.get("status", "")
-    shown = [item for item in items if not status or item["status"] == status]
-    pages = max(1, -(-len(shown) // PER_PAGE))
+    status = str(args.get("status", ""))
+    samples, errors = entry.get("samples") or {}, entry.get("errors") or {}
+    count = samples.get("by_status", {}).get(status, 0) if status else samples.get("total", 0)
+    pages = max(1, -(-count // PER_PAGE))
     page = min(_int(args.get("page"), 1), pages)
+    path = site.file_of(site.store.get_upload(record["upload_id"]))
+    shown = logs.sample_page(path, samples["file"], limits.current(), status, (page - 1) * PER_PAGE, PER_PAGE)[0] \
+        if samples else []
     return "agentbench/samples.html", {
         "agent": agent, "task": task, "entry": entry, "label": figures.task_labels().get(task, task),
-        "status": status, "shown": shown[(page - 1) * PER_PAGE:page * PER_PAGE], "count": len(shown), "page": page,
-        "pages": pages}
+        "status": status, "shown": shown, "count": count, "page": page, "pages": pages,
+        "errors": logs.stored_errors(path, errors["file"], limits.current(), SHOWN_ERRORS) if errors else []}

@@ -79,9 +79,10 @@ def _parse_line(lineno: int, raw: bytes, bad: _BadLines, limits: Limits):
     return value
 
 
-def read_samples(lines: Iterator[tuple[int, bytes]], file: str, report: Report, limits: Limits) -> Log:
-    """The Log of a runs.jsonl: statuses of all samples counted, the first MAX_SAMPLES kept; bad lines warned."""
-    log = Log(file=file)
+def read_samples(lines: Iterator[tuple[int, bytes]], file: str, report: Report, limits: Limits,
+                 keep: int = MAX_SAMPLES) -> Log:
+    """The Log of a runs.jsonl: statuses of all samples counted, the first `keep` kept; bad lines warned."""
+    log = Log(file=file, keep=keep)
     bad = _BadLines(file, report)
     for lineno, raw in lines:
         value = _parse_line(lineno, raw, bad, limits)
@@ -95,10 +96,6 @@ def read_samples(lines: Iterator[tuple[int, bytes]], file: str, report: Report, 
             continue
         _add_sample(log, value, output)
     bad.finish()
-    if log.cut:
-        report.warn(Problem(None, "", _(
-            "%(file)s has %(total)s samples; the first %(kept)s are kept for display and all are counted.",
-            file=file, total=log.total, kept=len(log.items))))
     return log
 
 
@@ -106,12 +103,17 @@ def _add_sample(log: Log, value: dict, output: dict) -> None:
     status = output["status"]
     log.total += 1
     log.counts[status] += 1
-    if len(log.items) >= MAX_SAMPLES:
+    if len(log.items) >= log.keep:
         log.cut = True
         return
+    log.items.append(_sample_item(value, output, log))
+
+
+def _sample_item(value: dict, output: dict, log: Log) -> dict:
+    """One sample as the samples page shows it: index, status, result, and its history within the log's budget."""
     history = output.get("history")
     index = value.get("index", output.get("index"))
-    item = {"index": index if _is_scalar(index) else short_json(index), "status": status,
+    item = {"index": index if _is_scalar(index) else short_json(index), "status": output["status"],
             "result": _text(output.get("result"), MAX_RESULT_CHARS),
             "history_length": len(history) if isinstance(history, list) else None, "history": None}
     if isinstance(history, list):
@@ -119,7 +121,7 @@ def _add_sample(log: Log, value: dict, output: dict) -> None:
             item["history"] = [_message(turn, log) for turn in history]
         else:
             log.history_omitted += 1
-    log.items.append(item)
+    return item
 
 
 def _message(turn, log: Log) -> dict:
@@ -155,9 +157,10 @@ def _text(value, limit: int) -> str | None:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def read_errors(lines: Iterator[tuple[int, bytes]], file: str, report: Report, limits: Limits) -> Log:
-    """The Log of an error.jsonl: error kinds of all entries counted, the first MAX_ERRORS kept; bad lines warned."""
-    log = Log(file=file)
+def read_errors(lines: Iterator[tuple[int, bytes]], file: str, report: Report, limits: Limits,
+                keep: int = MAX_ERRORS) -> Log:
+    """The Log of an error.jsonl: error kinds of all entries counted, the first `keep` kept; bad lines warned."""
+    log = Log(file=file, keep=keep)
     bad = _BadLines(file, report)
     for lineno, raw in lines:
         value = _parse_line(lineno, raw, bad, limits)
@@ -170,7 +173,7 @@ def read_errors(lines: Iterator[tuple[int, bytes]], file: str, report: Report, l
             continue
         log.total += 1
         log.counts[kind] += 1
-        if len(log.items) >= MAX_ERRORS:
+        if len(log.items) >= log.keep:
             log.cut = True
             continue
         time = value.get("time")
@@ -181,3 +184,36 @@ def read_errors(lines: Iterator[tuple[int, bytes]], file: str, report: Report, l
                           else None})
     bad.finish()
     return log
+
+
+def _stored_lines(path, file: str, limits: Limits) -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes) of one member of a stored outputs ZIP, within the ZIP limits; nothing when it is absent."""
+    with open(path, "rb") as stream, hard_limits.open_zip_file(stream, limits) as archive:
+        try:
+            info = archive.getinfo(file)
+        except KeyError:
+            return
+        yield from member_lines(ZipReader(archive, limits), file, info, Report())
+
+
+def sample_page(path, file: str, limits: Limits, status: str, start: int, count: int) -> tuple[list[dict], int]:
+    """The samples `start`..`start + count` of a stored runs.jsonl (those with `status`, when given), read when a
+    page shows them (result documents hold only the counts), and how many samples match."""
+    log, page, matched = Log(file=file), [], 0
+    bad = _BadLines(file, Report())
+    for lineno, raw in _stored_lines(path, file, limits):
+        value = _parse_line(lineno, raw, bad, limits)
+        output = value.get("output") if value is not _SKIP else None
+        if not isinstance(output, dict) or not isinstance(output.get("status"), str):
+            continue
+        if status and output["status"] != status:
+            continue
+        if start <= matched < start + count:
+            page.append(_sample_item(value, output, log))
+        matched += 1
+    return page, matched
+
+
+def stored_errors(path, file: str, limits: Limits, keep: int) -> list[dict]:
+    """The first `keep` entries of a stored error.jsonl, read when a page shows them."""
+    return read_errors(_stored_lines(path, file, limits), file, Report(), limits, keep=keep).items

@@ -56,16 +56,17 @@ class Log:
     total: int = 0  # lines read (valid ones)
     counts: Counter = field(default_factory=Counter)  # by status (runs) or error kind (errors)
     items: list[dict] = field(default_factory=list)
+    keep: int = 0  # lines kept in items at most
     cut: bool = False  # more lines than were kept
     history_omitted: int = 0  # kept samples whose history was dropped (MAX_HISTORY_CHARS)
     messages_cut: int = 0  # history messages cut to MAX_MESSAGE_CHARS
     history_chars: int = 0
 
     def to_dict(self, counts_name: str) -> dict:
-        """The log as a JSON-ready dict; the counts under `counts_name` (most frequent first)."""
-        return {"file": self.file, "total": self.total, "kept": len(self.items), "cut": self.cut,
-                counts_name: dict(sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0]))),
-                "history_omitted": self.history_omitted, "messages_cut": self.messages_cut, "items": self.items}
+        """The log's counts as a JSON-ready dict, under `counts_name` (most frequent first); the records themselves
+        are read from the file when a page shows them."""
+        return {"file": self.file, "total": self.total,
+                counts_name: dict(sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0])))}
 
 
 @dataclass
