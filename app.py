@@ -23,6 +23,8 @@ from store import Store
 from web import api, auth, cli, compare, errors, exports, pages, security_headers, share
 
 ROOT = Path(__file__).resolve().parent
+# The whole public Human-vs-Agent dataset and a typical AgentBench leaderboard run, zipped, in one upload.
+DEFAULT_UPLOAD_MB = 512
 csrf = CSRFProtect()
 compress = Compress()
 
@@ -50,7 +52,7 @@ def create_app(config: dict | None = None) -> Flask:
         DATABASE_URL=os.environ.get("DATABASE_URL", "").strip() or None,  # PostgreSQL; wins over DATABASE
         UPLOAD_FOLDER=os.environ.get("UPLOAD_FOLDER") or str(ROOT / "uploads"),  # shared by every worker machine
         RESULTS_FOLDER=os.environ.get("RESULTS_FOLDER") or str(ROOT / "results"),
-        MAX_CONTENT_LENGTH=int(float(os.environ.get("MAX_UPLOAD_MB", "50")) * 1024 * 1024),
+        MAX_CONTENT_LENGTH=int(float(os.environ.get("MAX_UPLOAD_MB", DEFAULT_UPLOAD_MB)) * 1024 * 1024),
         RESUME_ON_START=True,
         JUDGE_ENV=os.environ,
         JUDGE_KEY_FILE=str(instance / "judge_api_key"),  # the key saved on the settings page

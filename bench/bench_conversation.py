@@ -7,7 +7,7 @@ dataset's folder layout), then measures in one run
 (a) benchmarks.conversation.read_any (unzip, decode, validate, map labels) against the bare work of
     unzipping every member and json.loads-ing it: the ratio must stay <= 3;
 (b) statistics() on the imported conversations, as a share of the import time (reported);
-(c) that the compressed ZIP fits the default 50 MB upload limit, so the dataset imports in one upload.
+(c) that the compressed ZIP fits the default upload limit (app.DEFAULT_UPLOAD_MB), so the dataset imports in one upload.
 Exits 1 when a check fails; skips (exit 0) when the shared data is absent.
 """
 from __future__ import annotations
@@ -23,11 +23,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from app import DEFAULT_UPLOAD_MB  # noqa: E402
 from benchmarks import conversation  # noqa: E402
 
 SAMPLE = ROOT.parent / "shared" / "data" / "human_vs_agent" / "sample"
 MAX_RATIO = 3.0
-UPLOAD_LIMIT = 50 * 1024 * 1024
+UPLOAD_LIMIT = DEFAULT_UPLOAD_MB * 1024 * 1024
 
 
 def build_zip(files: int, target_mb: float) -> tuple[bytes, int]:

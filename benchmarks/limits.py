@@ -34,7 +34,8 @@ ZIP_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
 
 SETTINGS = {"json_depth": "LIMIT_JSON_DEPTH", "string_chars": "LIMIT_STRING_CHARS", "sessions": "LIMIT_SESSIONS",
             "rounds": "LIMIT_ROUNDS", "methods": "LIMIT_METHODS", "zip_members": "LIMIT_ZIP_MEMBERS",
-            "zip_expanded_mb": "LIMIT_ZIP_EXPANDED_MB", "zip_member_mb": "LIMIT_ZIP_MEMBER_MB"}
+            "zip_expanded_mb": "LIMIT_ZIP_EXPANDED_MB", "zip_member_mb": "LIMIT_ZIP_MEMBER_MB",
+            "zip_ratio": "LIMIT_ZIP_RATIO"}
 
 
 @dataclass(frozen=True)
@@ -47,8 +48,11 @@ class Limits:
     rounds: int = 1_000  # rounds of one dialogue session, or turns of one conversation
     methods: int = 100  # methods of a dialogue file, or agents of an AgentBench upload
     zip_members: int = 20_000  # entries of a ZIP (folders included)
-    zip_expanded_mb: float = 200  # bytes decompressed from one ZIP, all members together
+    # A zip bomb is stopped by what each member expands to (the ratio below, and the size of one member), not by
+    # the whole archive's size: that only guards the disk and time, far above real outputs folders and datasets.
+    zip_expanded_mb: float = 10_240  # bytes decompressed from one ZIP, all members together
     zip_member_mb: float = 100  # bytes decompressed from one ZIP member
+    zip_ratio: float = 200  # times its compressed size one member may expand to (beyond RATIO_FLOOR)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> Limits:
@@ -343,6 +347,9 @@ def _walk_to(raw: bytes, position: int, index: int) -> str | None:
     return name.decode("utf-8", "replace")[:200]
 
 
+RATIO_FLOOR = 1 << 20  # a member that expands to less than this is never refused for its compression ratio
+
+
 class ZipReader:
     """Reads members of an open ZIP within LIMIT_ZIP_MEMBER_MB each and LIMIT_ZIP_EXPANDED_MB together, counting
     the bytes as they are decompressed (headers may lie) and stopping as soon as a limit is passed."""
@@ -362,6 +369,8 @@ class ZipReader:
                 raise self._too_big(name, total, self.expanded, "zip_expanded_mb")
             if info.file_size > self.limits.zip_member_bytes:
                 raise self._too_big(name, info.file_size, self.limits.zip_member_bytes, "zip_member_mb")
+            if info.file_size > self._most(info):
+                raise self._too_compressed(name)
 
     def read(self, name: str, info: zipfile.ZipInfo) -> bytes:
         """A member's bytes; LimitError when it, or the ZIP so far, expands past a limit."""
@@ -370,13 +379,13 @@ class ZipReader:
         with self._open(name, info) as member:
             while chunk := member.read(READ_CHUNK):
                 size += len(chunk)
-                self._count(name, size, len(chunk))
+                self._count(name, size, len(chunk), info)
                 chunks.append(chunk)
         return b"".join(chunks)
 
     def stream(self, name: str, info: zipfile.ZipInfo) -> _CountedMember:
         """A member as a file to read from, counted like read() (for readers that take a file, such as numpy's)."""
-        return _CountedMember(self, name, self._open(name, info))
+        return _CountedMember(self, name, info, self._open(name, info))
 
     def lines(self, name: str, info: zipfile.ZipInfo) -> Iterator[tuple[int, bytes]]:
         """(line number, bytes) of a member, counted like read()."""
@@ -386,7 +395,7 @@ class ZipReader:
             while line := member.readline(min(self.left, self.limits.zip_member_bytes - size) + 1):
                 lineno += 1
                 size += len(line)
-                self._count(name, size, len(line))
+                self._count(name, size, len(line), info)
                 yield lineno, line
 
     def _open(self, name: str, info: zipfile.ZipInfo):
@@ -397,12 +406,24 @@ class ZipReader:
                 "Deflate compression.", file=name, method=info.compress_type), None, name)
         return self.archive.open(info)
 
-    def _count(self, name: str, member_size: int, step: int) -> None:
+    def _count(self, name: str, member_size: int, step: int, info: zipfile.ZipInfo) -> None:
         self.left -= step
         if member_size > self.limits.zip_member_bytes:
             raise self._too_big(name, None, self.limits.zip_member_bytes, "zip_member_mb")
+        if member_size > self._most(info):
+            raise self._too_compressed(name)
         if self.left < 0:
             raise self._too_big(name, None, self.expanded, "zip_expanded_mb")
+
+    def _most(self, info: zipfile.ZipInfo) -> float:
+        """What a member may expand to for its compressed size (LIMIT_ZIP_RATIO)."""
+        return max(RATIO_FLOOR, self.limits.zip_ratio * info.compress_size)
+
+    def _too_compressed(self, name: str) -> LimitError:
+        return LimitError(_(
+            "%(file)s in the ZIP expands to more than %(ratio)s times its compressed size (%(setting)s), as a zip "
+            "bomb does; the ZIP is refused. Compress the files the usual way, or raise %(setting)s.", file=name,
+            ratio=f"{self.limits.zip_ratio:g}", setting=SETTINGS["zip_ratio"]), None, name)
 
     @staticmethod
     def _too_big(name: str, size: int | None, limit: int, setting: str) -> LimitError:
@@ -432,14 +453,14 @@ def zip_has(path: str | Path, name: str) -> bool:
 class _CountedMember:
     """A ZIP member's decompressed bytes, read through its ZipReader's limits."""
 
-    def __init__(self, reader: ZipReader, name: str, member) -> None:
-        self.reader, self.name, self.member, self.size = reader, name, member, 0
+    def __init__(self, reader: ZipReader, name: str, info: zipfile.ZipInfo, member) -> None:
+        self.reader, self.name, self.info, self.member, self.size = reader, name, info, member, 0
 
     def read(self, n: int = -1) -> bytes:
         """Up to n bytes (all that is left with n < 0); LimitError once a limit is passed."""
         data = self.member.read(n)
         self.size += len(data)
-        self.reader._count(self.name, self.size, len(data))
+        self.reader._count(self.name, self.size, len(data), self.info)
         return data
 
     def __enter__(self) -> _CountedMember:

@@ -369,8 +369,10 @@ def test_zip_bomb_guard(monkeypatch):
     assert "more than the limit" in messages(report)
 
 
-def test_zip_bomb_default_limit_is_200_mb():
-    assert Limits().zip_expanded_bytes == 200 * 1024 * 1024
+def test_zip_bomb_defaults_stop_a_member_not_a_large_archive():
+    limits = Limits()
+    assert limits.zip_member_bytes == 100 * 1024 * 1024 and limits.zip_ratio == 200
+    assert limits.zip_expanded_bytes == 10 * 1024 ** 3  # an outer bound on the disk and time one archive takes
 
 
 def test_corrupt_zip():

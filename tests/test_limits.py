@@ -260,6 +260,9 @@ def _conversation_cases() -> dict[str, Bad]:
         "conversation ZIP: too many members, folders count": Bad(
             zip_bytes({"LLM_agent_user/": b"", f"{CONV}/": b"", member: dumps(conversation())}), "data.zip", None,
             member, ("LIMIT_ZIP_MEMBERS",), env={"LIMIT_ZIP_MEMBERS": "2"}),
+        "conversation ZIP: a member compressed like a bomb, with the default limits": Bad(
+            zip_bytes({member: b" " * 5_000_000 + dumps(conversation())}), "bomb.zip", None, member,
+            ("times its compressed size", "LIMIT_ZIP_RATIO")),
         "conversation ZIP: zip bomb member": Bad(
             zip_bytes({member: b" " * 2_000_000 + dumps(conversation())}), "bomb.zip", None, member,
             ("the limit for one file", "LIMIT_ZIP_MEMBER_MB"), env={"LIMIT_ZIP_MEMBER_MB": "1"}),
@@ -269,7 +272,7 @@ def _conversation_cases() -> dict[str, Bad]:
             env={"LIMIT_ZIP_EXPANDED_MB": "0.05"}),
         "conversation ZIP: header claims 4 GB": Bad(
             claim_size(zip_bytes(three), 1, 0xFFFFFFF0), "data.zip", None, f"{CONV}/1.json",
-            ("LIMIT_ZIP_EXPANDED_MB",)),
+            ("LIMIT_ZIP_MEMBER_MB",)),
         "conversation ZIP: header claims 100 bytes for a bomb": Bad(
             claim_size(zip_bytes({member: b" " * 5_000_000 + dumps(conversation())}), 0, 100), "data.zip", None,
             member, ("cannot be read", "CRC")),
@@ -324,7 +327,7 @@ def _agentbench_cases() -> dict[str, Bad]:
             f"{folder}/runs.jsonl", ("LIMIT_ZIP_MEMBER_MB",), env={"LIMIT_ZIP_MEMBER_MB": "0.5"}),
         "agentbench ZIP: header claims 4 GB": Bad(
             claim_size(zip_bytes(tree), 1, 0xFFFFFFF0), "outputs.zip", None, f"{folder}/runs.jsonl",
-            ("LIMIT_ZIP_EXPANDED_MB",)),
+            ("LIMIT_ZIP_MEMBER_MB",)),
         "agentbench ZIP: bzip2 members": Bad(
             zip_bytes(tree, zipfile.ZIP_BZIP2), "outputs.zip", None, f"{folder}/overall.json", ("Deflate",)),
     }
@@ -391,7 +394,7 @@ def _reference_cases() -> dict[str, tuple[bytes, str, dict, tuple[str, ...]]]:
             zip_bytes({**members, "groundtruth/notes.txt": b"n" * 4096}), "ref.zip", {"LIMIT_ZIP_MEMBER_MB": "0.002"},
             ("groundtruth/notes.txt", "LIMIT_ZIP_MEMBER_MB")),
         "reference ZIP: header claims 4 GB": (
-            claim_size(zip_bytes(members), 0, 0xFFFFFFF0), "ref.zip", {}, (first, "LIMIT_ZIP_EXPANDED_MB")),
+            claim_size(zip_bytes(members), 0, 0xFFFFFFF0), "ref.zip", {}, (first, "LIMIT_ZIP_MEMBER_MB")),
         "reference ZIP: bzip2 members": (
             zip_bytes(members, zipfile.ZIP_BZIP2), "ref.zip", {}, (first, "Deflate")),
         "reference .npz: bomb member": (
