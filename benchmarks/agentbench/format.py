@@ -62,15 +62,17 @@ def read_any(stream: BinaryIO, filename: str, agent: str | None = None,
              task: str | None = None) -> tuple[Report, Run]:
     """Read an overall.json, a ZIP of an outputs tree, result.json or summary.csv; an empty Run on errors."""
     report = Report()
-    raw = stream.read()
+    start = stream.tell()
+    head = stream.read(4)
+    stream.seek(start)
     name = str(filename or "upload").replace("\\", "/")
     agent, task = _clean(agent), _clean(task)
     limits = hard_limits.current()
     try:
-        if raw.startswith(_ZIP_MAGIC):
-            run = _read_zip(raw, report, agent, task, limits, name)
+        if head.startswith(_ZIP_MAGIC):  # read member by member from the file, never whole
+            run = _read_zip(stream, report, agent, task, limits)
         else:
-            run = _read_file(raw, name, report, agent, task, limits)
+            run = _read_file(stream.read(), name, report, agent, task, limits)
         if run is not None:
             _check_agents(run, limits)
     except LimitError as exc:
@@ -477,10 +479,9 @@ class _Candidate:
     info: zipfile.ZipInfo
 
 
-def _read_zip(raw: bytes, report: Report, agent: str | None, task: str | None, limits: Limits,
-              label: str) -> Run | None:
+def _read_zip(stream: BinaryIO, report: Report, agent: str | None, task: str | None, limits: Limits) -> Run | None:
     try:
-        archive = hard_limits.open_zip(raw, limits, label)
+        archive = hard_limits.open_zip_file(stream, limits)
     except LimitError:
         raise
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
