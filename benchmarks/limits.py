@@ -441,12 +441,13 @@ class ZipReader:
         return LimitError(message, None, name)
 
 
-def zip_has(path: str | Path, name: str) -> bool:
-    """Whether a ZIP holds a member with this file name (False when it cannot be read or breaks a limit)."""
+def zip_has(path: str | Path, *names: str) -> bool:
+    """Whether a ZIP holds a member with one of these file names (False when it cannot be read or breaks a limit);
+    only its directory is read."""
     try:
-        with open_zip(Path(path).read_bytes(), current()) as archive:
-            return any(member.rsplit("/", 1)[-1] == name for member in archive.namelist())
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError):  # ValueError includes LimitError
+        with open(path, "rb") as stream, open_zip_file(stream, current()) as archive:
+            return any(member.rsplit("/", 1)[-1] in names for member in archive.namelist())
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, struct.error):  # ValueError includes LimitError
         return False
 
 

@@ -170,15 +170,17 @@ def validate(stream: BinaryIO) -> Report:
 def read_any(stream: BinaryIO, filename: str) -> tuple[Report, list[Conversation]]:
     """Read a JSON object, JSON array, JSONL or ZIP of conversations; no conversations when any error."""
     report = Report()
-    raw = stream.read()
+    start = stream.tell()
+    head = stream.read(4)
+    stream.seek(start)
     name = str(filename).replace("\\", "/")
     conversations: list[Conversation] = []
     limits = hard_limits.current()
     try:
-        if raw.startswith(_ZIP_MAGIC):
-            _read_zip(raw, report, conversations, limits, name)
+        if head.startswith(_ZIP_MAGIC):  # read member by member from the file, never whole
+            _read_zip(stream, report, conversations, limits)
         else:
-            values = _parse_document(raw, name, report, limits)
+            values = _parse_document(stream.read(), name, report, limits)
             if values is not _FAILED:
                 _collect(values, name, report, conversations, limits)
                 if not values:
@@ -278,10 +280,10 @@ def _member_name(info: zipfile.ZipInfo) -> str:
     return name.replace("\\", "/")
 
 
-def _read_zip(raw: bytes, report: Report, out: list[Conversation], limits: Limits, label: str) -> None:
+def _read_zip(stream: BinaryIO, report: Report, out: list[Conversation], limits: Limits) -> None:
     """Add the conversations of a ZIP's .json members to `out`; LimitError past a hard limit."""
     try:
-        archive = hard_limits.open_zip(raw, limits, label)
+        archive = hard_limits.open_zip_file(stream, limits)
     except LimitError:
         raise
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:

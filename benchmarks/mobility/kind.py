@@ -30,9 +30,8 @@ class MobilityKind(Kind):
     def sniff(self, head: bytes, filename: str, path: Path | None) -> bool:
         """An object with the mobility arrays, a .npz, or a ZIP holding the dataset's intentions file."""
         if is_zip(head):
-            return filename.lower().endswith(".npz") or (path is not None and any(
-                limits.zip_has(path, name) for name in ("daily_intentions_2d.npy", "daily_intentions_2d.csv",
-                                                        "intention_sequences.npy")))
+            return filename.lower().endswith(".npz") or (path is not None and limits.zip_has(
+                path, "daily_intentions_2d.npy", "daily_intentions_2d.csv", "intention_sequences.npy"))
         return b'"gyration_radius"' in head or b'"intention_sequences"' in head
 
     def validate(self, stream: BinaryIO, filename: str, options: Mapping[str, str]) -> Report:
