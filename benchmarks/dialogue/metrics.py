@@ -16,11 +16,13 @@ from collections.abc import Iterable
 from itertools import combinations
 
 import numpy as np
-import pandas as pd
 
 from benchmarks import stats
 from benchmarks.comparisons import holm
 from benchmarks.dialogue.prompts import DIMENSIONS
+from lazy_modules import lazy
+
+pd = lazy("pandas")  # loaded when a dialogue result is first scored, not when the app starts
 
 REQUIRED_COLUMNS = ("session", "round", "method", "mode", "status")
 VALUE_COLUMNS = ("total", "verdict") + DIMENSIONS
