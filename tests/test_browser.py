@@ -618,3 +618,50 @@ def test_judge_panel_with_samples_and_pairwise_mode_shows_agreement_consistency_
                                  "return c.scrollWidth <= c.clientWidth + 1; }", card), (card, width)
     assert watch.errors == [], watch.errors
     print(f"screenshots in {tmp_path}")
+
+
+def test_a_file_over_the_limit_goes_up_in_chunks_and_resumes_after_an_interruption(browser, judge, tmp_path):
+    from tests.browser_support import DashboardServer
+
+    small = DashboardServer(tmp_path / "small-limit", judge.url)
+    small.config["MAX_CONTENT_LENGTH"] = 40_000  # so chunks of 20,000 bytes
+    small.start()
+    context = new_context(browser)
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    watch = PageWatch(page)
+    try:
+        data = jsonl(*(session_line(f"c{i}", 4) for i in range(200)))
+        assert len(data) > 100_000
+        offsets = []
+        page.on("request", lambda r: offsets.append(int(r.url.rsplit("offset=", 1)[1])) if r.method == "PUT" else None)
+        dropped = []
+
+        def drop_the_third_chunk(route):
+            if len(dropped) == 0 and route.request.url.endswith("offset=40000"):
+                dropped.append(route.request.url)
+                route.abort()
+            else:
+                route.continue_()
+
+        page.route("**/api/uploads/chunked/*", drop_the_third_chunk)
+        file = tmp_path / "big.jsonl"  # a file on disk, so that choosing it again gives the same file (and mtime)
+        file.write_bytes(data)
+        open_page(page, small, "/")
+        page.locator("#file").set_input_files(str(file))
+        page.locator("form.upload-form button[type=submit]").click()
+        expect(page.locator("#client-error")).to_contain_text(f"The upload stopped at {100 * 40_000 // len(data)}%")
+        expect(page.locator("#upload-progress")).to_be_visible()
+        page.screenshot(path=str(tmp_path / "interrupted.png"))
+        before = len(offsets)
+        page.locator("#file").set_input_files(str(file))  # the same file again: it goes on from byte 40,000
+        page.locator("form.upload-form button[type=submit]").click()
+        page.wait_for_url("**/uploads/*")
+        assert offsets[:3] == [0, 20_000, 40_000] and offsets[before] == 40_000, offsets
+        assert sorted(set(offsets)) == list(range(0, len(data), 20_000))
+        expect(page.locator("h1")).to_contain_text("big.jsonl")
+        # The one console error is the chunk this test dropped.
+        assert [e for e in watch.errors if not ("ERR_FAILED" in e and dropped[0] in e)] == [], watch.errors
+    finally:
+        context.close()
+        small.stop()

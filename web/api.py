@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, current_app, jsonify, request, url_for
 
+import chunked_uploads
 from ingest import InvalidUpload, ingest
 from jobs import RequestError, create_evaluation
 from translations import _
@@ -33,6 +34,67 @@ def create_upload():
     except InvalidUpload as exc:
         return problem_response(exc)
     return jsonify(upload_json(upload)), 201
+
+
+@bp.post("/uploads/chunked")
+def start_chunked():
+    """Start a resumable upload: `{filename, size, kind?, agent?, task?}`; answers its id and the chunk size."""
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        return jsonify({"error": _("Send a JSON object such as {\"filename\": \"run.zip\", \"size\": 1048576}.")}), 400
+    options = {"kind": body.get("kind") or None, **upload_options(body)}
+    try:
+        started = chunked_uploads.start(get_store(), current_app.config["UPLOAD_FOLDER"], body.get("filename"),
+                                        body.get("size"), options, current_app.config["MAX_CONTENT_LENGTH"])
+    except chunked_uploads.ChunkError as exc:
+        return _chunk_error(exc)
+    return jsonify(started), 201
+
+
+@bp.get("/uploads/chunked/<upload_id>")
+def chunked_status(upload_id: str):
+    """How far a resumable upload has come: `{id, offset, size}`."""
+    try:
+        return jsonify(chunked_uploads.status(get_store(), current_app.config["UPLOAD_FOLDER"], upload_id))
+    except chunked_uploads.ChunkError as exc:
+        return _chunk_error(exc)
+
+
+@bp.put("/uploads/chunked/<upload_id>")
+def chunked_append(upload_id: str):
+    """One chunk, the request's body, at `?offset=` (where the upload stands), with its `X-Chunk-SHA256`."""
+    try:
+        offset = int(request.args.get("offset", ""))
+    except ValueError:
+        offset = None
+    try:
+        return jsonify(chunked_uploads.append(get_store(), current_app.config["UPLOAD_FOLDER"], upload_id, offset,
+                                              request.get_data(cache=False), request.headers.get("X-Chunk-SHA256")))
+    except chunked_uploads.ChunkError as exc:
+        return _chunk_error(exc)
+
+
+@bp.post("/uploads/chunked/<upload_id>/finish")
+def chunked_finish(upload_id: str):
+    """Check the assembled file like any upload: 201 with the upload, or 400 with its problems."""
+    store, folder = get_store(), current_app.config["UPLOAD_FOLDER"]
+    try:
+        path, described = chunked_uploads.assembled(store, folder, upload_id)
+    except chunked_uploads.ChunkError as exc:
+        return _chunk_error(exc)
+    options = dict(described["options"])
+    try:
+        with path.open("rb") as stream:
+            upload = ingest(stream, described["filename"], store, folder, options.pop("kind", None), options)
+    except InvalidUpload as exc:
+        return problem_response(exc)
+    finally:
+        chunked_uploads.discard(store, folder, upload_id)
+    return jsonify({**upload_json(upload), "url": url_for("pages.upload_detail", upload_id=upload["id"])}), 201
+
+
+def _chunk_error(exc: chunked_uploads.ChunkError):
+    return jsonify({"error": str(exc), **({"offset": exc.offset} if exc.offset is not None else {})}), exc.status
 
 
 @bp.get("/uploads/<upload_id>")

@@ -11,6 +11,7 @@ from flask import (Blueprint, Response, abort, current_app, redirect, render_tem
 
 from benchmarks import figures, registry
 from evaluator import JudgeConfig, test_connection
+import chunked_uploads
 from ingest import InvalidUpload, ingest
 from jobs import RequestError, create_evaluation, judge_config
 from judge_settings import VARIABLES
@@ -32,8 +33,9 @@ def judge_problem() -> str | None:
 
 def _upload_page(status: int = 200, **context):
     """The upload page, with what the form needs and whatever went wrong."""
-    return render_template("upload.html", judge_problem=judge_problem(),
-                           max_mb=current_app.config["MAX_CONTENT_LENGTH"] / (1024 * 1024), **context), status
+    limit = current_app.config["MAX_CONTENT_LENGTH"]
+    return render_template("upload.html", judge_problem=judge_problem(), max_mb=limit / (1024 * 1024),
+                           chunk_bytes=chunked_uploads.chunk_bytes(limit), **context), status
 
 
 @bp.get("/")
