@@ -442,8 +442,8 @@ class Store:
                 con.execute(_sql(f"UPDATE judgments SET status = 'pending', {cleared}, cached = 0"
                                  " WHERE evaluation_id = :eid AND status = :status"),
                             {"eid": evaluation_id, "status": status})
+                _count(con, evaluation_id, "pending", found[0])  # pending first, as every writer does (lock order)
                 _count(con, evaluation_id, status, -found[0], -found[1])
-                _count(con, evaluation_id, "pending", found[0])
                 reset += found[0]
         return reset
 
