@@ -5,7 +5,7 @@ order, each chunk at the offset the server has reached, with the chunk's SHA-256
 network failure it asks for that offset and goes on from there. Finishing hands the assembled file to ingest, like
 any upload. The partial file is named by the upload's random id (never the user's file name) in the uploads
 folder; its description is a setting of the store, so that any web process of a deployment can take the next
-chunk.
+chunk. An upload that received nothing for a week is removed when another one starts.
 """
 from __future__ import annotations
 
@@ -13,12 +13,14 @@ import hashlib
 import os
 import re
 import secrets
+import time
 from pathlib import Path
 
 from translations import _
 
 CHUNK_BYTES = 8 * 1024 * 1024  # the chunk size clients are told to use (at most half the single-request limit)
 MAX_TOTAL_BYTES = 20 * 1024 ** 3
+ABANDONED_S = 7 * 86400  # an upload that received nothing for this long is removed when another one starts
 _ID = re.compile(r"^[A-Za-z0-9_-]{22}$")
 
 
@@ -47,6 +49,7 @@ def start(store, folder: str | Path, filename: object, size: object, options: di
         raise ChunkError(400, _("Give the file's size in bytes as 'size' (1 to %(max)s).", max=MAX_TOTAL_BYTES))
     upload_id = secrets.token_urlsafe(16)
     Path(folder).mkdir(parents=True, exist_ok=True)
+    _remove_abandoned(store, folder)
     _partial(folder, upload_id).touch()
     store.set_setting(f"chunked:{upload_id}", {"filename": Path(filename.replace("\\", "/")).name[:200] or "upload",
                                                "size": size, "options": options})
@@ -97,6 +100,16 @@ def assembled(store, folder: str | Path, upload_id: str) -> tuple[Path, dict]:
         raise ChunkError(409, _("Only %(offset)s of %(size)s bytes have arrived; send the rest first.",
                                 offset=reached, size=described["size"]), reached)
     return path, described
+
+
+def _remove_abandoned(store, folder: str | Path) -> None:
+    """Remove the partial files (and descriptions) of uploads that received nothing for ABANDONED_S."""
+    for path in Path(folder).glob(".chunked-*"):
+        try:
+            if time.time() - path.stat().st_mtime > ABANDONED_S:
+                discard(store, folder, path.name.removeprefix(".chunked-"))
+        except OSError:
+            pass  # another process removed it first
 
 
 def discard(store, folder: str | Path, upload_id: str) -> None:

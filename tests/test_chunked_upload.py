@@ -86,3 +86,18 @@ def test_a_lone_overall_json_in_chunks_keeps_its_agent_and_task(client):
     put(client, upload_id, 0, data)
     record = client.post(f"/api/uploads/chunked/{upload_id}/finish").get_json()
     assert record["kind"] == "agentbench" and record["summary"]["agent_names"] == ["m"]
+
+
+def test_an_abandoned_upload_is_removed_when_another_starts(client, app):
+    import os
+    import time
+
+    import chunked_uploads
+
+    old = start(client, b"x" * 10).get_json()["id"]
+    partial = Path(app.config["UPLOAD_FOLDER"]) / f".chunked-{old}"
+    week_ago = time.time() - chunked_uploads.ABANDONED_S - 60
+    os.utime(partial, (week_ago, week_ago))
+    fresh = start(client, b"y" * 10).get_json()["id"]
+    assert not partial.exists() and client.get(f"/api/uploads/chunked/{old}").status_code == 404
+    assert client.get(f"/api/uploads/chunked/{fresh}").status_code == 200
