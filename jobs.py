@@ -36,6 +36,7 @@ REQUEST_FIELDS = ("endpoint", "base_url", "batch", *JUDGE_OVERRIDES)
 FLUSH_EVERY = 200
 FLUSH_SECONDS = 0.5
 BATCH_POLL_S = 30.0  # between two polls of a Batch API run (JUDGE_BATCH_POLL_S)
+BLOCK_JUDGMENTS = 20_000  # judgments a thread runner takes from the store at a time
 MAX_JUDGES = 5  # of a panel
 
 
@@ -387,11 +388,24 @@ class Runner(Pipeline):
         self.finish(evaluation_id, document, status="cancelled" if evaluation_id in self._cancelled else "done")
 
     def _judge_all(self, kind: Kind, job: Job, on_progress: Callable[[dict], None] | None) -> None:
-        """Plan the judgments once (a resumed run skips this), then judge every one still pending."""
+        """Plan the judgments once (a resumed run skips this), then judge every one still pending, a block of about
+        BLOCK_JUDGMENTS at a time (so that memory does not grow with the evaluation; batch mode sends them all)."""
         evaluation_id = job.evaluation["id"]
         self.plan(kind, job)
-        self.judge(kind, job, self.store.pending_keys(evaluation_id),
-                   lambda: evaluation_id in self._cancelled, on_progress)
+        stop = lambda: evaluation_id in self._cancelled  # noqa: E731
+        span = self.store.pending_sessions(evaluation_id)
+        if span is None or job.evaluation["settings"].get("batch"):
+            self.judge(kind, job, self.store.pending_keys(evaluation_id), stop, on_progress)
+            return
+        low, high = span
+        total = self.store.progress(evaluation_id)["total"]
+        sessions = max(1, BLOCK_JUDGMENTS * (high + 1) // max(1, total))
+        for first in range(low, high + 1, sessions):
+            pending = self.store.pending_keys(evaluation_id, first, first + sessions - 1)
+            if pending:
+                self.judge(kind, job, pending, stop, on_progress)
+            if stop():
+                return
 
 
 def _wait(seconds: float, should_stop: Callable[[], bool]) -> None:

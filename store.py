@@ -357,12 +357,22 @@ class Store:
             _count(con, evaluation_id, "pending", added)
             return added
 
-    def pending_keys(self, evaluation_id: str) -> set[tuple[int, int, str, str]]:
-        """(session index, round, method, mode) of judgments not made yet."""
+    def pending_keys(self, evaluation_id: str, first: int = 0, last: int | None = None) -> set[tuple[int, int, str, str]]:
+        """(session index, round, method, mode) of judgments not made yet, of sessions first..last (default all)."""
         with self._connection() as con:
             rows = con.execute(_sql("SELECT session_idx, round, method, mode FROM judgments"
-                                    " WHERE evaluation_id = :eid AND status = 'pending'"), {"eid": evaluation_id})
+                                    " WHERE evaluation_id = :eid AND status = 'pending'"
+                                    " AND session_idx BETWEEN :first AND :last"),
+                               {"eid": evaluation_id, "first": first, "last": 2 ** 62 if last is None else last})
             return {tuple(r) for r in rows}
+
+    def pending_sessions(self, evaluation_id: str) -> tuple[int, int] | None:
+        """The first and last session index with a judgment not made yet, or None."""
+        with self._connection() as con:
+            low, high = con.execute(_sql("SELECT MIN(session_idx), MAX(session_idx) FROM judgments"
+                                         " WHERE evaluation_id = :eid AND status = 'pending'"),
+                                    {"eid": evaluation_id}).one()
+        return None if low is None else (int(low), int(high))
 
     def save_judgments(self, evaluation_id: str, results: list[tuple[tuple[int, int, str, str], dict]]) -> None:
         """Write a batch of finished judgments ((key, fields) pairs) in one transaction."""
