@@ -5,6 +5,7 @@ queue_runner.py on Celery workers when CELERY_BROKER_URL is set.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -37,6 +38,7 @@ FLUSH_EVERY = 200
 FLUSH_SECONDS = 0.5
 BATCH_POLL_S = 30.0  # between two polls of a Batch API run (JUDGE_BATCH_POLL_S)
 BLOCK_JUDGMENTS = 20_000  # judgments a thread runner takes from the store at a time
+PLAN_CHUNK = 50_000  # planned judgments written per transaction
 MAX_JUDGES = 5  # of a panel
 
 
@@ -166,12 +168,17 @@ class Pipeline:
         return kind, job
 
     def plan(self, kind: Kind, job: Job) -> None:
-        """Record the evaluation's pending judgments, once (a resumed run skips this)."""
+        """Record the evaluation's pending judgments, once (a resumed run skips this when it got to the end)."""
         evaluation_id = job.evaluation["id"]
-        if not self.store.progress(evaluation_id)["total"]:
-            rows = list(kind.plan(job))
-            self.store.add_pending(evaluation_id, rows)
-            self.store.set_total(evaluation_id, len(rows))
+        if self.store.get_setting(f"planned:{evaluation_id}"):
+            return
+        # In chunks, each its own transaction, so that the plan is never held whole in memory; a run that stops
+        # half way plans again (adding only what is missing) until the marker says it got to the end.
+        rows = iter(kind.plan(job))
+        while chunk := list(itertools.islice(rows, PLAN_CHUNK)):
+            self.store.add_pending(evaluation_id, chunk)
+        self.store.set_total(evaluation_id, self.store.progress(evaluation_id)["total"])
+        self.store.set_setting(f"planned:{evaluation_id}", True)
 
     def judge(self, kind: Kind, job: Job, pending: set, should_stop: Callable[[], bool],
               on_progress: Callable[[dict], None] | None = None) -> None:

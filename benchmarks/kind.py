@@ -135,7 +135,8 @@ class Kind(ABC):
         ...
 
     def plan(self, job: Job) -> Iterable[tuple]:
-        """The judgment keys of an evaluation that uses a judge, as (index, session, round, method, mode)."""
+        """The judgment keys of an evaluation that uses a judge, as (index, session, round, method, mode); it may be
+        a generator (it is consumed in chunks, outside any transaction of the store)."""
         return ()
 
     def requests(self, job: Job, pending: set) -> Iterator[tuple[tuple, Prompt]]:

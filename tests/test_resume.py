@@ -139,3 +139,29 @@ def test_the_thread_runner_judges_a_large_evaluation_block_by_block(client, judg
     again = wait_for(client, client.post("/api/evaluations", json={"upload_id": upload_id,
                                                                    "judge": {"use_cache": False}}).get_json()["id"])
     assert again["result"]["methods"] == one_go["result"]["methods"]  # the same scores, block by block or at once
+
+
+def test_a_plan_cut_short_is_completed_by_the_next_run(client, app, judge_server, monkeypatch):
+    import jobs
+    from tests.conftest import jsonl, session_line, wait_for
+    from tests.test_api import upload
+
+    monkeypatch.setattr(jobs, "PLAN_CHUNK", 10)  # 72 judgments planned in 8 transactions
+    store = app.extensions["store"]
+    add_pending, calls = store.add_pending, []
+
+    def dies_on_the_third(evaluation_id, rows):
+        calls.append(len(rows))
+        if len(calls) == 3:
+            raise OSError("disk full")  # the process dies here: two chunks are kept, the rest is not planned
+        return add_pending(evaluation_id, rows)
+    monkeypatch.setattr(store, "add_pending", dies_on_the_third)
+    upload_id = upload(client, jsonl(*(session_line(f"p{i}", 3, user_profile=f"planner {i}")
+                                       for i in range(6)))).get_json()["id"]
+    first = wait_for(client, client.post("/api/evaluations", json={"upload_id": upload_id}).get_json()["id"])
+    assert first["status"] == "failed" and "disk full" in first["error"]
+    assert store.progress(first["id"])["total"] == 20 and judge_server.requests == 0
+    assert client.post(f"/api/evaluations/{first['id']}/resume").status_code == 202
+    body = wait_for(client, first["id"])
+    assert body["status"] == "done" and body["progress"]["total"] == body["progress"]["done"] == 72
+    assert judge_server.requests == 72 and max(calls) == 10

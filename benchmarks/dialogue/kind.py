@@ -139,20 +139,20 @@ class DialogueKind(Kind):
         per_round = len(methods) * len(_modes(settings)) + len(pairs(methods)) * len(_modes(settings, PAIR_MODES))
         return Plan(methods, settings, upload["summary"]["rounds"] * per_round)
 
-    def plan(self, job: Job) -> list[tuple]:
-        """Every (session, round, method, mode) to judge; also records where each session starts in the file."""
-        offsets, rows = [], []
+    def plan(self, job: Job) -> Iterator[tuple]:
+        """Every (session, round, method, mode) to judge, a session at a time; once all are read, also records where
+        each session starts in the file."""
+        offsets = []
         settings, methods = job.evaluation["settings"], job.evaluation["methods"]
         modes, pair_modes = _modes(settings), _modes(settings, PAIR_MODES)
         for idx, offset, session in iter_sessions_with_offsets(job.path):
             offsets.append((idx, session.session_id, offset))
             for rnd in session.rounds:
-                rows.extend((idx, session.session_id, rnd.number, method, mode) for method in methods for mode in modes)
-                rows.extend((idx, session.session_id, rnd.number, pair_method(a, b), mode)
+                yield from ((idx, session.session_id, rnd.number, method, mode) for method in methods for mode in modes)
+                yield from ((idx, session.session_id, rnd.number, pair_method(a, b), mode)
                             for a, b in pairs(methods) for mode in pair_modes)
         if not job.store.count_sessions(job.upload["id"]):
             job.store.set_session_offsets(job.upload["id"], offsets)
-        return rows
 
     def requests(self, job: Job, pending: set) -> Iterator[tuple[tuple, Prompt]]:
         """Judge requests for the pending judgments, (key, Prompt), built lazily one session at a time from the first
