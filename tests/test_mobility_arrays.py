@@ -145,3 +145,48 @@ def test_the_cli_scores_a_npz_and_a_groundtruth_folder(runner, tmp_path):
         scores.append(json.loads(result.stdout)["official"])
     assert scores[0] == scores[1] == scores[2]
     assert set(KEYS) == set(scores[0]["jsd"])
+
+
+def user_rows(arrays: dict) -> bytes:
+    """A CSV with one row per user, as the upload format describes it."""
+    slots, shares = len(arrays["intention_sequences"][0]), len(arrays["intention_proportions"][0])
+    header = ["gyration_radius", "daily_location_numbers", *(f"intention_sequences_{k}" for k in range(1, slots + 1)),
+              *(f"intention_proportions_{k}" for k in range(1, shares + 1))]
+    lines = [",".join(header)]
+    for user in range(len(arrays["gyration_radius"])):
+        values = [arrays["gyration_radius"][user], arrays["daily_location_numbers"][user],
+                  *arrays["intention_sequences"][user], *arrays["intention_proportions"][user]]
+        lines.append(",".join(repr(float(v)) if isinstance(v, float) else str(v) for v in values))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_a_csv_with_one_row_per_user_scores_like_the_json(with_reference, app):
+    client = with_reference
+    generated = synthetic(seed=2, shift=500)
+    expected = score(client, post(client, json.dumps(generated).encode(), "agent.json").get_json()["id"])
+    resp = client.post("/api/uploads", data={"file": (io.BytesIO(user_rows(generated)), "agent.csv")},
+                       content_type="multipart/form-data")  # no kind given: told from the header
+    assert resp.status_code == 201, resp.get_json()
+    upload = resp.get_json()
+    assert upload["kind"] == "mobility" and upload["summary"]["users"] == 40
+    result = score(client, upload["id"])
+    assert result["official"] == expected["official"] and result["strict"] == expected["strict"]
+
+
+def test_a_bad_csv_row_is_named_by_line_and_column(client):
+    bad = synthetic()
+    bad["intention_sequences"][3][12] = 9
+    resp = post(client, user_rows(bad), "bad.csv")
+    assert resp.status_code == 400
+    assert resp.get_json()["problems"] == post(client, json.dumps(bad).encode(), "bad.json").get_json()["problems"]
+    text = user_rows(synthetic()).decode().splitlines()
+    text[5] = text[5].replace(",", ",x", 1)
+    resp = post(client, ("\n".join(text) + "\n").encode(), "cell.csv")
+    problem = resp.get_json()["problems"][0]
+    assert (problem["line"], problem["path"]) == (6, "daily_location_numbers") and "is not a number" in problem["message"]
+    resp = post(client, b"gyration_radius,daily_location_numbers\n1,2\n", "short.csv")
+    assert "has no intention_sequences, intention_proportions column" in resp.get_json()["problems"][0]["message"]
+    text = user_rows(synthetic()).decode().splitlines()
+    text[2] = text[2] + ",7"
+    resp = post(client, ("\n".join(text) + "\n").encode(), "ragged.csv")
+    assert resp.get_json()["problems"][0]["line"] == 3 and "values; the header has" in resp.get_json()["problems"][0]["message"]
