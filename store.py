@@ -366,6 +366,13 @@ class Store:
                                {"eid": evaluation_id, "first": first, "last": 2 ** 62 if last is None else last})
             return {tuple(r) for r in rows}
 
+    def pending_by_session(self, evaluation_id: str) -> dict[int, int]:
+        """Session index -> how many of its judgments are not made yet (sessions with none left out)."""
+        with self._connection() as con:
+            rows = con.execute(_sql("SELECT session_idx, COUNT(*) FROM judgments WHERE evaluation_id = :eid"
+                                    " AND status = 'pending' GROUP BY session_idx"), {"eid": evaluation_id})
+            return {int(idx): int(n) for idx, n in rows}
+
     def pending_sessions(self, evaluation_id: str) -> tuple[int, int] | None:
         """The first and last session index with a judgment not made yet, or None."""
         with self._connection() as con:
@@ -413,9 +420,20 @@ class Store:
             return _dicts(con.execute(_sql_in(sql + " AND session_idx IN :idx" + order, "idx"),
                                       {"eid": evaluation_id, "idx": list(session_indexes)}))
 
-    def iter_judgments(self, evaluation_id: str, batch: int = 5000) -> Iterator[dict]:
-        """Every judgment of an evaluation in key order, read `batch` rows at a time (memory flat in its size)."""
-        sql = (f"SELECT {JUDGMENT} FROM judgments WHERE evaluation_id = :eid"
+    def judged_rounds(self, evaluation_id: str) -> set[tuple[str, int]]:
+        """(session id, round) of every round the evaluation has a judgment of."""
+        with self._connection() as con:
+            rows = con.execute(_sql("SELECT DISTINCT session_id, round FROM judgments WHERE evaluation_id = :eid"),
+                               {"eid": evaluation_id})
+            return {(session_id, int(rnd)) for session_id, rnd in rows}
+
+    def iter_judgments(self, evaluation_id: str, batch: int = 5000,
+                       columns: Iterable[str] | None = None) -> Iterator[dict]:
+        """Every judgment of an evaluation in key order (its `columns`, default all), read `batch` rows at a time
+        (memory flat in its size)."""
+        wanted = JUDGMENT if columns is None else ", ".join(dict.fromkeys(
+            ["session_idx", "round", "method", "mode", *(c for c in columns if c in JUDGMENT.split(", "))]))
+        sql = (f"SELECT {wanted} FROM judgments WHERE evaluation_id = :eid"
                " AND (session_idx, round, method, mode) > (:s, :r, :m, :mode)"
                " ORDER BY session_idx, round, method, mode LIMIT :n")
         after = {"s": -1, "r": -1, "m": "", "mode": ""}

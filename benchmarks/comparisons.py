@@ -241,20 +241,20 @@ def _pearson(x: np.ndarray, y: np.ndarray) -> float | None:
 def length_correlation(scores: Sequence[float | None], lengths: Sequence[float | None]) -> dict:
     """Pearson and Spearman correlation of scores with reply lengths: {"pearson", "spearman", "n"}.
 
-    Pairs with a None score or length are left out and n counts the pairs used; a coefficient is None with
+    Pairs with a None (or NaN) score or length are left out and n counts the pairs used; a coefficient is None with
     fewer than 2 pairs or when either side is constant.
     """
     if len(scores) != len(lengths):
         raise ValueError("scores and lengths must have the same length")
     from scipy.stats import rankdata  # slow to import: on first use
 
-    pairs = [(s, n) for s, n in zip(scores, lengths) if s is not None and n is not None]
-    x = np.array([n for _, n in pairs], dtype=float)
-    y = np.array([s for s, _ in pairs], dtype=float)
+    x, y = np.array(lengths, dtype=float), np.array(scores, dtype=float)  # None becomes NaN
+    paired = ~(np.isnan(x) | np.isnan(y))
+    x, y = x[paired], y[paired]
     return {
         "pearson": _pearson(x, y),
         "spearman": _pearson(rankdata(x), rankdata(y)),
-        "n": len(pairs),
+        "n": int(paired.sum()),
     }
 
 
@@ -284,12 +284,19 @@ def length_controlled_differences(
     length = np.asarray(lengths, dtype=float)
     if not (y.shape == length.shape == (len(methods),)):
         raise ValueError("scores, lengths and methods must be 1-D sequences of the same length")
-    if reference not in methods:
+    import pandas as pd  # factorize: codes of a million labels without a Python object each
+
+    appearance, uniques = pd.factorize(methods if isinstance(methods, np.ndarray)
+                                       else pd.Series(list(methods), dtype=object))
+    uniques = uniques.tolist()
+    if reference not in uniques:
         raise ValueError(f"reference method {reference!r} has no scores")
-    others = [m for m in dict.fromkeys(methods) if m != reference]
-    labels = np.array([others.index(m) if m != reference else -1 for m in methods])
+    others = [m for m in uniques if m != reference]
+    # The reference is the baseline (-1); the others are numbered in order of first appearance.
+    lookup = np.array([others.index(m) if m != reference else -1 for m in uniques])
+    labels = lookup[appearance]
     n, p = y.size, len(others) + 2
-    X = np.column_stack([np.ones(n), *(labels == i for i in range(len(others))), length]).astype(float)
+    X = np.column_stack([np.ones(n), *(labels == i for i in range(len(others))), length]).astype(float, copy=False)
     df = n - p
     coef, _, rank, _ = np.linalg.lstsq(X, y, rcond=None)
     if rank < p:

@@ -82,11 +82,19 @@ def resample_indices(n: int, n_boot: int = DEFAULT_N_BOOT, seed: int = 0) -> np.
 
 
 def resample_weights(n: int, n_boot: int = DEFAULT_N_BOOT, seed: int = 0) -> np.ndarray:
-    """Return an (n_boot, n) float matrix: how often each item is drawn in each resample."""
-    indices = resample_indices(n, n_boot, seed)
-    # One bincount over row-offset indices instead of n_boot separate bincounts.
-    offsets = (indices + n * np.arange(n_boot)[:, None]).ravel()
-    return np.bincount(offsets, minlength=n_boot * n).reshape(n_boot, n).astype(float)
+    """Return an (n_boot, n) matrix of small integers: how often each item is drawn in each resample."""
+    rng = np.random.default_rng(seed)
+    # uint16 (a quarter of float64's memory: 25 MB for 12,500 sessions): an item drawn 65,536 times in one resample
+    # is impossible below 65,536 items and has no real chance above.
+    weights = np.empty((n_boot, n), dtype=np.uint16)
+    block = max(1, 2_000_000 // max(n, 1))  # resamples drawn at a time: memory of a few blocks, not of n_boot x n
+    for first in range(0, n_boot, block):
+        rows = min(block, n_boot - first)
+        # The same draws as resample_indices (a generator yields the same numbers in pieces as at once); one
+        # bincount over row-offset indices instead of one per resample.
+        offsets = (rng.integers(0, n, size=(rows, n)) + n * np.arange(rows)[:, None]).ravel()
+        weights[first:first + rows] = np.bincount(offsets, minlength=rows * n).reshape(rows, n)
+    return weights
 
 
 def percentile_interval(
@@ -99,6 +107,17 @@ def percentile_interval(
     tail = (1.0 - level) / 2.0 * 100.0
     lo, hi = np.percentile(arr, [tail, 100.0 - tail])
     return [float(lo), float(hi)]
+
+
+def resampled_sums(weights: np.ndarray, values) -> np.ndarray:
+    """weights @ values in float64, a block of resamples at a time (a float copy of the whole integer weights
+    matrix would take four times its memory)."""
+    values = np.asarray(values, dtype=float)
+    out = np.empty((weights.shape[0],) + values.shape[1:])
+    step = max(1, 2_000_000 // max(1, weights.shape[1]))
+    for first in range(0, weights.shape[0], step):
+        out[first:first + step] = weights[first:first + step].astype(float) @ values
+    return out
 
 
 def _weights_for(n: int, n_boot: int, seed: int, weights: np.ndarray | None) -> np.ndarray:
@@ -121,7 +140,7 @@ def bootstrap_ci(
     if arr.size < 2:
         return None
     w = _weights_for(arr.size, n_boot, seed, weights)
-    means = (w @ arr) / arr.size
+    means = resampled_sums(w, arr) / arr.size
     # A mean lies within [min, max]; clipping only removes float dust, so constant data
     # gives exactly [v, v].
     return percentile_interval(np.clip(means, arr.min(), arr.max()), level)
@@ -157,7 +176,7 @@ def bootstrap_curve_mean_ci(
     if sums.shape[0] < 2:
         return None
     w = _weights_for(sums.shape[0], n_boot, seed, weights)
-    boot_sums, boot_counts = w @ sums, w @ counts
+    boot_sums, boot_counts = resampled_sums(w, sums), resampled_sums(w, counts)
     present = boot_counts > 0
     column_means = np.divide(boot_sums, boot_counts, out=np.zeros_like(boot_sums), where=present)
     stats = column_means.sum(axis=1) / present.sum(axis=1)
@@ -181,7 +200,7 @@ def bootstrap_column_means_ci(
     sums = np.asarray(sums, dtype=float)
     counts = np.asarray(counts, dtype=float)
     w = _weights_for(sums.shape[0], n_boot, seed, weights)
-    boot_sums, boot_counts = w @ sums, w @ counts
+    boot_sums, boot_counts = resampled_sums(w, sums), resampled_sums(w, counts)
     out: list[list[float] | None] = []
     for k in range(sums.shape[1]):
         has = counts[:, k] > 0

@@ -36,8 +36,8 @@ def _attach(evaluation_id: str) -> dict:
     if file is None or not file.filename:
         raise NotAttached(400, _("Choose a CSV or JSONL file of ratings."), None)
     store = get_store()
-    cells = {(j["session_id"], j["round"]) for j in store.judgments(evaluation_id)}
-    report, rows = human_file.read(file.stream, file.filename, cells, evaluation["methods"])
+    report, rows = human_file.read(file.stream, file.filename, store.judged_rounds(evaluation_id),
+                                   evaluation["methods"])
     if not report.ok:
         raise NotAttached(400, _("The ratings file has problems; nothing was attached."), report)
     store.set_human_ratings(evaluation_id, Path(file.filename).name[:200], rows)

@@ -8,7 +8,7 @@ import click
 
 from benchmarks.dialogue import figures, prompts, views
 from benchmarks.dialogue.format import iter_sessions_with_offsets, validate
-from benchmarks.dialogue.length_bias import reply_lengths
+from benchmarks.dialogue.records import CHUNK, COLUMNS, judgment_frame, reply_lengths
 from benchmarks.dialogue.pairwise_mode import PAIR_MODES, pair_method, pair_prompt, pairs
 from benchmarks.dialogue.prompts import MODES, DialogueContext
 from benchmarks.dialogue.result import build_result
@@ -183,7 +183,9 @@ class DialogueKind(Kind):
     def score(self, job: Job) -> dict:
         """The dialogue result document from everything judged so far."""
         evaluation_id = job.evaluation["id"]
-        return build_result(job.evaluation, job.upload, job.store.judgments(evaluation_id),
+        judgments = judgment_frame(job.store.iter_judgments(evaluation_id, batch=CHUNK, columns=COLUMNS),
+                                   size=job.store.progress(evaluation_id)["total"])
+        return build_result(job.evaluation, job.upload, judgments,
                             job.store.usage(evaluation_id), job.judges or [job.config],
                             reply_lengths(job.path, job.evaluation["methods"]), job.store.human_ratings(evaluation_id))
 

@@ -6,43 +6,40 @@ length (benchmarks/comparisons.py does the math). A sample of the points is kept
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from benchmarks.comparisons import length_controlled_differences, length_correlation
-from benchmarks.dialogue.format import iter_sessions_with_offsets
+from benchmarks.dialogue.records import ReplyLengths
+from lazy_modules import lazy
+
+pd = lazy("pandas")
 
 POINTS_PER_METHOD = 400  # of the scatter plot, spread evenly over the method's judgments
 
 
-def reply_lengths(path: str | Path, methods: list[str]) -> dict[tuple[int, int, str], int]:
-    """(session index, round, method) -> the reply's length in characters, read from the uploaded file."""
-    return {(idx, rnd.number, method): len(rnd.responses[method])
-            for idx, _offset, session in iter_sessions_with_offsets(path)
-            for rnd in session.rounds for method in methods if method in rnd.responses}
-
-
-def length_bias(judgments: list[dict], lengths: dict[tuple[int, int, str], int], methods: list[str]) -> dict:
+def length_bias(judgments: pd.DataFrame, lengths: ReplyLengths, methods: list[str]) -> dict:
     """Correlation of fine totals with reply length, raw and length-controlled differences from the first method,
-    and up to POINTS_PER_METHOD (length, total) points per method."""
-    rows = [(j["method"], lengths[key], float(j["total"])) for j in judgments
-            if j["mode"] == "fine" and j["status"] == "ok" and j["total"] is not None
-            and (key := (j["session_idx"], j["round"], j["method"])) in lengths]
-    present = [m for m in methods if any(method == m for method, _length, _total in rows)]
-    by_method = {m: [(length, total) for method, length, total in rows if method == m] for m in present}
-    scores = [total for _m, _length, total in rows]
+    and up to POINTS_PER_METHOD (length, total) points per method; `judgments` as records.judgment_frame."""
+    fine = judgments.loc[(judgments["mode"] == "fine") & (judgments["status"] == "ok") & judgments["total"].notna(),
+                         ["session_idx", "round", "method", "total"]]
+    sizes = lengths.of(fine)
+    known = sizes >= 0
+    sizes, scores = sizes[known], fine["total"].to_numpy(dtype=float)[known]
+    names = pd.Categorical(fine["method"])[known]  # codes and a few names, not a string object per judgment
+    present = [m for m in methods if (names == m).any()]
+    by_method = {m: (sizes[names == m], scores[names == m]) for m in present}
     reference = present[0] if present else None
-    document = {"reference": reference, **length_correlation(scores, [length for _m, length, _t in rows]),
+    document = {"reference": reference, **length_correlation(scores, sizes),
                 "raw_differences": {}, "differences": {}, "length_slope": None,
-                "points": {m: _spread(points) for m, points in by_method.items()}}
+                "points": {m: _spread(list(zip(size.tolist(), score.tolist()))) for m, (size, score) in by_method.items()}}
     if len(present) < 2:
         return document
-    means = {m: float(np.mean([total for _length, total in points])) for m, points in by_method.items()}
-    controlled = length_controlled_differences(scores, [length for _m, length, _t in rows],
-                                               [m for m, _length, _t in rows], reference)
+    means = {m: float(np.mean(score)) for m, (_size, score) in by_method.items()}
+    categories = list(names.categories)
+    controlled = length_controlled_differences(scores, sizes, names.codes, categories.index(reference))
     document.update(raw_differences={m: means[m] - means[reference] for m in present[1:]},
-                    differences=controlled["differences"], length_slope=controlled["length_slope"])
+                    differences={categories[code]: value for code, value in controlled["differences"].items()},
+                    length_slope=controlled["length_slope"])
     return document
 
 

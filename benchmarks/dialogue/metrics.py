@@ -50,9 +50,12 @@ def _frame(records) -> pd.DataFrame:
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing and len(frame):
         raise ValueError(f"records lack required fields: {', '.join(missing)}")
-    frame = frame.reindex(columns=list(REQUIRED_COLUMNS + VALUE_COLUMNS)).reset_index(drop=True)
+    # Already in shape (records.judgment_frame, as by a result document): used as it is, not copied.
+    if set(REQUIRED_COLUMNS + VALUE_COLUMNS) - set(frame.columns):
+        frame = frame.reindex(columns=list(REQUIRED_COLUMNS + VALUE_COLUMNS))
     for column in VALUE_COLUMNS:
-        frame[column] = pd.to_numeric(frame[column], errors="coerce")
+        if frame[column].dtype != float:
+            frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
     return frame
 
 
@@ -229,15 +232,14 @@ def score_methods(
 ) -> tuple[dict, list]:
     """Score judgments into per-method metrics (DESIGN.md §7) and pairwise comparisons."""
     frame = _frame(records)
-    frame = frame[frame["method"].isin(methods)]
     valid_all = _valid_mask(frame)
     weights = _WeightCache(n_boot, seed)
     results, session_means = {}, {}
-    groups = dict(list(frame.groupby("method", sort=False)))
-    empty = frame.iloc[0:0]
-    for name in methods:
-        rows = groups.get(name, empty)
-        judgments = _Judgments(rows, valid_all.loc[rows.index])
+    columns = frame[list(REQUIRED_COLUMNS + VALUE_COLUMNS)]
+    for name in methods:  # one method's rows at a time: a copy of a method's judgments, not of all of them
+        mine = (frame["method"] == name).to_numpy()
+        rows = columns[mine]
+        judgments = _Judgments(rows, valid_all[mine])
         results[name] = _method_result(judgments, weights)
         session_means[name] = judgments.session_means()
     return results, _comparisons(session_means, list(methods), weights)

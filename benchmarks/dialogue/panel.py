@@ -14,15 +14,23 @@ from __future__ import annotations
 from collections import defaultdict
 
 from benchmarks.dialogue.prompts import DIMENSIONS, MODES
+from benchmarks.dialogue.records import as_records, judgment_frame
 from benchmarks.judge_keys import split_mode
+from lazy_modules import lazy
 
-def by_judge(judgments: list[dict], judges: int) -> list[list[dict]]:
-    """Each judge's dialogue judgments (fine and binary, every sample), their mode the plain question."""
-    out: list[list[dict]] = [[] for _ in range(judges)]
-    for j in judgments:
-        base, judge, _sample = split_mode(j["mode"])
-        if base in MODES and judge < judges:
-            out[judge].append({**j, "mode": base, "session": j["session_id"]})
+pd = lazy("pandas")
+
+def by_judge(frame: pd.DataFrame, judges: int) -> list[pd.DataFrame]:
+    """Each judge's dialogue judgments (fine and binary, every sample; records.judgment_frame), their mode the
+    plain question and their session id also as "session" (what metrics.score_methods groups by)."""
+    parsed = {mode: split_mode(mode) for mode in frame["mode"].unique()}
+    base = frame["mode"].map({mode: p[0] for mode, p in parsed.items()})
+    judge = frame["mode"].map({mode: p[1] for mode, p in parsed.items()})
+    out = []
+    for n in range(judges):
+        mine = base.isin(MODES) & (judge == n)
+        own = frame if mine.all() else frame[mine]  # one judge and no pairwise question: no copy
+        out.append(own.assign(mode=base[mine], session=own["session_id"]))
     return out
 
 
@@ -34,9 +42,11 @@ def _valid(j: dict) -> bool:
     return j["verdict"] in (0, 1)
 
 
-def cells(records: list[dict]) -> dict[tuple, dict]:
+def cells(records: list[dict] | pd.DataFrame) -> dict[tuple, dict]:
     """One judge's valid judgments per reply (session index, session id, round, method): the mean of each value
     over its samples ("binary" the mean verdict, in [0, 1]), and the values of every sample ("totals", "verdicts")."""
+    if isinstance(records, pd.DataFrame):
+        records = as_records(records)
     found: dict[tuple, dict] = defaultdict(lambda: {"totals": [], "verdicts": [], **{d: [] for d in DIMENSIONS}})
     for j in records:
         if not _valid(j):
@@ -64,10 +74,11 @@ def majority(votes: list[float]) -> float:
     return 1.0 if share > 0.5 else 0.0 if share < 0.5 else 0.5
 
 
-def panel_records(per_judge: list[list[dict]]) -> list[dict]:
+def panel_records(per_judge: list[pd.DataFrame]) -> pd.DataFrame:
     """Records of the panel in the shape metrics.score_methods reads: per reply, one fine record (mean of the
     judges' totals and dimensions) and one binary record (majority verdict); the judgments that failed, did not
     parse or are pending are passed through so that the panel counts them too."""
+    per_judge = [as_records(frame) for frame in per_judge]
     judged = [cells(records) for records in per_judge]
     records = [j for judge in per_judge for j in judge if not _valid(j)]
     for key in sorted(set().union(*judged), key=str):
@@ -83,4 +94,5 @@ def panel_records(per_judge: list[list[dict]]) -> list[dict]:
         if votes:
             records.append({**base, "mode": "binary", "total": None, "verdict": majority(votes),
                             **{d: None for d in DIMENSIONS}})
-    return records
+    frame = judgment_frame(records)
+    return frame.assign(session=frame["session_id"])

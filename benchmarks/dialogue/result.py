@@ -1,50 +1,53 @@
 """The dialogue result document (DESIGN.md section 7) from stored judgments."""
 from __future__ import annotations
 
-from collections import defaultdict
+from collections.abc import Iterable
 
 from benchmarks.dialogue.human_agreement import human_agreement
 from benchmarks.dialogue.judge_agreement import consistency, judges_agreement
 from benchmarks.dialogue.length_bias import length_bias
 from benchmarks.dialogue.metrics import score_methods
-from benchmarks.dialogue.pairwise_mode import pairwise_result
+from benchmarks.dialogue.pairwise_mode import PAIR_MODES, pairwise_result
 from benchmarks.dialogue.panel import by_judge, cells, panel_records
 from benchmarks.dialogue.prompts import PROMPT_VERSION
+from benchmarks.dialogue.records import ReplyLengths, as_records, judgment_frame
 from benchmarks.judge_keys import judge_labels, split_mode
 from benchmarks.judge_usage import judge_summary, usage_totals
 from evaluator import JudgeConfig
+from lazy_modules import lazy
+
+pd = lazy("pandas")
 
 
-def session_rows(judgments: list[dict], methods: list[str]) -> list[dict]:
-    """Per session: its rounds and each method's mean fine score and keep-chatting rate."""
-    sessions: dict[int, dict] = {}
-    sums: dict[tuple[int, str, str], list[float]] = defaultdict(list)
-    for j in judgments:
-        entry = sessions.setdefault(j["session_idx"], {"session_id": j["session_id"], "rounds": set()})
-        entry["rounds"].add(j["round"])
-        if j["status"] == "ok":
-            value = j["total"] if j["mode"] == "fine" else 100.0 * j["verdict"]
-            sums[(j["session_idx"], j["method"], j["mode"])].append(value)
-    rows = []
-    for idx in sorted(sessions):
-        scores = {m: {mode: (sum(v) / len(v) if (v := sums.get((idx, m, mode))) else None)
-                      for mode in ("fine", "binary")} for m in methods}
-        rows.append({"index": idx, "session_id": sessions[idx]["session_id"],
-                     "rounds": len(sessions[idx]["rounds"]), "methods": scores})
-    return rows
+def session_rows(records: pd.DataFrame, methods: list[str]) -> list[dict]:
+    """Per session: its rounds and each method's mean fine score and keep-chatting rate (records as by_judge's)."""
+    sessions = records.groupby("session_idx", sort=True).agg(session_id=("session_id", "first"),
+                                                             rounds=("round", "nunique"))
+    ok = records["status"] == "ok"  # the columns used, not a copy of the whole frame
+    value = records["total"].where(records["mode"] == "fine", 100.0 * records["verdict"])[ok]
+    means = value.groupby([records[c][ok] for c in ("session_idx", "method", "mode")]).mean().to_dict()
+    return [{"index": int(idx), "session_id": session_id, "rounds": int(rounds),
+             "methods": {m: {mode: _number(means.get((idx, m, mode))) for mode in ("fine", "binary")}
+                         for m in methods}}
+            for idx, session_id, rounds in sessions.itertuples()]
 
 
-def build_result(evaluation: dict, upload: dict, judgments: list[dict], usage: list[dict],
-                 configs: list[JudgeConfig], lengths: dict[tuple[int, int, str], int],
-                 human: list[dict] | None = None) -> dict:
-    """The whole result document of a dialogue evaluation; `configs` are its judges' (one, or a panel's), `lengths`
-    the replies' lengths in characters by (session index, round, method), `human` people's ratings attached to it.
+def _number(value: float | None) -> float | None:
+    return None if value is None or value != value else float(value)
+
+
+def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | pd.DataFrame, usage: list[dict],
+                 configs: list[JudgeConfig], lengths: ReplyLengths, human: list[dict] | None = None) -> dict:
+    """The whole result document of a dialogue evaluation from its judgments (records.judgment_frame, or the rows
+    it is made of); `configs` are its judges' (one, or a panel's), `lengths` the replies' lengths
+    (records.reply_lengths), `human` people's ratings attached to it.
 
     With a panel, "methods", "comparisons", "sessions" and "length_bias" hold the panel's figures (panel.py), and
     "by_judge" each judge's; "agreement" says how far the judges agree."""
     methods, settings = evaluation["methods"], evaluation["settings"]
     labels = judge_labels(settings)
-    per_judge = by_judge(judgments, len(labels))
+    frame = judgment_frame(judgments)
+    per_judge = by_judge(frame, len(labels))
     records = per_judge[0] if len(labels) == 1 else panel_records(per_judge)
     method_docs, comparisons = score_methods(records, methods)
     document = {
@@ -60,7 +63,9 @@ def build_result(evaluation: dict, upload: dict, judgments: list[dict], usage: l
         "sessions": session_rows(records, methods),
         "length_bias": length_bias(records, lengths, methods),
     }
-    judge_cells = [cells(own) for own in per_judge]
+    samples = settings.get("samples") or 1
+    # Per-reply cells are dicts, read only for the figures that compare raters reply by reply.
+    judge_cells = [cells(own) for own in per_judge] if len(labels) > 1 or samples > 1 or human else []
     if len(labels) > 1:
         document["by_judge"] = {}
         for label, own in zip(labels, per_judge):
@@ -78,7 +83,8 @@ def build_result(evaluation: dict, upload: dict, judgments: list[dict], usage: l
         raters = dict(zip(labels, judge_cells)) | ({"panel": cells(records)} if len(labels) > 1 else {})
         document.setdefault("agreement", {})["human"] = human_agreement(human, raters, methods)
     if settings.get("pairwise"):
-        document["pairwise"] = pairwise_result(judgments, methods, labels)
-    if (settings.get("samples") or 1) > 1:
-        document["consistency"] = consistency(labels, judge_cells, methods, settings["samples"])
+        pair_rows = frame[frame["mode"].map({m: split_mode(m)[0] in PAIR_MODES for m in frame["mode"].unique()})]
+        document["pairwise"] = pairwise_result(as_records(pair_rows), methods, labels)
+    if samples > 1:
+        document["consistency"] = consistency(labels, judge_cells, methods, samples)
     return document
