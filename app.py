@@ -10,7 +10,6 @@ from pathlib import Path
 
 import jinja2
 from flask import Flask
-from flask_compress import Compress
 from flask_wtf.csrf import CSRFProtect
 
 import accounts
@@ -20,13 +19,12 @@ from benchmarks import registry
 from jobs import Runner
 from judge_settings import JudgeSettings
 from store import Store
-from web import api, auth, cli, compare, errors, exports, pages, security_headers, share
+from web import api, auth, cli, compare, compression, errors, exports, pages, security_headers, share
 
 ROOT = Path(__file__).resolve().parent
 # The whole public Human-vs-Agent dataset and a typical AgentBench leaderboard run, zipped, in one upload.
 DEFAULT_UPLOAD_MB = 512
 csrf = CSRFProtect()
-compress = Compress()
 
 
 def _secret_key(instance: Path) -> str:
@@ -57,11 +55,6 @@ def create_app(config: dict | None = None) -> Flask:
         JUDGE_ENV=os.environ,
         JUDGE_KEY_FILE=str(instance / "judge_api_key"),  # the key saved on the settings page
         RATELIMIT_STORAGE_URI=os.environ.get("RATELIMIT_STORAGE_URI", "memory://"),  # sign-in attempts
-        # Responses gzipped when the client accepts it (Flask-Compress), from 1 KB: JSON, CSV, styles and scripts.
-        # Not HTML: pages carry a CSRF token and reflect what is typed into them (a session filter, say), which
-        # is what BREACH needs to read a secret from compressed sizes.
-        COMPRESS_ALGORITHM="gzip", COMPRESS_MIN_SIZE=1024,
-        COMPRESS_MIMETYPES=["application/json", "text/csv", "text/css", "text/javascript", "application/javascript"],
     )
     app.config.update(config or {})
     hard_limits.current()  # a bad LIMIT_* setting stops the server here, naming the variable
@@ -101,7 +94,7 @@ def create_app(config: dict | None = None) -> Flask:
                 csrf.exempt(blueprint)
     errors.register(app)
     security_headers.register(app)  # CSP and the other headers, cookie flags, TRUSTED_PROXIES
-    compress.init_app(app)
+    compression.register(app)  # gzip; pages only for the site's own requests (BREACH)
     cli.register(app)
     auth.register(app)  # after every blueprint: guards them all
 

@@ -144,11 +144,16 @@ def _pretty_printed(lineno: int, char: str) -> Problem:
 def _bad_json(lineno: int, exc: json.JSONDecodeError) -> Problem:
     return Problem(lineno, "", _(
         "Line %(line)s is not valid JSON at character %(column)s: %(reason)s.",
-        line=lineno, reason=_json_reason(exc.msg), column=exc.colno))
+        line=lineno, reason=json_reason(exc), column=exc.colno))
 
 
-def _json_reason(msg: str) -> str:
-    """Translate the json module's error message (its text is fixed English)."""
+def json_reason(exc: json.JSONDecodeError) -> str:
+    """Why a text is not JSON, in the reader's language (the json module's message is fixed English); a text that
+    stops inside a string or before its value is complete is said to be cut off."""
+    msg = exc.msg
+    if msg.startswith("Unterminated string") or (msg != "Extra data" and exc.pos >= len(exc.doc.rstrip())):
+        return _("the text ends before the JSON value does: it looks cut off (the file may have been truncated "
+                 "while it was written or copied); check its end, or export it again")
     if msg == "Expecting value":
         return _("a value was expected (a string, number, object, list, true, false or null)")
     if msg == "Expecting property name enclosed in double quotes":

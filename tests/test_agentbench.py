@@ -3,6 +3,7 @@ validation messages, status grouping, newest-run selection, the overall score an
 from __future__ import annotations
 
 import io
+import codecs
 import json
 import zipfile
 
@@ -171,11 +172,12 @@ def test_real_runs_line_and_error_log_in_an_outputs_tree(tmp_path):
     task = score(run)["agents"]["gpt-4o"]["tasks"]["medagentbench-std"]
     line = json.loads(runs)
     samples = task["samples"]
-    assert samples == {"file": f"{folder}/runs.jsonl", "total": 1, "by_status": {"completed": 1}}
+    assert samples == {"file": f"{folder}/runs.jsonl", "total": 1, "by_status": {"completed": 1},
+                       "index": {"statuses": ["completed"], "lines": [[0, 0]]}}
     stored = stored_zip(tmp_path, {f"{folder}/overall.json": REAL_OVERALL.read_bytes(), f"{folder}/runs.jsonl": runs,
                                    f"{folder}/error.jsonl": REAL_ERRORS.read_bytes()})
-    page, matched = ab_logs.sample_page(stored, samples["file"], limits.current(), "", 0, 25)
-    assert matched == 1
+    page = ab_logs.sample_page(stored, samples, limits.current(), "", 0, 25)
+    assert len(page) == 1
     sample = page[0]
     assert sample["index"] == line["index"] == 97 and sample["status"] == "completed"
     assert sample["result"] == line["output"]["result"]
@@ -559,19 +561,29 @@ def test_many_bad_lines_are_counted_not_listed():
 
 
 def test_the_result_counts_samples_and_a_page_reads_the_ones_it_shows(tmp_path):
-    runs = b"".join(runs_line(i, status="completed" if i % 2 else "agent invalid action") for i in range(5))
+    lines = [runs_line(i, status="completed" if i % 2 else "agent invalid action") for i in range(5)]
+    lines.insert(2, b"not json\n")  # skipped, and the offsets after it still point at their lines
+    runs = codecs.BOM_UTF8 + b"".join(lines)
     members = {f"{FOLDER}/overall.json": dumps(overall(custom_for("os-std", 0.5))), f"{FOLDER}/runs.jsonl": runs}
     report, run = read_zip(members)
-    assert report.ok and not report.warnings
+    assert report.ok and len(report.warnings) == 1
     samples = score(run)["agents"]["m"]["tasks"]["os"]["samples"]
+    starts = [3 + sum(len(line) for line in lines[:n]) for n in range(len(lines))]
+    del starts[2]
+    # Counts, and each sample's byte offset with its status (0: the most frequent), no sample itself.
     assert samples == {"file": f"{FOLDER}/runs.jsonl", "total": 5,
-                       "by_status": {"agent invalid action": 3, "completed": 2}}  # counts only, no sample kept
+                       "by_status": {"agent invalid action": 3, "completed": 2},
+                       "index": {"statuses": ["agent invalid action", "completed"],
+                                 "lines": [[0, 0], [starts[1], 1], [starts[2], 0], [starts[3], 1], [starts[4], 0]]}}
     stored = stored_zip(tmp_path, members)
-    page, matched = ab_logs.sample_page(stored, samples["file"], limits.current(), "", 1, 3)
-    assert matched == 5 and [s["index"] for s in page] == [1, 2, 3]
-    page, matched = ab_logs.sample_page(stored, samples["file"], limits.current(), "agent invalid action", 1, 25)
-    assert matched == 3 and [s["index"] for s in page] == [2, 4]
-    assert ab_logs.sample_page(stored, "nowhere/runs.jsonl", limits.current(), "", 0, 25) == ([], 0)
+    unindexed = {"file": samples["file"]}  # as a result document made before samples were indexed
+    for entry in (samples, unindexed):
+        page = ab_logs.sample_page(stored, entry, limits.current(), "", 1, 3)
+        assert [s["index"] for s in page] == [1, 2, 3]
+        page = ab_logs.sample_page(stored, entry, limits.current(), "agent invalid action", 0, 25)
+        assert [s["index"] for s in page] == [0, 2, 4] and {s["status"] for s in page} == {"agent invalid action"}
+        assert ab_logs.sample_page(stored, entry, limits.current(), "completed", 1, 25)[0]["index"] == 3
+    assert ab_logs.sample_page(stored, {**samples, "file": "nowhere/runs.jsonl"}, limits.current(), "", 0, 25) == []
 
 
 def test_history_budget_drops_later_histories(monkeypatch, tmp_path):
@@ -580,7 +592,7 @@ def test_history_budget_drops_later_histories(monkeypatch, tmp_path):
     runs = runs_line(0, history=history) + runs_line(1, history=history)
     stored = stored_zip(tmp_path, {f"{FOLDER}/overall.json": dumps(overall(custom_for("os-std", 0.5))),
                                    f"{FOLDER}/runs.jsonl": runs})
-    page, _matched = ab_logs.sample_page(stored, f"{FOLDER}/runs.jsonl", limits.current(), "", 0, 25)
+    page = ab_logs.sample_page(stored, {"file": f"{FOLDER}/runs.jsonl"}, limits.current(), "", 0, 25)
     assert page[0]["history"][0]["content"] == "0123456789ab"
     assert page[1]["history"] is None and page[1]["history_length"] == 1
 

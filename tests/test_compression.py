@@ -1,5 +1,5 @@
-"""Responses are gzipped when the client accepts it (issue 15, item 4): result JSON and CSV exports; never HTML
-pages, which carry a CSRF token and reflect what is typed into them (BREACH)."""
+"""Responses are gzipped when the client accepts it (issue 15, item 4): result JSON, CSV exports, and pages when the
+site itself or the user asked for them (Sec-Fetch-Site), never when another site did (BREACH)."""
 from __future__ import annotations
 
 import gzip
@@ -40,8 +40,17 @@ def test_clients_that_do_not_accept_gzip_get_plain_bytes(client):
     assert "Content-Encoding" not in resp.headers and resp.get_json()["kind"] == "dialogue"
 
 
-def test_pages_are_never_compressed(client):
+def test_pages_are_compressed_only_for_the_sites_own_requests(client):
     evaluation_id = finished(client)
-    page = client.get(f"/evaluations/{evaluation_id}?q=s1", headers={"Accept-Encoding": "gzip"})
-    assert page.status_code == 200 and len(page.get_data()) > 1024
-    assert "Content-Encoding" not in page.headers and b'name="csrf_token"' in page.get_data()
+    url = f"/evaluations/{evaluation_id}?q=s1"  # a page with a CSRF token that reflects what was typed
+    for origin in ("same-origin", "none"):  # a link or form of the site; an address typed or bookmarked
+        page = client.get(url, headers={"Accept-Encoding": "gzip", "Sec-Fetch-Site": origin})
+        assert page.status_code == 200 and page.headers["Content-Encoding"] == "gzip", origin
+        body = gzip.decompress(page.get_data())
+        assert b'name="csrf_token"' in body and len(body) > len(page.get_data())
+        assert {"Sec-Fetch-Site", "Accept-Encoding"} <= set(page.vary)
+    # Another site (or a browser that does not say) gets no compressed sizes to measure.
+    for headers in ({"Sec-Fetch-Site": "cross-site"}, {"Sec-Fetch-Site": "same-site"}, {}):
+        page = client.get(url, headers={"Accept-Encoding": "gzip", **headers})
+        assert page.status_code == 200 and "Content-Encoding" not in page.headers, headers
+        assert b'name="csrf_token"' in page.get_data() and "Sec-Fetch-Site" in page.vary

@@ -190,3 +190,61 @@ def test_a_bad_csv_row_is_named_by_line_and_column(client):
     text[2] = text[2] + ",7"
     resp = post(client, ("\n".join(text) + "\n").encode(), "ragged.csv")
     assert resp.get_json()["problems"][0]["line"] == 3 and "values; the header has" in resp.get_json()["problems"][0]["message"]
+
+
+def user_table(arrays: dict, **columns) -> bytes:
+    """A Parquet file with one row per user (columns as the CSV's header), `columns` replacing some."""
+    import pyarrow as pa
+    import pyarrow.parquet as parquet
+
+    slots, shares = len(arrays["intention_sequences"][0]), len(arrays["intention_proportions"][0])
+    table = {"gyration_radius": np.asarray(arrays["gyration_radius"], dtype=np.float32),
+             "daily_location_numbers": np.asarray(arrays["daily_location_numbers"], dtype=np.int64)}
+    sequences = np.asarray(arrays["intention_sequences"], dtype=np.int8)
+    table |= {f"intention_sequences_{k + 1}": sequences[:, k] for k in range(slots)}
+    proportions = np.asarray(arrays["intention_proportions"])
+    table |= {f"intention_proportions_{k + 1}": proportions[:, k] for k in range(shares)}
+    buffer = io.BytesIO()
+    parquet.write_table(pa.table({**table, **columns}), buffer)
+    return buffer.getvalue()
+
+
+def test_a_parquet_table_with_one_row_per_user_scores_like_the_json(with_reference):
+    client = with_reference
+    generated = synthetic(seed=3, shift=300)
+    # Stored as float32 and int64 in the table: the JSON holds the same values.
+    generated["gyration_radius"] = [float(np.float32(v)) for v in generated["gyration_radius"]]
+    generated["daily_location_numbers"] = [int(v) for v in generated["daily_location_numbers"]]
+    expected = score(client, post(client, json.dumps(generated).encode(), "agent.json").get_json()["id"])
+    resp = post(client, user_table(generated), "agent.parquet")  # no kind given: told from the file's start
+    assert resp.status_code == 201, resp.get_json()
+    upload = resp.get_json()
+    assert upload["kind"] == "mobility" and upload["summary"]["users"] == 40
+    result = score(client, upload["id"])
+    assert result["official"] == expected["official"] and result["strict"] == expected["strict"]
+
+
+def test_a_bad_parquet_table_is_named_by_column_and_user(client):
+    bad = synthetic()
+    bad["intention_sequences"][3][12] = 9
+    resp = post(client, user_table(bad), "bad.parquet")
+    assert resp.status_code == 400
+    assert resp.get_json()["problems"] == post(client, json.dumps(bad).encode(), "bad.json").get_json()["problems"]
+    good = synthetic()
+    resp = post(client, user_table(good, daily_location_numbers=["two"] * 40), "text.parquet")
+    problem = resp.get_json()["problems"][0]
+    assert problem["path"] == "daily_location_numbers" and "holds string values" in problem["message"]
+    radius = [1.0] * 40
+    radius[6] = None
+    resp = post(client, user_table(good, gyration_radius=radius), "empty.parquet")
+    problem = resp.get_json()["problems"][0]
+    assert (problem["line"], problem["path"]) == (7, "gyration_radius") and "User 7 has no" in problem["message"]
+    import pyarrow as pa
+    import pyarrow.parquet as parquet
+
+    buffer = io.BytesIO()
+    parquet.write_table(pa.table({"gyration_radius": [1.0], "daily_location_numbers": [2]}), buffer)
+    resp = post(client, buffer.getvalue(), "short.parquet")
+    assert "has no intention_sequences, intention_proportions column" in resp.get_json()["problems"][0]["message"]
+    resp = post(client, b"PAR1" + b"\0" * 64, "cut.parquet")
+    assert resp.status_code == 400 and "The Parquet file cannot be read" in resp.get_json()["problems"][0]["message"]

@@ -37,7 +37,7 @@ from benchmarks.agentbench.logs import is_number, member_lines, read_errors, rea
 from benchmarks.agentbench.tasks import (HISTORY_KEYS, MAIN_METRICS, STATUS_GROUP_NAMES, STATUS_GROUPS, STATUSES,
                                          Run, TaskResult, group_fractions, ordered_tasks, task_key, task_keys)
 from benchmarks.conversation.format import _ZIP_MAGIC, _member_name
-from benchmarks.jsonl import _json_reason, decode_file
+from benchmarks.jsonl import json_reason, decode_file
 from benchmarks.limits import SETTINGS, LimitError, Limits, ZipReader
 from benchmarks.problems import Problem, Report, describe
 from translations import _
@@ -137,7 +137,7 @@ def _parse_json(text: str, name: str, report: Report, limits: Limits):
     except json.JSONDecodeError as exc:
         report.add(Problem(exc.lineno, "", _(
             "%(file)s is not valid JSON at line %(line)s, column %(column)s: %(reason)s.",
-            file=name, line=exc.lineno, column=exc.colno, reason=_json_reason(exc.msg))))
+            file=name, line=exc.lineno, column=exc.colno, reason=json_reason(exc))))
     return _FAILED
 
 

@@ -130,7 +130,7 @@ def samples_view(record: dict, args: Mapping, site: Site) -> tuple[str, dict] | 
     pages = max(1, -(-count // PER_PAGE))
     page = min(_int(args.get("page"), 1), pages)
     path = site.file_of(site.store.get_upload(record["upload_id"]))
-    shown = logs.sample_page(path, samples["file"], limits.current(), status, (page - 1) * PER_PAGE, PER_PAGE)[0] \
+    shown = logs.sample_page(path, samples, limits.current(), status, (page - 1) * PER_PAGE, PER_PAGE) \
         if samples else []
     return "agentbench/samples.html", {
         "agent": agent, "task": task, "entry": entry, "label": figures.task_labels().get(task, task),

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from benchmarks import limits as hard_limits
 from benchmarks.agentbench.tasks import Log
-from benchmarks.jsonl import UTF8_BOM, _json_reason
+from benchmarks.jsonl import UTF8_BOM, json_reason
 from benchmarks.limits import Limits, ZipReader
 from benchmarks.problems import Problem, Report, describe, short_json
 from translations import _
@@ -70,7 +70,7 @@ def _parse_line(lineno: int, raw: bytes, bad: _BadLines, limits: Limits):
     except json.JSONDecodeError as exc:
         bad.add(lineno, "", _("%(file)s line %(line)s is not valid JSON at character %(column)s: %(reason)s. "
                               "The line is skipped.", file=bad.file, line=lineno, column=exc.colno,
-                              reason=_json_reason(exc.msg)))
+                              reason=json_reason(exc)))
         return _SKIP
     if not isinstance(value, dict):
         bad.add(lineno, "", _("%(file)s line %(line)s must be a JSON object, found %(found)s; the line is "
@@ -84,7 +84,9 @@ def read_samples(lines: Iterator[tuple[int, bytes]], file: str, report: Report, 
     """The Log of a runs.jsonl: statuses of all samples counted, the first `keep` kept; bad lines warned."""
     log = Log(file=file, keep=keep)
     bad = _BadLines(file, report)
+    offset = 0
     for lineno, raw in lines:
+        line_offset, offset = offset, offset + len(raw)
         value = _parse_line(lineno, raw, bad, limits)
         if value is _SKIP:
             continue
@@ -94,6 +96,7 @@ def read_samples(lines: Iterator[tuple[int, bytes]], file: str, report: Report, 
                 "%(file)s line %(line)s has no 'output' object with a 'status' string; the line is skipped.",
                 file=file, line=lineno))
             continue
+        log.offsets.append((line_offset, output["status"]))
         _add_sample(log, value, output)
     bad.finish()
     return log
@@ -158,8 +161,9 @@ def _text(value, limit: int) -> str | None:
 
 
 def read_errors(lines: Iterator[tuple[int, bytes]], file: str, report: Report, limits: Limits,
-                keep: int = MAX_ERRORS) -> Log:
-    """The Log of an error.jsonl: error kinds of all entries counted, the first `keep` kept; bad lines warned."""
+                keep: int = MAX_ERRORS, count_all: bool = True) -> Log:
+    """The Log of an error.jsonl: error kinds of all entries counted (or, without `count_all`, of those read up to
+    the `keep`th), the first `keep` kept; bad lines warned."""
     log = Log(file=file, keep=keep)
     bad = _BadLines(file, report)
     for lineno, raw in lines:
@@ -175,6 +179,8 @@ def read_errors(lines: Iterator[tuple[int, bytes]], file: str, report: Report, l
         log.counts[kind] += 1
         if len(log.items) >= log.keep:
             log.cut = True
+            if not count_all:
+                break
             continue
         time = value.get("time")
         index = value.get("index")
@@ -196,9 +202,30 @@ def _stored_lines(path, file: str, limits: Limits) -> Iterator[tuple[int, bytes]
         yield from member_lines(ZipReader(archive, limits), file, info, Report())
 
 
-def sample_page(path, file: str, limits: Limits, status: str, start: int, count: int) -> tuple[list[dict], int]:
-    """The samples `start`..`start + count` of a stored runs.jsonl (those with `status`, when given), read when a
-    page shows them (result documents hold only the counts), and how many samples match."""
+def sample_page(path, samples: dict, limits: Limits, status: str, start: int, count: int) -> list[dict]:
+    """The samples `start`..`start + count` of a stored runs.jsonl (those with `status`, when given; `samples` is
+    the result document's entry of the file), read when a page shows them: by the byte offsets of its index."""
+    index = samples.get("index")
+    if index is None:  # a result document made before samples were indexed
+        return _scanned_page(path, samples["file"], limits, status, start, count)
+    wanted = index["statuses"].index(status) if status in index["statuses"] else None
+    offsets = [offset for offset, code in index["lines"] if not status or code == wanted][start:start + count]
+    log, page = Log(file=samples["file"]), []
+    bad = _BadLines(samples["file"], Report())
+    with open(path, "rb") as stream, hard_limits.open_zip_file(stream, limits) as archive:
+        if samples["file"] not in archive.NameToInfo:
+            return []
+        member = archive.open(samples["file"])
+        for offset in offsets:
+            member.seek(offset)  # forward only: a deflated member is decompressed, not parsed, up to the line
+            value = _parse_line(1 if offset == 0 else 0, member.readline(limits.zip_member_bytes + 1), bad, limits)
+            output = value.get("output") if value is not _SKIP else None
+            if isinstance(output, dict):
+                page.append(_sample_item(value, output, log))
+    return page
+
+
+def _scanned_page(path, file: str, limits: Limits, status: str, start: int, count: int) -> list[dict]:
     log, page, matched = Log(file=file), [], 0
     bad = _BadLines(file, Report())
     for lineno, raw in _stored_lines(path, file, limits):
@@ -211,9 +238,9 @@ def sample_page(path, file: str, limits: Limits, status: str, start: int, count:
         if start <= matched < start + count:
             page.append(_sample_item(value, output, log))
         matched += 1
-    return page, matched
+    return page
 
 
 def stored_errors(path, file: str, limits: Limits, keep: int) -> list[dict]:
-    """The first `keep` entries of a stored error.jsonl, read when a page shows them."""
-    return read_errors(_stored_lines(path, file, limits), file, Report(), limits, keep=keep).items
+    """The first `keep` entries of a stored error.jsonl, read when a page shows them (and no further)."""
+    return read_errors(_stored_lines(path, file, limits), file, Report(), limits, keep=keep, count_all=False).items

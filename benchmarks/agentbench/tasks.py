@@ -61,12 +61,18 @@ class Log:
     history_omitted: int = 0  # kept samples whose history was dropped (MAX_HISTORY_CHARS)
     messages_cut: int = 0  # history messages cut to MAX_MESSAGE_CHARS
     history_chars: int = 0
+    offsets: list[tuple[int, str]] = field(default_factory=list)  # (byte offset in the file, status) per sample
 
     def to_dict(self, counts_name: str) -> dict:
-        """The log's counts as a JSON-ready dict, under `counts_name` (most frequent first); the records themselves
-        are read from the file when a page shows them."""
-        return {"file": self.file, "total": self.total,
-                counts_name: dict(sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0])))}
+        """The log's counts as a JSON-ready dict, under `counts_name` (most frequent first), and for runs.jsonl the
+        byte offset of each sample's line with its status: a page reads the samples it shows from the file."""
+        counts = dict(sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        document = {"file": self.file, "total": self.total, counts_name: counts}
+        if self.offsets:
+            code = {status: n for n, status in enumerate(counts)}
+            document["index"] = {"statuses": list(counts),
+                                 "lines": [[offset, code[status]] for offset, status in self.offsets]}
+        return document
 
 
 @dataclass

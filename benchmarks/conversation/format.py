@@ -33,7 +33,7 @@ from typing import BinaryIO
 
 from benchmarks import limits as hard_limits
 from benchmarks import stats
-from benchmarks.jsonl import _json_reason, decode_file
+from benchmarks.jsonl import json_reason, decode_file
 from benchmarks.limits import SETTINGS, LimitError, Limits
 from benchmarks.problems import Problem, Report, describe
 from translations import _
@@ -243,7 +243,7 @@ def _parse_document(raw: bytes, name: str, report: Report, limits: Limits):
             return _parse_lines(text, name, report, limits)
         report.add(Problem(exc.lineno, "", _(
             "%(file)s is not valid JSON at line %(line)s, column %(column)s: %(reason)s.",
-            file=name, line=exc.lineno, column=exc.colno, reason=_json_reason(exc.msg))))
+            file=name, line=exc.lineno, column=exc.colno, reason=json_reason(exc))))
         return _FAILED
     if isinstance(value, list):
         return [(f"{name}[{i}]", None, item) for i, item in enumerate(value)]
@@ -260,7 +260,7 @@ def _parse_lines(text: str, name: str, report: Report, limits: Limits):
         except json.JSONDecodeError as exc:
             report.add(Problem(lineno, "", _(
                 "%(file)s line %(line)s is not valid JSON at character %(column)s: %(reason)s.",
-                file=name, line=lineno, column=exc.colno, reason=_json_reason(exc.msg))))
+                file=name, line=lineno, column=exc.colno, reason=json_reason(exc))))
     return values if report.ok else _FAILED
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from benchmarks import stats
 from benchmarks import limits as hard_limits
-from benchmarks.jsonl import UTF8_BOM, _json_reason, _wrong_encoding, format_size
+from benchmarks.jsonl import UTF8_BOM, json_reason, _wrong_encoding, format_size
 from benchmarks.problems import MAX_PROBLEMS, Problem, Report, describe, short_json
 from translations import _, ngettext
 
@@ -181,7 +181,7 @@ def _parse(raw: bytes, report: Report) -> object:
         if exc.msg == "Extra data":
             reason = _("there is more text after the JSON object; the file must hold exactly one object")
         else:
-            reason = _json_reason(exc.msg)
+            reason = json_reason(exc)
         report.add(Problem(exc.lineno, "", _(
             "The file is not valid JSON at line %(line)s, column %(column)s: %(reason)s.",
             line=exc.lineno, column=exc.colno, reason=reason)))
@@ -199,7 +199,7 @@ def _to_array(key: str, values: list, exact: bool, report: Report) -> np.ndarray
             return array
     scan = _scan_values if ndim == 1 else _scan_rows
     if not scan(key, values, report, precise=False):
-        return None
+        return None if report.truncated else _stand_ins(key, values, ndim)
     try:
         return np.asarray(values, dtype=np.float64)  # every item is an int or a float, the rows of one length
     except OverflowError:  # an integer beyond the float range: find it
@@ -256,13 +256,30 @@ def _scan_values(key: str, values: list, report: Report, precise: bool) -> bool:
     return False
 
 
-def _scan_rows(key: str, rows: list, report: Report, precise: bool) -> bool:
-    """Report rows that are not lists, empty or of another length than most, and items that are not numbers."""
+def _stand_ins(key: str, values: list, ndim: int) -> np.ndarray:
+    """The list as an array whose unusable items (1-D) or rows (2-D), already reported, are replaced by valid
+    stand-ins, so that one pass also reports the problems of every other value (a short row must not hide a bad
+    code elsewhere). Only ever checked, never scored: the file has errors."""
+    if ndim == 1:
+        return np.array([value if _is_number(value) else 0.0 for value in values], dtype=np.float64)
+    width = _common_width(values)
+    filler = float(FIRST_CODE) if key == "intention_sequences" else 1.0 / width
+    return np.array([[v if _is_number(v) else filler for v in row] if type(row) is list and len(row) == width
+                     else [filler] * width for row in values], dtype=np.float64)
+
+
+def _common_width(rows: list) -> int:
+    """The most common length of the non-empty list rows (the shorter one on a tie), 0 when there is none."""
     lengths: dict[int, int] = {}
     for row in rows:
         if type(row) is list and row:
             lengths[len(row)] = lengths.get(len(row), 0) + 1
-    width = max(lengths, key=lambda n: (lengths[n], -n)) if lengths else 0
+    return max(lengths, key=lambda n: (lengths[n], -n)) if lengths else 0
+
+
+def _scan_rows(key: str, rows: list, report: Report, precise: bool) -> bool:
+    """Report rows that are not lists, empty or of another length than most, and items that are not numbers."""
+    width = _common_width(rows)
     width_row = next((r for r, row in enumerate(rows) if type(row) is list and len(row) == width), 0)
     ok = True
     for r, row in enumerate(rows):

@@ -11,7 +11,7 @@ from benchmarks.figures import run_style
 from benchmarks.kind import Job, JobFailed, Kind, Plan, Site, StartError, StartRequest, upload_stem
 from benchmarks.mobility import figures, reference_sets
 from benchmarks.mobility.format import KEYS
-from benchmarks.mobility.upload_files import CSV_HEAD, is_zip, load_upload, read_upload
+from benchmarks.mobility.upload_files import CSV_HEAD, PARQUET_MAGIC, is_zip, load_upload, read_upload
 from benchmarks.mobility.result import build_result
 from benchmarks.problems import Report
 from translations import _, lazy_gettext as _l
@@ -28,14 +28,17 @@ class MobilityKind(Kind):
                                                       "a groundtruth folder, a ZIP or a JSON file."),)
 
     def sniff(self, head: bytes, filename: str, path: Path | None) -> bool:
-        """An object with the mobility arrays, a .npz, or a ZIP holding the dataset's intentions file."""
+        """An object with the mobility arrays, a .npz, a ZIP holding the dataset's intentions file, or a table
+        (CSV or Parquet) with one row per user."""
         if is_zip(head):
             return filename.lower().endswith(".npz") or (path is not None and limits.zip_has(
                 path, "daily_intentions_2d.npy", "daily_intentions_2d.csv", "intention_sequences.npy"))
-        return b'"gyration_radius"' in head or b'"intention_sequences"' in head or head.startswith(CSV_HEAD)
+        return (b'"gyration_radius"' in head or b'"intention_sequences"' in head or head.startswith(CSV_HEAD)
+                or head.startswith(PARQUET_MAGIC))
 
     def validate(self, stream: BinaryIO, filename: str, options: Mapping[str, str]) -> Report:
-        """Check the four arrays (JSON, .npz or the dataset's layout in a ZIP): types, lengths, codes."""
+        """Check the four arrays (JSON, .npz, the dataset's layout in a ZIP, a CSV or Parquet table): types, lengths,
+        codes."""
         return read_upload(stream)[0]
 
     def start(self, upload: dict, request: StartRequest) -> Plan:

@@ -1,8 +1,9 @@
 """A generated mobility set as uploaded: the four-key JSON, a .npz of the four arrays, a ZIP of the dataset's
-layout (a `groundtruth/` folder of .npy or headerless .csv files), or a CSV with one row per user. Every format is
-checked by the same vectorised checks, with the same messages and paths (`intention_sequences[3][12]`).
+layout (a `groundtruth/` folder of .npy or headerless .csv files), or a CSV or Parquet table with one row per user.
+Every format is checked by the same vectorised checks, with the same messages and paths
+(`intention_sequences[3][12]`).
 
-The CSV's header names `gyration_radius`, `daily_location_numbers`, then `intention_sequences_1` .. `_N` (one
+The table's columns are `gyration_radius`, `daily_location_numbers`, then `intention_sequences_1` .. `_N` (one
 column per half-hour slot) and `intention_proportions_1` .. `_7`."""
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ from benchmarks.problems import Problem, Report
 from translations import _
 
 ZIP_MAGIC = b"PK\x03\x04"
-EXTENSIONS = {"json": ".json", "zip": ".zip", "csv": ".csv"}  # the stored file's extension by format
+EXTENSIONS = {"json": ".json", "zip": ".zip", "csv": ".csv", "parquet": ".parquet"}  # stored file's, by format
 CSV_HEAD = b"gyration_radius,"
+PARQUET_MAGIC = b"PAR1"
 
 
 def is_zip(head: bytes) -> bool:
@@ -35,6 +37,10 @@ def read_upload(stream: BinaryIO) -> tuple[Report, MobilityData | None]:
     if head.startswith(CSV_HEAD):
         report, data = _read_user_rows(stream)
         report.summary["extension"] = EXTENSIONS["csv"]
+        return report, data
+    if head.startswith(PARQUET_MAGIC):
+        report, data = _read_parquet(stream)
+        report.summary["extension"] = EXTENSIONS["parquet"]
         return report, data
     if not is_zip(head):
         report, data = mobility.read(stream)
@@ -70,12 +76,8 @@ def _read_user_rows(stream: BinaryIO) -> tuple[Report, MobilityData | None]:
         return report, None
     lines = text.splitlines()
     header = [name.strip() for name in lines[0].split(",")]
-    columns = {key: [i for i, name in enumerate(header) if name == key or name.startswith(f"{key}_")] for key in KEYS}
-    missing = [key for key in KEYS if not columns[key]]
-    if missing:
-        report.add(Problem(1, "", _("The header has no %(missing)s column; name the columns gyration_radius, "
-                                    "daily_location_numbers, intention_sequences_1 .. _48 and intention_proportions_1 "
-                                    ".. _7.", missing=", ".join(missing))))
+    columns = _columns(header, report)
+    if columns is None:
         return report, None
     rows = []
     for number, line in enumerate(lines[1:], start=2):
@@ -95,11 +97,63 @@ def _read_user_rows(stream: BinaryIO) -> tuple[Report, MobilityData | None]:
                                                          value=repr(cells[column].strip()[:40]))))
     if not report.ok:
         return report, None
-    table = np.array(rows, dtype=np.float64).reshape(len(rows), len(header))
+    return _checked(np.array(rows, dtype=np.float64).reshape(len(rows), len(header)), columns, report)
+
+
+def _columns(header: list[str], report: Report) -> dict[str, list[int]] | None:
+    """Each array's column positions in a table's header; None (and a problem) when one has none."""
+    columns = {key: [i for i, name in enumerate(header) if name == key or name.startswith(f"{key}_")] for key in KEYS}
+    missing = [key for key in KEYS if not columns[key]]
+    if missing:
+        report.add(Problem(1, "", _("The header has no %(missing)s column; name the columns gyration_radius, "
+                                    "daily_location_numbers, intention_sequences_1 .. _48 and intention_proportions_1 "
+                                    ".. _7.", missing=", ".join(missing))))
+        return None
+    return columns
+
+
+def _checked(table: np.ndarray, columns: dict[str, list[int]], report: Report) -> tuple[Report, MobilityData | None]:
+    """The four arrays cut from a users x columns table, checked as every format is."""
     arrays = {key: table[:, columns[key]] for key in KEYS}
     for key in ("gyration_radius", "daily_location_numbers"):
         arrays[key] = arrays[key][:, 0]
     return mobility.check_arrays(arrays, report)
+
+
+def _read_parquet(stream: BinaryIO) -> tuple[Report, MobilityData | None]:
+    """The four arrays of a Parquet table with one row per user (columns as the CSV's header); a column that is
+    not numeric, or an empty cell, is named by its column (and row: line 1 is the first user)."""
+    import pyarrow.parquet as parquet  # large: only when a Parquet file comes
+    from pyarrow import ArrowException, types
+
+    report = Report()
+    try:
+        table = parquet.read_table(stream)
+    except (ArrowException, OSError) as exc:
+        report.add(Problem(None, "", _("The Parquet file cannot be read (%(reason)s).", reason=str(exc)[:200])))
+        return report, None
+    header = list(table.column_names)
+    columns = _columns(header, report)
+    if columns is None:
+        return report, None
+    used = sorted(i for positions in columns.values() for i in positions)
+    for i in used:
+        column = table.column(i)
+        if not (types.is_integer(column.type) or types.is_floating(column.type)):
+            report.add(Problem(None, header[i], _("Column %(column)s holds %(type)s values; every column must be "
+                                                  "numbers.", column=header[i], type=str(column.type))))
+        elif column.null_count:
+            row = next(n for n, value in enumerate(column.is_null().to_pylist()) if value)
+            report.add(Problem(row + 1, header[i], _("User %(row)s has no %(column)s value; every cell must hold a "
+                                                     "number.", row=row + 1, column=header[i])))
+    if not report.ok:
+        return report, None
+    matrix = np.empty((table.num_rows, len(header)))
+    for i in used:
+        matrix[:, i] = table.column(i).to_numpy()
+    del table
+    return _checked(matrix, columns, report)
+
 
 
 def _is_number(cell: str) -> bool:
