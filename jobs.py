@@ -311,6 +311,12 @@ class Pipeline:
         os.replace(tmp, target)
 
 
+def can_resume(evaluation: dict, rerun_failed: bool) -> bool:
+    """Whether a stopped evaluation can be started again: cancelled or failed, or finished when its failed and
+    unparsed judgments are to be asked again (a finished one has nothing else left)."""
+    return evaluation["status"] in ("cancelled", "failed") or (rerun_failed and evaluation["status"] == "done")
+
+
 class Runner(Pipeline):
     """Runs evaluations on background threads of this process; the database holds every bit of their state."""
 
@@ -352,11 +358,11 @@ class Runner(Pipeline):
         return True
 
     def resume_one(self, evaluation_id: str, rerun_failed: bool = False) -> bool:
-        """Continue a cancelled, failed or finished evaluation, first putting failed and unparsed judgments
-        back in the queue when asked; False when it is still running."""
+        """Continue a cancelled or failed evaluation, first putting failed and unparsed judgments back in the queue
+        when asked (a finished one only then); False when it is still running or finished."""
         evaluation = self.store.get_evaluation(evaluation_id, with_result=False)
         thread = self._threads.get(evaluation_id)
-        if evaluation is None or (thread and thread.is_alive()):
+        if evaluation is None or (thread and thread.is_alive()) or not can_resume(evaluation, rerun_failed):
             return False
         if rerun_failed:
             self.store.reset_judgments(evaluation_id)

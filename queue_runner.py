@@ -27,7 +27,6 @@ import math
 import os
 import threading
 import time
-from collections import Counter
 from typing import Any, Callable, Mapping
 
 import redis
@@ -37,7 +36,7 @@ from flask import Flask
 
 from benchmarks import registry
 from benchmarks.kind import JobFailed
-from jobs import Pipeline, Runner
+from jobs import Pipeline, Runner, can_resume
 from store import Store
 from translations import _
 
@@ -208,11 +207,11 @@ class CeleryRunner:
         return True
 
     def resume_one(self, evaluation_id: str, rerun_failed: bool = False) -> bool:
-        """Continue a cancelled, failed or finished evaluation (first putting failed and unparsed judgments back
-        in the queue when asked); False while it is queued or running."""
+        """Continue a cancelled or failed evaluation (first putting failed and unparsed judgments back in the queue
+        when asked; a finished one only then); False while it is queued or running, or finished."""
         with self._state(evaluation_id):
             evaluation = self.store.get_evaluation(evaluation_id, with_result=False)
-            if evaluation is None or evaluation["status"] in RUNNING:
+            if evaluation is None or evaluation["status"] in RUNNING or not can_resume(evaluation, rerun_failed):
                 return False
             if rerun_failed:
                 self.store.reset_judgments(evaluation_id)
@@ -255,13 +254,13 @@ class CeleryRunner:
         self.store.set_status(evaluation_id, "failed", _("The evaluation stopped on an internal error: "
                                                          "%(error)s", error=f"{type(exc).__name__}: {exc}"))
 
-    def _grid(self, evaluation_id: str, pending: set) -> int:
-        """Sessions per block of an evaluation: chosen at its first plan and kept in Redis, so that the blocks of
-        a resumed run are the same blocks (and leases) as those of the run before."""
+    def _grid(self, evaluation_id: str, pending: dict[int, int]) -> int:
+        """Sessions per block of an evaluation (`pending`: judgments to make per session index): chosen at its
+        first plan and kept in Redis, so that the blocks of a resumed run are the same blocks (and leases) as
+        those of the run before."""
         key = f"psb:grid:{evaluation_id}"
-        indexes = Counter(k[0] for k in pending)
-        span = max(1, round(BLOCK_JUDGMENTS * len(indexes) / max(1, len(pending))))
-        span = max(span, math.ceil((max(indexes, default=0) + 1) / MAX_BLOCKS))
+        span = max(1, round(BLOCK_JUDGMENTS * len(pending) / max(1, sum(pending.values()))))
+        span = max(span, math.ceil((max(pending, default=0) + 1) / MAX_BLOCKS))
         self.redis.set(key, span, nx=True, ex=30 * 86400)
         return int(self.redis.get(key) or span)
 
@@ -293,12 +292,12 @@ class CeleryRunner:
             except JobFailed as exc:
                 self.store.set_status(evaluation_id, "failed", str(exc))
                 return
-            pending = self.store.pending_keys(evaluation_id)
+            pending = self.store.pending_by_session(evaluation_id)
             if evaluation["settings"].get("batch"):  # one Batch API run for the whole evaluation, polled by one task
-                span = max((key[0] for key in pending), default=0) + 1
+                span = max(pending, default=0) + 1
             else:
                 span = self._grid(evaluation_id, pending)
-            blocks = sorted({key[0] // span for key in pending})
+            blocks = sorted({idx // span for idx in pending})
             for block in blocks:
                 self._send("psb.judge_block", evaluation_id, block * span, block * span + span - 1)
             if not blocks:
@@ -313,7 +312,7 @@ class CeleryRunner:
         with lease as held:
             if not held:
                 raise self._retry_later(task)
-            pending = self._block_pending(evaluation_id, first_idx, last_idx)
+            pending = self.store.pending_keys(evaluation_id, first_idx, last_idx)
             if pending:
                 loaded = self.pipeline.load(evaluation_id)
                 if loaded is None:
@@ -329,10 +328,6 @@ class CeleryRunner:
         progress = self.store.progress(evaluation_id)
         if progress["total"] and progress["done"] >= progress["total"]:
             self._send("psb.score", evaluation_id)
-
-    def _block_pending(self, evaluation_id: str, first_idx: int, last_idx: int) -> set:
-        rows = self.store.judgments(evaluation_id, range(first_idx, last_idx + 1))
-        return {(r["session_idx"], r["round"], r["method"], r["mode"]) for r in rows if r["status"] == "pending"}
 
     def score(self, task: Task, evaluation_id: str) -> None:
         """The final step: the result document, once no judgment is pending, recorded by exactly one run.

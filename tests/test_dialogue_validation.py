@@ -462,3 +462,18 @@ def test_messages_work_inside_a_flask_babel_request():
     with app.test_request_context(headers={"Accept-Language": "en"}):
         problem = the_problem(check(jsonl(session("s1", rounds=[]))))
     assert problem.message == "Line 1: 'rounds' is an empty list; a session needs at least one round."
+
+
+def test_a_line_cut_off_says_so_rather_than_blaming_its_characters():
+    from tests.conftest import jsonl, session_line
+
+    whole = jsonl(session_line("a"), session_line("b"))
+    first = len(jsonl(session_line("a")))
+    for cut in (whole[:-40],  # the last line stops inside a string
+                whole[:first + 30] + b"\n" + jsonl(session_line("c")),  # a line stops, the next one is whole
+                whole[:-3]):  # the last line stops after its last string
+        problems = validate(io.BytesIO(cut)).problems
+        assert len(problems) == 1 and problems[0].line == 2, problems
+        assert "it looks cut off" in problems[0].message and "control character" not in problems[0].message
+    tab = whole.replace(b'"a"', b'"a\tb"', 1)  # a real control character is still named as one
+    assert "raw control character" in validate(io.BytesIO(tab)).problems[0].message

@@ -642,3 +642,21 @@ def test_score_document_is_plain_json():
         assert type(variant["final_score"]) is float
         assert all(type(v) is float and math.isfinite(v) for v in variant["jsd"].values())
     json.dumps(result)
+
+
+def test_every_problem_is_reported_in_one_pass():
+    """A short row, a row that is not a list or an item that is not a number do not hide the bad values elsewhere."""
+    from tests.test_mobility_pipeline import synthetic
+
+    data = synthetic()
+    data["gyration_radius"][4], data["gyration_radius"][8] = "far", -3
+    data["intention_sequences"][2] = data["intention_sequences"][2][:40]
+    data["intention_sequences"][6] = "x"
+    data["intention_sequences"][5][7] = 9
+    data["intention_proportions"][3] = [0.5, "a", 0, 0, 0, 0, 1.5]
+    report, result = mobility.read(io.BytesIO(json.dumps(data).encode()))
+    assert result is None
+    assert [p.path for p in report.problems] == [
+        "gyration_radius[4]", "gyration_radius[8]", "intention_sequences[2]", "intention_sequences[6]",
+        "intention_sequences[5][7]", "intention_proportions[3][1]", "intention_proportions[3][6]"]
+    assert "is 9, not an intention code" in report.problems[4].message

@@ -56,6 +56,7 @@ def test_json_reference_then_evaluation_matches_a_direct_score(client):
     assert created.status_code == 202
     body = wait_for(client, created.get_json()["id"])
     assert body["status"] == "done", body
+    assert {k: body["progress"][k] for k in ("done", "total")} == {"done": 1, "total": 1}  # one step, made
     result = body["result"]
     expected = mobility.score(mobility.load(io.BytesIO(json.dumps(reference).encode())),
                               mobility.load(io.BytesIO(json.dumps(generated).encode())))

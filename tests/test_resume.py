@@ -165,3 +165,20 @@ def test_a_plan_cut_short_is_completed_by_the_next_run(client, app, judge_server
     body = wait_for(client, first["id"])
     assert body["status"] == "done" and body["progress"]["total"] == body["progress"]["done"] == 72
     assert judge_server.requests == 72 and max(calls) == 10
+
+
+def test_a_finished_evaluation_is_not_resumed_but_its_failures_can_be_asked_again(client, judge_server):
+    from tests.test_api import upload
+    from tests.conftest import wait_for
+
+    upload_id = upload(client, jsonl(session_line("done-1", 2), session_line("done-2", 2))).get_json()["id"]
+    done = wait_for(client, client.post("/api/evaluations", json={"upload_id": upload_id}).get_json()["id"])
+    assert done["status"] == "done"
+    asked = judge_server.requests
+    resp = client.post(f"/api/evaluations/{done['id']}/resume")
+    assert resp.status_code == 409 and "has finished" in resp.get_json()["error"]
+    assert client.get(f"/api/evaluations/{done['id']}").get_json()["status"] == "done"
+    assert judge_server.requests == asked  # nothing asked again
+    resp = client.post(f"/api/evaluations/{done['id']}/rerun-failed")  # allowed: none failed, so none asked
+    assert resp.status_code == 202
+    assert wait_for(client, done["id"])["status"] == "done" and judge_server.requests == asked

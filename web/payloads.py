@@ -49,8 +49,9 @@ def panel_entries(text: str) -> list[dict]:
 def evaluation_status(evaluation: dict) -> dict:
     """Status and progress of an evaluation (no result document), with its pace and time left while running."""
     progress = get_store().progress(evaluation["id"])
-    if not progress["total"]:
-        progress["total"] = evaluation["total"]
+    if not progress["total"]:  # scored without a judge (mobility, AgentBench): one step, done when it is
+        progress["total"] = evaluation["total"] or 1
+        progress["done"] = progress["total"] if evaluation["status"] == "done" else 0
     progress["rate_per_s"], progress["eta_s"] = _speed(evaluation, progress)
     return {k: evaluation[k] for k in ("id", "upload_id", "kind", "status", "methods", "error", "created_at",
                                        "started_at", "finished_at")} | {"progress": progress}
