@@ -60,6 +60,8 @@ def number(value, digits: int = 1) -> str:
     """A number formatted for the current locale, or a dash when there is none."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):  # None, or missing in a template
         return "—"
+    if abs(value) < 0.5 * 10 ** -digits:  # shown as zero: never "-0.0"
+        value = 0.0
     return format_decimal(value, format="#,##0" + ("." + "0" * digits if digits else ""))
 
 

@@ -29,6 +29,15 @@ def base_layout(title: str, x_title: str, y_title: str, y_range: list[float]) ->
             "font": {"family": "system-ui, sans-serif"}}
 
 
+def count_axis(most: float, ticks: int = 8) -> dict:
+    """A y axis of counts: ticks on whole numbers only (1, 2, 5, 10, 20, 50 .. apart, at most `ticks` of them) from
+    zero, so a chart of a few items never shows 0.5 of one."""
+    step = 1
+    while most / step > ticks:
+        step = next(s * 10 ** e for e in range(20) for s in (1, 2, 5) if s * 10 ** e > step)
+    return {**AXIS, "dtick": step, "tick0": 0, "rangemode": "tozero", "tickformat": ",d"}
+
+
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "5px,2px,1px,2px", "1px,6px")
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star", "pentagon")
 # The same dashes as SVG stroke-dasharray values, for the line samples in the page's list of evaluations.

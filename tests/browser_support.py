@@ -178,12 +178,14 @@ def is_local(url: str) -> bool:
 
 
 class PageWatch:
-    """Records a page's console errors, uncaught exceptions, dialogs and request URLs."""
+    """Records a page's console errors, uncaught exceptions, dialogs and request URLs; dialogs are dismissed
+    ("Cancel") unless `accept_dialogs` is set."""
 
     def __init__(self, page) -> None:
         self.console_errors: list[str] = []
         self.page_errors: list[str] = []
         self.dialogs: list[str] = []
+        self.accept_dialogs = False
         self.requests: list[str] = []
         page.on("console", lambda msg: self.console_errors.append(f"{msg.text} @ {msg.location}")
                 if msg.type == "error" else None)
@@ -192,7 +194,7 @@ class PageWatch:
 
         def on_dialog(dialog) -> None:
             self.dialogs.append(f"{dialog.type}: {dialog.message}")
-            dialog.dismiss()
+            dialog.accept() if self.accept_dialogs else dialog.dismiss()
 
         page.on("dialog", on_dialog)
 

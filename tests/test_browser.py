@@ -325,7 +325,16 @@ def test_share_link_opens_read_only_in_a_fresh_browser(page, watch, browser, ser
     finally:
         stranger.close()
 
-    page.get_by_role("button", name="Revoke").first.click()
+    page.get_by_role("button", name="Revoke").first.click()  # asks first; "Cancel" keeps the link
+    assert len(watch.dialogs) == 1 and "Revoke this share link?" in watch.dialogs[0]
+    kept = new_context(browser)
+    try:
+        assert kept.new_page().goto(link).status == 200
+    finally:
+        kept.close()
+    watch.accept_dialogs = True
+    with page.expect_navigation():
+        page.get_by_role("button", name="Revoke").first.click()
     revoked = new_context(browser)
     try:
         assert revoked.new_page().goto(link).status == 404

@@ -400,3 +400,14 @@ def test_file_that_is_not_utf8_names_the_byte_and_offset():
     assert message.startswith("chat.json is not valid UTF-8 JSON: byte 0xC2 at byte offset 42")  # 13 + 17 + 12 ASCII bytes before it
     bom = conversation.read_any(io.BytesIO(b"\xef\xbb\xbf" + raw.replace("旅行".encode("gbk"), b"x")), "c.json")[0]
     assert bom.problems[0].path == "source"  # the BOM is dropped and the JSON read
+
+
+def test_counts_are_charted_on_whole_numbers():
+    from benchmarks.conversation.figures import turns_figure
+    from benchmarks.figures import count_axis
+
+    assert [count_axis(most)["dtick"] for most in (0, 3, 8, 9, 17, 41, 100, 7999)] == [1, 1, 1, 2, 5, 10, 20, 1000]
+    figure = turns_figure({"by_turns": {"agent": [{"turns": 2, "conversations": 3}],
+                                        "human": [{"turns": 3, "conversations": 1}]}})
+    axis = figure["layout"]["yaxis"]
+    assert axis["dtick"] == 1 and axis["tickformat"] == ",d" and axis["title"]["text"]

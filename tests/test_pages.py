@@ -33,8 +33,12 @@ def test_home_page_has_form_and_sample_link(client):
 
 
 def test_home_page_says_what_to_configure_without_judge(make_app):
-    html = make_app({}).test_client().get("/").get_data(as_text=True)
+    client = make_app({}).test_client()
+    html = client.get("/").get_data(as_text=True)
     assert "The judge is not configured yet." in html and "JUDGE_API_KEY" in html
+    assert '<a href="/settings">Set up the judge in Settings</a>' in html
+    settings = client.get("/settings").get_data(as_text=True)  # the banner there does not link to itself
+    assert "The judge is not configured yet." in settings and "Set up the judge in Settings" not in settings
 
 
 def test_sample_data_downloads_and_validates(client):
@@ -207,3 +211,13 @@ def test_upload_page_lists_every_kinds_format_with_literal_paths(client):
     formats = html[html.index("File formats"):]
     # dialogue, the kind of any file no other kind claims, first; then the others
     assert formats.index("Each line is one session") < formats.index("DailyMobility outputs")
+
+
+def test_the_round_table_shows_how_many_sessions_each_round_has(client):
+    evaluation_id = finished_evaluation(client, jsonl(session_line("long", 3), session_line("short", 2)))
+    html = client.get(f"/evaluations/{evaluation_id}").get_data(as_text=True)
+    table = html[html.index('id="rounds"'):]
+    table = table[:table.index("</table>")]
+    rows = re.findall(r'<th scope="row">(\d+)</th><td class="n">(\d+)</td>', table)
+    assert rows == [("1", "2"), ("2", "2"), ("3", "1")]
+    assert 'class="n">n=' not in table  # every method has the same sessions in each round: no per-cell n

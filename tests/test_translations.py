@@ -163,3 +163,12 @@ def test_catalogs_compile_safely_when_many_processes_start_at_once(tmp_path):
         failures = [p.stderr.read().decode() for p in processes if p.wait(60) != 0]
         assert not failures, failures[0]
         assert not list(folder.glob("*/LC_MESSAGES/*.tmp")), "temporary files left behind"
+
+
+def test_numbers_that_round_to_zero_show_no_minus_sign(make_app):
+    from translations import interval, number
+
+    with make_app({}).test_request_context():
+        assert [number(v) for v in (-0.04, -0.0, 0.04, -0.06, 1234.56)] == ["0.0", "0.0", "0.0", "-0.1", "1,234.6"]
+        assert number(-0.4, 0) == "0" and number(-0.6, 0) == "-1" and number(-0.004, 2) == "0.00"
+        assert interval([-0.01, 2.0]) == "[0.0, 2.0]" and number(None) == "—"

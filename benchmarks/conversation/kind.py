@@ -86,14 +86,14 @@ class ConversationKind(Kind):
         return document
 
     def upload_context(self, upload: dict, site: Site) -> dict:
-        """The sources' names."""
-        return {"source_labels": figures.source_labels()}
+        """The sources' names, and the tasks'."""
+        return {"source_labels": figures.source_labels(), "terms": figures.term_labels()}
 
     def result_context(self, record: dict, args: Mapping, site: Site) -> dict:
         """The tasks found in any source, and the sources' names."""
         result = record.get("result")
         tasks = sorted({task for s in result["sources"].values() for task in s["by_task"]}) if result else []
-        return {"tasks": tasks, "source_labels": figures.source_labels()}
+        return {"tasks": tasks, "source_labels": figures.source_labels(), "terms": figures.term_labels()}
 
     def figures(self, result: dict, record: dict, args: Mapping) -> dict:
         """Turns, intents and satisfaction of people and simulated users."""

@@ -98,14 +98,19 @@ def best_by_column(methods: dict) -> dict[str, set[str]]:
 
 
 def round_table(result: dict) -> list[dict]:
-    """One row per round: each method's AL(k), BAR(k) and the number of sessions behind them."""
+    """One row per round: each method's AL(k), BAR(k) and the number of sessions behind them; the row's n (the
+    most sessions behind any of its values) and whether the methods' n differ."""
     rows: dict[int, dict] = {}
     for name, m in result["methods"].items():
         for key, curve in (("al", m["al_curve"]), ("bar", m["binary_curve"])):
             for point in curve:
                 cell = rows.setdefault(point["round"], {}).setdefault(name, {})
                 cell[key], cell[key + "_n"] = point["value"], point["n"]
-    return [{"round": k, "methods": rows[k]} for k in sorted(rows)]
+    table = []
+    for k in sorted(rows):
+        counts = {cell.get(key) for cell in rows[k].values() for key in ("al_n", "bar_n") if cell.get(key)}
+        table.append({"round": k, "methods": rows[k], "n": max(counts, default=0), "uneven": len(counts) > 1})
+    return table
 
 
 def comparison_matrix(result: dict, metric: str) -> dict[str, dict[str, dict]]:
