@@ -19,7 +19,7 @@ from benchmarks import registry
 from jobs import Runner
 from judge_settings import JudgeSettings
 from store import Store
-from web import api, auth, cli, compare, compression, errors, exports, pages, security_headers, share
+from web import api, auth, bundle, cli, compare, compression, errors, exports, manage, pages, security_headers, share
 
 ROOT = Path(__file__).resolve().parent
 # The whole public Human-vs-Agent dataset and a typical AgentBench leaderboard run, zipped, in one upload.
@@ -84,8 +84,10 @@ def create_app(config: dict | None = None) -> Flask:
     app.register_blueprint(pages.bp)
     app.register_blueprint(api.bp)
     app.register_blueprint(exports.bp)
+    app.register_blueprint(bundle.bp)
     csrf.exempt(api.bp)
     share.register(app, csrf)  # share pages, and the share API exempt from CSRF
+    manage.register(app, csrf)  # rename, tag and delete
     compare.register(app)
     for kind in registry.kinds():  # pages a kind adds (mobility: reference sets); its API skips CSRF like ours
         for blueprint in kind.blueprints():

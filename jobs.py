@@ -300,7 +300,8 @@ class Pipeline:
     def finish(self, evaluation_id: str, document: dict, status: str = "done") -> None:
         """Keep a result document: results/<id>.json, then the database with the final status."""
         self._write_result_file(evaluation_id, document)
-        self.store.set_result(evaluation_id, document, status=status)
+        self.store.set_result(evaluation_id, document, status=status,
+                              headline=registry.get(document["kind"]).headline(document))
 
     def _write_result_file(self, evaluation_id: str, document: dict) -> None:
         """Write results/<id>.json atomically, so a crash never leaves half a file."""

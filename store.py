@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import json
 import secrets
+import sqlite3
 import threading
+import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,7 +28,7 @@ import store_migrations
 from benchmarks.dialogue.prompts import DIMENSIONS
 
 UNFINISHED = ("queued", "running")
-_JSON_COLUMNS = {"summary", "warnings", "methods", "settings", "result"}
+_JSON_COLUMNS = {"summary", "warnings", "methods", "settings", "result", "tags", "headline"}
 _RESULT_COLUMNS = ("status", "total", *DIMENSIONS, "verdict", "scores", "answer", "error",
                    "prompt_tokens", "completion_tokens", "cached", "attempts")
 _ACCUMULATED = ("prompt_tokens", "completion_tokens", "attempts")
@@ -33,9 +36,9 @@ _COUNTER_DEFAULTS = {"prompt_tokens": 0, "completion_tokens": 0, "attempts": 0, 
 _BATCH = 2000  # rows per executemany, so that a 400,000-row write never builds all its parameters at once
 
 # The columns each record has, in this order (the JSON API shows them so); the ordering column `seq` is not one.
-UPLOAD = "id, sha256, kind, filename, size, summary, warnings, created_at"
+UPLOAD = "id, sha256, kind, filename, size, summary, warnings, created_at, title, tags"
 EVALUATION_HEAD = ("id, upload_id, kind, status, methods, settings, error, total, created_at, started_at, finished_at,"
-                   " run_started_at, run_done_at_start")
+                   " run_started_at, run_done_at_start, title, tags, headline")
 EVALUATION = EVALUATION_HEAD + ", result"
 JUDGMENT = ("evaluation_id, session_idx, session_id, round, method, mode, status, total, "
             + ", ".join(DIMENSIONS) + ", verdict, answer, error, prompt_tokens, completion_tokens, cached, attempts,"
@@ -140,7 +143,16 @@ def _engine(url: URL) -> Engine:
 
         @event.listens_for(engine, "connect")
         def _wal(dbapi_connection, _record) -> None:
-            dbapi_connection.execute("PRAGMA journal_mode=WAL")  # readers never wait for the writer
+            # Readers never wait for the writer. Setting the journal mode can answer "locked" at once, without the
+            # busy timeout, while another process migrates a new database: asked again until it answers.
+            for attempt in itertools.count():
+                try:
+                    dbapi_connection.execute("PRAGMA journal_mode=WAL")
+                    break
+                except sqlite3.OperationalError:
+                    if attempt >= 600:  # 30 s, like the busy timeout
+                        raise
+                    time.sleep(0.05)
             # In WAL mode a commit then needs no fsync: a killed process loses nothing, a power cut at most the last
             # transactions (never consistency). With an fsync per commit, writing each wave of judge answers cost
             # more than asking for them.
@@ -309,13 +321,46 @@ class Store:
         columns = EVALUATION if with_result else EVALUATION_HEAD
         return _decode(self._one(f"SELECT {columns} FROM evaluations WHERE id = :id", {"id": evaluation_id}))
 
-    def list_evaluations(self, limit: int = 200) -> list[dict]:
-        """Newest evaluations first, without their result documents."""
+    def list_evaluations(self, limit: int = 200, kind: str | None = None, upload_id: str | None = None) -> list[dict]:
+        """Newest evaluations first (of one kind, or of one upload, when asked), without their result documents."""
+        where = "".join((" AND e.kind = :kind" if kind else "", " AND e.upload_id = :upload" if upload_id else ""))
         rows = self._all(
-            "SELECT e.id, e.upload_id, e.kind, e.status, e.methods, e.total, e.error, e.created_at,"
-            " e.finished_at, u.filename FROM evaluations e JOIN uploads u ON u.id = e.upload_id"
-            " ORDER BY e.created_at DESC, e.seq DESC LIMIT :limit", {"limit": limit})
+            "SELECT e.id, e.upload_id, e.kind, e.status, e.methods, e.settings, e.total, e.error, e.created_at,"
+            " e.finished_at, e.title, e.tags, e.headline, u.filename"
+            f" FROM evaluations e JOIN uploads u ON u.id = e.upload_id WHERE 1 = 1{where}"
+            " ORDER BY e.created_at DESC, e.seq DESC LIMIT :limit",
+            {"limit": limit, "kind": kind, "upload": upload_id})
         return [_decode(r) for r in rows]
+
+    def set_labels(self, table: str, row_id: str, title: str | None, tags: list[str]) -> bool:
+        """Give an evaluation or an upload (`table`) a title (None: none) and tags; False when there is no such row."""
+        if table not in ("evaluations", "uploads"):
+            raise ValueError(f"no labels on {table}")
+        return self._write(f"UPDATE {table} SET title = :title, tags = :tags WHERE id = :id",
+                           {"title": title, "tags": json.dumps(tags, ensure_ascii=False), "id": row_id}) > 0
+
+    def set_headline(self, evaluation_id: str, headline: list) -> None:
+        """Keep an evaluation's headline scores (for lists of evaluations)."""
+        self._write("UPDATE evaluations SET headline = :headline WHERE id = :id",
+                    {"headline": json.dumps(headline, ensure_ascii=False), "id": evaluation_id})
+
+    def delete_evaluations(self, evaluation_ids: list[str], upload_id: str | None = None) -> None:
+        """Delete evaluations with everything stored with them (judgments, counters, ratings, share links, their
+        plan marker), and the upload when given, in one transaction: nothing is half deleted. The files are the
+        caller's (web/manage.py)."""
+        with self._writing() as con:
+            for table in ("judgments", "judgment_counts", "human_ratings", "shares"):
+                self._many(con, f"DELETE FROM {table} WHERE evaluation_id = :id", ({"id": e} for e in evaluation_ids))
+            self._many(con, "DELETE FROM settings WHERE name = :name",
+                       ({"name": f"planned:{e}"} for e in evaluation_ids))
+            self._many(con, "DELETE FROM evaluations WHERE id = :id", ({"id": e} for e in evaluation_ids))
+            if upload_id is not None:
+                con.execute(_sql("DELETE FROM sessions WHERE upload_id = :id"), {"id": upload_id})
+                con.execute(_sql("DELETE FROM uploads WHERE id = :id"), {"id": upload_id})
+
+    def uploads_of_file(self, sha256: str) -> int:
+        """How many uploads (of any kind) are stored from the file with this hash."""
+        return int(self._one("SELECT COUNT(*) AS n FROM uploads WHERE sha256 = :sha", {"sha": sha256})["n"])
 
     def unfinished_evaluations(self) -> list[str]:
         """Ids of evaluations that were queued or running (to resume after a restart)."""
@@ -339,11 +384,14 @@ class Store:
         """Record how many judgments the evaluation needs."""
         self._write("UPDATE evaluations SET total = :total WHERE id = :id", {"total": total, "id": evaluation_id})
 
-    def set_result(self, evaluation_id: str, document: dict, status: str = "done") -> None:
-        """Store the result document and the final status in one transaction."""
-        self._write("UPDATE evaluations SET result = :result, status = :status, error = NULL, finished_at = :now"
-                    " WHERE id = :id", {"result": json.dumps(document, ensure_ascii=False), "status": status,
-                                        "now": now(), "id": evaluation_id})
+    def set_result(self, evaluation_id: str, document: dict, status: str = "done",
+                   headline: list | None = None) -> None:
+        """Store the result document, its headline scores and the final status in one transaction."""
+        self._write("UPDATE evaluations SET result = :result, headline = :headline, status = :status, error = NULL,"
+                    " finished_at = :now WHERE id = :id",
+                    {"result": json.dumps(document, ensure_ascii=False), "status": status, "now": now(),
+                     "headline": None if headline is None else json.dumps(headline, ensure_ascii=False),
+                     "id": evaluation_id})
 
     # judgments ---------------------------------------------------------------
     def add_pending(self, evaluation_id: str, rows: Iterable[tuple[int, str, int, str, str]]) -> int:
@@ -571,6 +619,10 @@ class Store:
         """Every reference set, newest first."""
         return [_decode(r) for r in self._all(f"SELECT {REFERENCE} FROM reference_sets"
                                               " ORDER BY created_at DESC, seq DESC")]
+
+    def delete_reference(self, reference_id: str) -> None:
+        """Forget a reference set (its file is the caller's)."""
+        self._write("DELETE FROM reference_sets WHERE id = :id", {"id": reference_id})
 
     # shares ------------------------------------------------------------------
     # Read-only links to one result (web/share.py). The token is stored as it is, not hashed: the result

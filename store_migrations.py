@@ -238,6 +238,15 @@ def _judgment_counts(con: Connection, ddl: dict) -> None:
                         " GROUP BY evaluation_id, status")
 
 
+def _labels(con: Connection, ddl: dict) -> None:
+    # Evaluations and uploads get a title and tags given by people; evaluations their headline scores (a few
+    # numbers for the list of evaluations, which would otherwise read every result document).
+    for table in ("evaluations", "uploads"):
+        con.exec_driver_sql(f"ALTER TABLE {table} ADD COLUMN title TEXT")
+        con.exec_driver_sql(f"ALTER TABLE {table} ADD COLUMN tags TEXT NOT NULL DEFAULT '[]'")
+    con.exec_driver_sql("ALTER TABLE evaluations ADD COLUMN headline TEXT")
+
+
 @dataclass(frozen=True)
 class Step:
     """One change of the schema."""
@@ -255,6 +264,7 @@ STEPS = (
     Step(5, "human_ratings: people's ratings attached to an evaluation", _human_ratings),
     Step(6, "judgments_failures: partial index of failed and unparsed judgments", _failures_index),
     Step(7, "judgment_counts: judgments by status, kept as they are saved", _judgment_counts),
+    Step(8, "title and tags of evaluations and uploads, headline scores of evaluations", _labels),
 )
 LATEST = STEPS[-1].version
 

@@ -110,7 +110,9 @@ class Kind(ABC):
     upload_fields: ClassVar[tuple[str, ...]] = ()  # form/API fields read at upload, passed to validate()
     start_fields: ClassVar[tuple[str, ...]] = ()  # form/API fields read when starting, in StartRequest.options
     fallback: ClassVar[bool] = False  # detected last: the kind of any file no other kind claims
-    offline_report: ClassVar[bool] = False  # whether <name>/report.html exists (the self-contained report)
+    # whether <name>/report.html exists (its own self-contained report; otherwise the report is its result page)
+    offline_report: ClassVar[bool] = False
+    headline_label: ClassVar[Any] = ""  # what headline() gives, e.g. _l("Average AL")
 
     # -- detect and validate -----------------------------------------------------------------------------
 
@@ -184,6 +186,10 @@ class Kind(ABC):
     def samples(self, record: dict, args: Mapping, site: Site) -> dict | None:
         """A page of per-sample detail for the API (`/api/evaluations/<id>/samples`), or None: no such thing."""
         return None
+
+    def headline(self, result: dict) -> list[list]:
+        """The few numbers a list of evaluations shows for a result: [name, value] pairs (a method, an agent)."""
+        return []
 
     def run_label(self, result: dict) -> str:
         """What a run was measured with (a judge model, a reference set), for compare and lists."""

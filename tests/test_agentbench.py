@@ -631,3 +631,13 @@ def test_leaderboard_holds_the_api_models_and_open_models():
     copy = lb.row("gpt-4")
     copy["scores"]["os"] = 0
     assert lb.row("gpt-4")["scores"]["os"] == 42.4  # rows are copies
+
+
+def test_a_fork_tasks_main_metric_is_found_by_name_or_as_its_only_share():
+    from benchmarks.agentbench.score import fork_metric
+
+    assert fork_metric({"accuracy": 0.61, "recall": 0.2}) == ("accuracy", 0.61)
+    assert fork_metric({"success_rate": 1, "score": 0.5}) == ("success_rate", 1.0)  # the first name that is there
+    assert fork_metric({"recall": 0.2, "turns": 12}) == ("recall", 0.2)  # the only number in [0, 1]
+    assert fork_metric({"recall": 0.2, "precision": 0.3}) is None  # which one is main cannot be told
+    assert fork_metric({"accuracy": 61.0, "ok": True}) is None  # not on the 0-1 scale; booleans are not numbers

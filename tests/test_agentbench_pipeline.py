@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import json
 
 import pytest
@@ -53,12 +54,15 @@ def test_outputs_zip_through_the_api_page_and_exports(client):
     assert result["agents"]["agent-a"]["oa"] == pytest.approx(OA_A, abs=1e-9)
     assert result["agents"]["agent-b"]["oa"] == pytest.approx(OA_B, abs=1e-9)
     assert result["agents"]["agent-b"]["tasks"]["wb"]["score"] == pytest.approx(12.5)
-    assert result["agents"]["agent-b"]["tasks"]["medagentbench-std"]["score"] is None
+    fork = result["agents"]["agent-b"]["tasks"]["medagentbench-std"]
+    assert fork["score"] is None and (fork["fork_score"], fork["fork_metric"]) == (pytest.approx(61.0), "accuracy")
 
     page = client.get(f"/evaluations/{body['id']}").get_data(as_text=True)
     assert f"{OA_A:.2f}" in page and f"{OA_B:.2f}" in page
     assert 'data-figure="status"' in page and 'data-figure="radar"' in page
     assert "Other tasks (not part of the overall score)" in page and "accuracy" in page
+    scores = page[page.index('id="scores"'):page.index("</table>", page.index('id="scores"'))]
+    assert re.search(r"<td>61\.0 <span class=\"hint\"[^>]*>accuracy</span></td>", scores)  # x100, beside the others
     assert "gpt-4" in page and "Liu et al." in page  # the default leaderboard models, with the source
 
     picked = client.get(f"/evaluations/{body['id']}?models=claude-2").get_data(as_text=True)
@@ -175,6 +179,18 @@ def test_real_overall_json_of_a_fork_task(client):
     body = evaluate(client, up.get_json()["id"])
     task = body["result"]["agents"]["gpt-4o"]["tasks"]["medagentbench-std"]
     assert task["custom"]["accuracy"] == 0.61 and task["status"]["completed"] == 1.0
+    assert task["fork_score"] == pytest.approx(61.0) and task["fork_metric"] == "accuracy"
     assert task["history_length"] == {"average": 4.34, "max": 6, "min": 4}
     page = client.get(f"/evaluations/{body['id']}").get_data(as_text=True)
     assert "medagentbench-std" in page and "0.61" in page
+
+
+def test_errors_without_runs_are_reachable_from_the_page(client):
+    members = tree({"agent-a": AGENT_A}, run=RUN)
+    members[f"{RUN}/agent-a/os-std/error.jsonl"] = error_line(7, "AGENT_FAILED") + error_line(8, "TASK_ERROR")
+    body = evaluate(client, upload(client, make_zip(members).getvalue(), "outputs.zip").get_json()["id"])
+    page = client.get(f"/evaluations/{body['id']}").get_data(as_text=True)
+    link = f'/evaluations/{body["id"]}/view/samples?agent=agent-a&amp;task=os#errors'
+    assert f'<a href="{link}">2 errors</a>' in page
+    view = client.get(link.replace("&amp;", "&").split("#")[0]).get_data(as_text=True)
+    assert 'id="errors"' in view and "TASK_ERROR" in view and "no runs.jsonl" in view

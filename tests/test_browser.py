@@ -13,7 +13,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
+import shutil
 import sys
 import zipfile
 from pathlib import Path
@@ -129,6 +131,25 @@ def upload_file(page, server, path: Path | None = None, *, name: str | None = No
     with page.expect_response(lambda r: r.request.method == "POST" and r.url.endswith("/uploads")) as response:
         page.locator("form.upload-form button[type=submit]").click()
     return response.value.status
+
+
+def overflowing_cards(page) -> list[str]:
+    """The cards whose content sticks out of them (wide tables belong in a .scroll box, which scrolls instead; a
+    chart's card clips the pixel or two of Plotly's drawing beyond its border)."""
+    return page.evaluate("""() => [...document.querySelectorAll('.card')]
+        .filter(card => getComputedStyle(card).overflowX !== 'hidden' && card.scrollWidth > card.clientWidth + 1)
+        .map(card => (card.id || card.className) + ': ' + card.scrollWidth + ' > ' + card.clientWidth)""")
+
+
+def check_widths(page, shots: Path, name: str) -> None:
+    """At 1280 and 1440 px wide no card overflows; a full-page screenshot of each (SCREENSHOT_DIR keeps them)."""
+    for width in (1280, 1440):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(200)  # Plotly redraws on resize
+        assert overflowing_cards(page) == [], (name, width)
+        page.screenshot(path=str(shots / f"{name}-{width}.png"), full_page=True)
+    if os.environ.get("SCREENSHOT_DIR"):  # to look at them
+        shutil.copytree(shots, os.environ["SCREENSHOT_DIR"], dirs_exist_ok=True)
 
 
 def wait_for_charts(page, timeout: float = RUN_TIMEOUT_MS) -> None:
@@ -356,7 +377,7 @@ def test_method_picker_hides_a_method_from_table_and_charts(page, watch, server,
     assert watch.errors == [], watch.errors
 
 
-def test_compare_view_draws_overlaid_curves(page, watch, server, judge, sample_evaluation):
+def test_compare_view_draws_overlaid_curves(page, watch, server, judge, sample_evaluation, tmp_path):
     latency, judge.latency_s = judge.latency_s, 0.0
     try:
         other = server.evaluate(server.upload(SAMPLE.read_bytes(), "sample_data.jsonl"),
@@ -373,6 +394,7 @@ def test_compare_view_draws_overlaid_curves(page, watch, server, judge, sample_e
     # two runs x three methods, one line each, in the AL(k) chart
     assert page.locator(".main-svg").count() >= 2
     assert page.locator(".legendtext").count() >= 6
+    check_widths(page, tmp_path, "compare")
     assert watch.errors == [], watch.errors
 
 
@@ -526,7 +548,7 @@ def test_conversation_upload_with_llm_annotation(page, watch, server, judge):
     assert judge.requests_by_mode["annotate"] >= 4
 
 
-def test_agentbench_outputs_zip_charts_and_samples(page, watch, server):
+def test_agentbench_outputs_zip_charts_and_samples(page, watch, server, tmp_path):
     assert upload_file(page, server, name="outputs.zip", data=outputs_zip()) == 302
     expect(page.locator("p.ok")).to_contain_text("AgentBench")
     page.get_by_role("button", name="Evaluate").click()
@@ -534,6 +556,8 @@ def test_agentbench_outputs_zip_charts_and_samples(page, watch, server):
     for chart in ("status", "radar"):
         page.locator(f"[data-figure={chart}] .main-svg").first.wait_for(state="attached", timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#scores tbody tr").first).to_contain_text(f"{OA_A:.2f}")
+    page.locator("[data-figure=radar]").screenshot(path=str(tmp_path / "agentbench-radar.png"))
+    check_widths(page, tmp_path, "agentbench")
     page.get_by_role("link", name="2 samples").click()
     page.get_by_text("Conversation history").last.click()
     expect(page.locator("pre", has_text="<script>alert('x')</script>")).to_be_visible()
@@ -674,3 +698,45 @@ def test_a_file_over_the_limit_goes_up_in_chunks_and_resumes_after_an_interrupti
     finally:
         context.close()
         small.stop()
+
+
+def test_rename_tag_filter_and_delete_an_evaluation(page, watch, server, judge, tmp_path):
+    latency, judge.latency_s = judge.latency_s, 0.0
+    try:
+        evaluation_id = server.evaluate(server.upload(SAMPLE.read_bytes(), "manage.jsonl"))["id"]
+    finally:
+        judge.latency_s = latency
+    open_page(page, server, f"/evaluations/{evaluation_id}")
+    panel = page.locator("#manage")
+    panel.get_by_label("Title").fill("Sample <i>run</i>")
+    panel.get_by_label("Tags (separated by commas)").fill("pilot, 2026")
+    with page.expect_navigation():
+        panel.get_by_role("button", name="Save").click()
+    expect(page.locator("h1")).to_have_text("Sample <i>run</i>")  # shown as text
+    page.locator("#manage").screenshot(path=str(tmp_path / "manage-panel.png"))
+
+    open_page(page, server, "/evaluations")
+    page.locator("a.tag", has_text="pilot").first.click()
+    expect(page).to_have_url(re.compile(r"/evaluations\?tag=pilot$"))
+    rows = page.locator("table.evaluations tbody tr")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("Dialogue (persona alignment)")
+    expect(rows.first).to_contain_text("Average AL")
+    for width in (1280, 1440):
+        page.set_viewport_size({"width": width, "height": 900})
+        assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
+        page.screenshot(path=str(tmp_path / f"evaluations-{width}.png"), full_page=True)
+    if os.environ.get("SCREENSHOT_DIR"):  # to look at them
+        shutil.copytree(tmp_path, os.environ["SCREENSHOT_DIR"], dirs_exist_ok=True)
+
+    open_page(page, server, f"/evaluations/{evaluation_id}")
+    page.get_by_role("button", name="Delete this evaluation").click()  # asks; "Cancel" keeps it
+    assert "Delete this evaluation with its judgments" in watch.dialogs[-1]
+    expect(page).to_have_url(re.compile(rf"/evaluations/{evaluation_id}$"))
+    watch.accept_dialogs = True
+    with page.expect_navigation():
+        page.get_by_role("button", name="Delete this evaluation").click()
+    expect(page).to_have_url(re.compile(r"/evaluations$"))
+    assert page.locator(f"a[href='/evaluations/{evaluation_id}']").count() == 0
+    assert watch.errors == [], watch.errors
+    assert page.goto(f"{server.url}/evaluations/{evaluation_id}").status == 404

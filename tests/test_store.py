@@ -51,7 +51,9 @@ def test_records_have_the_same_keys_and_decoded_json(store):
     store.add_upload({"id": "u1", "sha256": "abc", "kind": "dialogue", "filename": "log.jsonl", "size": 3 * 2 ** 31,
                       "summary": {"sessions": 2, "methods": ["A"]}, "warnings": ["w"]})
     upload = store.get_upload("u1")
-    assert list(upload) == ["id", "sha256", "kind", "filename", "size", "summary", "warnings", "created_at"]
+    assert list(upload) == ["id", "sha256", "kind", "filename", "size", "summary", "warnings", "created_at", "title",
+                            "tags"]
+    assert (upload["title"], upload["tags"]) == (None, [])
     assert upload["summary"] == {"sessions": 2, "methods": ["A"]} and upload["size"] == 3 * 2 ** 31
     assert store.find_upload("abc", "dialogue")["id"] == "u1" and store.find_upload("abc", "mobility") is None
     store.set_session_offsets("u1", [(0, "Alpha", 0), (1, "beta", 2 ** 33), (2, "alphabet", 99)])
@@ -67,15 +69,16 @@ def test_records_have_the_same_keys_and_decoded_json(store):
     evaluation = store.get_evaluation("e1")
     assert list(evaluation) == ["id", "upload_id", "kind", "status", "methods", "settings", "error", "total",
                                 "created_at", "started_at", "finished_at", "run_started_at", "run_done_at_start",
-                                "result"]
+                                "title", "tags", "headline", "result"]
     assert (evaluation["methods"], evaluation["settings"], evaluation["result"]) == (["A"], {"model": "m"}, None)
     assert "result" not in store.get_evaluation("e1", with_result=False)
     assert store.unfinished_evaluations() == ["e1"]
     store.set_result("e1", {"score": 1.5, "名前": "ok"})
     assert store.get_evaluation("e1")["result"] == {"score": 1.5, "名前": "ok"}
     assert store.get_evaluation("e1")["status"] == "done" and store.unfinished_evaluations() == []
-    assert [list(e) for e in store.list_evaluations()] == [["id", "upload_id", "kind", "status", "methods", "total",
-                                                            "error", "created_at", "finished_at", "filename"]]
+    assert [list(e) for e in store.list_evaluations()] == [["id", "upload_id", "kind", "status", "methods", "settings",
+                                                            "total", "error", "created_at", "finished_at", "title",
+                                                            "tags", "headline", "filename"]]
     assert list(store.judgments("e1")[0]) == [
         "evaluation_id", "session_idx", "session_id", "round", "method", "mode", "status", "total", "style",
         "content", "naturalness", "personalization", "conversation", "verdict", "answer", "error", "prompt_tokens",
@@ -211,3 +214,29 @@ def test_progress_counters_follow_every_change(store):
                                 {"status": "failed", "error": "late"})])
     assert counted(store, "e") == before == store.progress("e")
     assert store.progress("nothing") == {"done": 0, "total": 0, "failed": 0, "unparsed": 0, "cached": 0}
+
+
+def test_deleting_evaluations_and_an_upload_leaves_nothing_of_them(store):
+    store.add_upload({"id": "u", "sha256": "abc", "kind": "dialogue", "filename": "log.jsonl", "size": 1,
+                      "summary": {}, "warnings": []})
+    store.set_session_offsets("u", [(0, "s", 0)])
+    for evaluation_id in ("e1", "e2"):
+        store.add_evaluation({"id": evaluation_id, "upload_id": "u", "kind": "dialogue", "methods": ["A"],
+                              "settings": {}, "total": 1})
+        store.add_pending(evaluation_id, [(0, "s", 1, "A", "fine")])
+        store.add_share(f"share-{evaluation_id}", evaluation_id, f"token-{evaluation_id}")
+        store.set_setting(f"planned:{evaluation_id}", True)
+    store.set_human_ratings("e1", "r.csv", [{"line": 2, "session_id": "s", "round": 1, "method": "A", "total": 50.0}])
+    assert store.set_labels("evaluations", "e1", "first", ["a", "b"]) and not store.set_labels("uploads", "x", None, [])
+    assert (store.get_evaluation("e1")["title"], store.get_evaluation("e1")["tags"]) == ("first", ["a", "b"])
+
+    store.delete_evaluations(["e1"])
+    assert store.get_evaluation("e1") is None and store.judgments("e1") == [] and store.human_ratings("e1") == []
+    assert store.progress("e1")["total"] == 0 and store.active_share("token-e1") is None
+    assert store.get_setting("planned:e1") is None
+    assert store.get_evaluation("e2") is not None and store.active_share("token-e2") is not None  # the other stays
+    assert store.uploads_of_file("abc") == 1
+
+    store.delete_evaluations(["e2"], upload_id="u")
+    assert store.get_upload("u") is None and store.count_sessions("u") == 0 and store.list_evaluations() == []
+    assert store.uploads_of_file("abc") == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 from flask import Blueprint, abort, current_app, jsonify, request, url_for
 
 import chunked_uploads
+import housekeeping
 from ingest import InvalidUpload, ingest
 from jobs import RequestError, create_evaluation
 from translations import _
@@ -130,9 +131,11 @@ def create():
 
 @bp.get("/evaluations")
 def list_evaluations():
-    """All evaluations, newest first."""
-    return jsonify([{k: e[k] for k in ("id", "upload_id", "kind", "status", "methods", "created_at",
-                                       "finished_at", "filename")} for e in get_store().list_evaluations()])
+    """Evaluations, newest first (`?kind=` and `?tag=` filter), each with its title, tags, judge model or reference
+    set, and headline scores."""
+    rows = housekeeping.evaluation_list(get_store(), kind=request.args.get("kind"), tag=request.args.get("tag"))
+    return jsonify([{k: e[k] for k in ("id", "upload_id", "kind", "status", "methods", "created_at", "finished_at",
+                                       "filename", "title", "tags", "headline", "measured_with")} for e in rows])
 
 
 @bp.get("/evaluations/<evaluation_id>")

@@ -169,8 +169,33 @@ def requeue() -> None:
         click.echo(evaluation_id)
 
 
+@click.command("bundle")
+@click.argument("ids", nargs=-1, required=True)
+@click.option("--out", "out", type=click.Path(path_type=Path), default=Path("bundle.zip"), show_default=True,
+              help="A .zip file, or a folder, to write the bundle to.")
+@with_appcontext
+def bundle_command(ids: tuple[str, ...], out: Path) -> None:
+    """Write a static bundle of finished evaluations (index.html, and per evaluation its offline report and JSON)."""
+    from web import bundle
+
+    with current_app.test_request_context("/"):
+        try:
+            records = bundle.finished(list(ids))
+        except bundle.BundleError as exc:
+            raise click.ClickException(str(exc)) from exc
+        if out.suffix.lower() == ".zip":
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with out.open("wb") as target:
+                bundle.write_zip(records, target)
+        else:
+            bundle.write_folder(records, out)
+    click.echo(_("Bundle of %(count)s evaluations written to %(path)s; open index.html.", count=len(records),
+                 path=out))
+
+
 def register(app: Flask) -> None:
     """Add the CLI commands to the app."""
     app.cli.add_command(score_command())
+    app.cli.add_command(bundle_command)
     app.cli.add_command(users_cli.users)
     app.cli.add_command(jobs)

@@ -9,7 +9,7 @@ from flask import Blueprint, Response, abort, render_template
 
 from benchmarks import figures, registry
 from benchmarks.dialogue.prompts import DIMENSIONS
-from web import get_store, security_headers
+from web import get_store, pages, security_headers
 from web.safe_csv import SafeWriter, csv_line
 
 bp = Blueprint("exports", __name__)
@@ -75,16 +75,30 @@ def export_judgments(evaluation_id: str):
 def export_report(evaluation_id: str):
     """A self-contained HTML report (styles, Plotly and data inline) that opens offline."""
     record = get_store().get_evaluation(evaluation_id) or abort(404)
-    result = record.get("result") or abort(404)
+    record.get("result") or abort(404)
+    body, policy = report_html(record)
+    return Response(body, mimetype="text/html; charset=utf-8",
+                    headers={"Content-Disposition": f"attachment; filename={evaluation_id}-report.html",
+                             "Content-Security-Policy": policy})
+
+
+def report_html(record: dict) -> tuple[str, str]:
+    """The offline report of a finished evaluation and the policy to serve it with: the kind's own report template
+    when it has one, else its result page as a share link shows it, with every link into the app left out."""
     kind = registry.get(record["kind"])
-    if not kind.offline_report:
-        abort(404)
     scripts = {"plotly_js": figures.PLOTLY_JS_FILE.read_text(encoding="utf-8"),
                "result_js": (STATIC / "js" / "result.js").read_text(encoding="utf-8")}
     meta_policy, header_policy = security_headers.report_policy(*scripts.values())  # its inline scripts only
-    body = render_template(kind.template("report"), evaluation=record, result=result,
-                           css=(STATIC / "css" / "style.css").read_text(encoding="utf-8"), csp=meta_policy,
-                           **scripts, **kind.report_context(record))
-    return Response(body, mimetype="text/html; charset=utf-8",
-                    headers={"Content-Disposition": f"attachment; filename={evaluation_id}-report.html",
-                             "Content-Security-Policy": header_policy})
+    inline = {"css": (STATIC / "css" / "style.css").read_text(encoding="utf-8"), "csp": meta_policy, **scripts}
+    if kind.offline_report:
+        body = render_template(kind.template("report"), evaluation=record, result=record["result"], **inline,
+                               **kind.report_context(record))
+    else:
+        body = render_template(kind.template("result"), **pages.result_context(record), **inline, offline=True,
+                               shared=True, url_for=_offline_url)
+    return body, header_policy
+
+
+def _offline_url(endpoint: str, **values) -> str:
+    """url_for in an offline report: it has nothing to link to."""
+    return "#"

@@ -12,6 +12,7 @@ from flask import (Blueprint, Response, abort, current_app, redirect, render_tem
 from benchmarks import figures, registry
 from evaluator import JudgeConfig, test_connection
 import chunked_uploads
+import housekeeping
 from ingest import InvalidUpload, ingest
 from jobs import RequestError, create_evaluation, judge_config
 from judge_settings import VARIABLES
@@ -87,21 +88,31 @@ def evaluate(upload_id: str):
 
 @bp.get("/evaluations")
 def evaluations():
-    """Every evaluation, newest first."""
-    return render_template("evaluations.html", evaluations=get_store().list_evaluations())
+    """Every evaluation, newest first, filtered by `kind` and `tag` when given."""
+    kind, tag = request.args.get("kind", ""), request.args.get("tag", "")
+    everything = housekeeping.evaluation_list(get_store())
+    rows = [row for row in everything if kind in ("", row["kind"]) and (not tag or tag in row["tags"])]
+    return render_template("evaluations.html", evaluations=rows, kind=kind, tag=tag,
+                           tags=sorted({t for row in everything for t in row["tags"]}),
+                           by_kind={k.name: k for k in registry.kinds()})
 
 
 @bp.get("/evaluations/<evaluation_id>")
 def evaluation(evaluation_id: str):
     """The result page; shows live progress until the evaluation ends. Its view state is in the query string."""
     record = get_store().get_evaluation(evaluation_id) or abort(404)
+    return render_template(registry.get(record["kind"]).template("result"), **result_context(record))
+
+
+def result_context(record: dict) -> dict:
+    """Everything a kind's result page is rendered with (for the page, its share twin and the offline report)."""
     kind = registry.get(record["kind"])
     context = {"evaluation": record, "upload": get_store().get_upload(record["upload_id"]), "kind": kind,
                "status": evaluation_status(record), "result": record.get("result")}
     context.update(kind.result_context(record, request.args, get_site()))
     if context["result"]:
         context["figures"] = kind.figures(context["result"], record, request.args)
-    return render_template(kind.template("result"), **context)
+    return context
 
 
 @bp.get("/evaluations/<evaluation_id>/view/<name>")

@@ -28,6 +28,7 @@ class AgentBenchKind(Kind):
 
     name = "agentbench"
     label = _l("AgentBench outputs")
+    headline_label = _l("Overall score (OA)")
     upload_fields = ("agent", "task")
     cli_options = (
         click.Option(["--agent"], help="AgentBench: the agent of a lone overall.json whose path does not name it."),
@@ -90,6 +91,10 @@ class AgentBenchKind(Kind):
     def views(self) -> dict:
         """`samples?agent=A&task=T&status=S&page=N`: one agent x task's samples and errors."""
         return {"samples": samples_view}
+
+    def headline(self, result: dict) -> list[list]:
+        """Each agent's overall score."""
+        return [[name, agent["oa"]] for name, agent in result["agents"].items()]
 
     def compare(self, runs: list[dict]) -> dict:
         """One row per (upload, agent) with its task scores and OA."""

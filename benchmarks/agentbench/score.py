@@ -33,11 +33,29 @@ def _oa_split(results) -> str:
     return "mixed" if len(splits) > 1 else (splits.pop() or "unknown")
 
 
+FORK_METRICS = ("accuracy", "success_rate", "score", "pass_rate", "reward")  # a fork's main metric, by name
+
+
+def fork_metric(custom: dict) -> tuple[str, float] | None:
+    """A task outside the standard eight (a fork such as medagentbench): its main metric on the 0-1 scale, found by
+    name (FORK_METRICS, in that order), else its only number in [0, 1]; None when there is no such one."""
+    numbers = {k: float(v) for k, v in custom.items()
+               if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1}
+    named = next((name for name in FORK_METRICS if name in numbers), None)
+    if named is None and len(numbers) == 1:
+        named = next(iter(numbers))
+    return None if named is None else (named, numbers[named])
+
+
 def _task_doc(key: str, result: TaskResult, in_oa: bool) -> dict:
     weight = WEIGHTS.get(result.standard) if result.standard else None
     score_value = result.score
+    fork = fork_metric(result.custom) if not result.standard else None
     return {
         "score": score_value,
+        # a fork's main metric x 100, shown beside the others (never part of the OA)
+        "fork_score": None if fork is None else 100 * fork[1],
+        "fork_metric": None if fork is None else fork[0],
         "normalised": score_value / weight if score_value is not None and weight else None,
         "weight": weight,
         "in_oa": in_oa,

@@ -24,6 +24,7 @@ class ConversationKind(Kind):
 
     name = "conversation"
     label = _l("Conversations (Human-vs-Agent)")
+    headline_label = _l("Intents JSD (bits)")
     start_fields = ("annotate",)
     cli_options = (click.Option(["--annotate"], is_flag=True, default=None,
                                 help="Conversations: also have the judge annotate each conversation."),)
@@ -108,6 +109,10 @@ class ConversationKind(Kind):
     def downloads(self, result: dict) -> dict:
         """`annotations.csv` of an annotated result."""
         return {"annotations": lambda: annotation_table(result["annotation"])} if result.get("annotation") else {}
+
+    def headline(self, result: dict) -> list[list]:
+        """How far simulated users' intents are from real users' (JS divergence, bits)."""
+        return [["", result["fidelity"]["intents"]]]
 
     def run_label(self, result: dict) -> str:
         """The annotating judge's model, if any."""

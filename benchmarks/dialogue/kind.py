@@ -97,6 +97,7 @@ class DialogueKind(Kind):
 
     name = "dialogue"
     label = _l("Dialogue (persona alignment)")
+    headline_label = _l("Average AL")
     extension = ".jsonl"
     fallback = True  # any file no other kind claims is read as dialogue JSONL, whose problems say what is wrong
     offline_report = True
@@ -262,6 +263,10 @@ class DialogueKind(Kind):
     def samples(self, record: dict, args: Mapping, site: Site) -> dict:
         """A page of sessions with every reply and judgment (`page`, `per_page`, `q` in the query)."""
         return views.session_page(record, args, site)
+
+    def headline(self, result: dict) -> list[list]:
+        """Each method's average AL."""
+        return [[name, method["avg"]] for name, method in result["methods"].items()]
 
     def run_label(self, result: dict) -> str:
         """The judge model, or a panel's models."""

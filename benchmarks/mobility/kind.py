@@ -22,6 +22,7 @@ class MobilityKind(Kind):
 
     name = "mobility"
     label = _l("Mobility (DailyMobility)")
+    headline_label = _l("Final score (official)")
     extension = ".json"
     start_fields = ("reference",)
     cli_options = (click.Option(["--reference"], help="Mobility: the reference set, by name or id, or the path of "
@@ -80,6 +81,10 @@ class MobilityKind(Kind):
         return ("variant", *KEYS, "final_score"), [
             (variant, *(result[variant]["jsd"][k] for k in KEYS), result[variant]["final_score"])
             for variant in ("official", "strict")]
+
+    def headline(self, result: dict) -> list[list]:
+        """The official final score."""
+        return [[result.get("method") or "", result["official"]["final_score"]]]
 
     def run_label(self, result: dict) -> str:
         """The reference set."""

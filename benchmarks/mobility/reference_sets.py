@@ -52,6 +52,28 @@ def add(store, upload_folder: str | Path, data: MobilityData, name: str, source:
                                 "summary": data.summary()})
 
 
+def users_of(store, reference_id: str) -> list[str]:
+    """The evaluations scored against a reference set."""
+    return [e["id"] for e in store.list_evaluations(limit=100_000, kind="mobility")
+            if (e["settings"] or {}).get("reference") == reference_id]
+
+
+def delete(store, upload_folder: str | Path, id_or_name: str) -> dict:
+    """Delete a reference set no evaluation uses, and its arrays' file unless another set has the same arrays;
+    ReferenceProblem when it is missing or in use (naming the evaluations)."""
+    record = store.get_reference(id_or_name)
+    if record is None:
+        raise ReferenceProblem(_("There is no reference set '%(name)s'.", name=id_or_name))
+    users = users_of(store, record["id"])
+    if users:
+        raise ReferenceProblem(_("The reference set '%(name)s' is used by %(count)s evaluations (%(ids)s); delete "
+                                 "them first.", name=record["name"], count=len(users), ids=", ".join(users)))
+    store.delete_reference(record["id"])
+    if not any(r["sha256"] == record["sha256"] for r in store.list_references()):
+        (folder_of(upload_folder) / f"{record['sha256']}.npz").unlink(missing_ok=True)
+    return record
+
+
 def load(upload_folder: str | Path, record: dict) -> MobilityData:
     """The arrays of a stored reference set."""
     return mobility_reference.load_npz(folder_of(upload_folder) / f"{record['sha256']}.npz")

@@ -50,6 +50,30 @@ def page():
                            added=request.args.get("added")), status
 
 
+@bp.post("/references/<reference_id>/delete")
+def delete_page(reference_id: str):
+    """Delete a reference set from its page (the form asks first); an error says which evaluations use it."""
+    try:
+        references.delete(get_store(), current_app.config["UPLOAD_FOLDER"], reference_id)
+    except references.ReferenceProblem as exc:
+        return render_template("mobility/references.html", references=get_store().list_references(),
+                               error=str(exc), added=None), 409
+    return redirect(url_for("references.page"))
+
+
+@api_bp.delete("/references/<reference_id>")
+def delete_api(reference_id: str):
+    """Delete a reference set that no evaluation uses: 204; 404 when there is none, 409 while one uses it."""
+    store = get_store()
+    if store.get_reference(reference_id) is None:
+        abort(404)
+    try:
+        references.delete(store, current_app.config["UPLOAD_FOLDER"], reference_id)
+    except references.ReferenceProblem as exc:
+        return jsonify({"error": str(exc)}), 409
+    return "", 204
+
+
 @api_bp.get("/references")
 def list_api():
     """Every reference set with its size and summary."""

@@ -1,0 +1,114 @@
+"""Run management: titles and tags of evaluations and uploads, the list of evaluations, and deleting evaluations,
+uploads and reference sets with everything stored for them (database rows in one transaction, then their files).
+
+Plain functions over the Store and the folders; web/manage.py puts them behind the API and the pages.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks import registry
+from ingest import upload_path
+from store import Store
+from translations import _
+
+RUNNING = ("queued", "running")
+MAX_TITLE = 200
+MAX_TAGS = 20
+MAX_TAG = 40
+
+
+class Refused(ValueError):
+    """A change that cannot be made as asked: the message says why, `status` is the HTTP status that fits."""
+
+    def __init__(self, message: str, status: int = 409, **details):
+        super().__init__(message)
+        self.status, self.details = status, details
+
+
+def labels(title, tags) -> tuple[str | None, list[str]]:
+    """A title (None when blank) and tags (a list, or text separated by commas) checked and tidied; Refused (400)
+    when they are too long or of the wrong type."""
+    if title is not None and not isinstance(title, str):
+        raise Refused(_("'title' must be text."), 400)
+    title = (title or "").strip() or None
+    if title is not None and len(title) > MAX_TITLE:
+        raise Refused(_("The title is longer than %(n)s characters.", n=MAX_TITLE), 400)
+    if isinstance(tags, str):
+        tags = tags.split(",")
+    if tags is None:
+        tags = []
+    if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
+        raise Refused(_("'tags' must be a list of texts, or one text with the tags separated by commas."), 400)
+    tidy = list(dict.fromkeys(tag.strip() for tag in tags if tag.strip()))
+    if len(tidy) > MAX_TAGS or any(len(tag) > MAX_TAG for tag in tidy):
+        raise Refused(_("Give at most %(count)s tags of at most %(length)s characters each.",
+                        count=MAX_TAGS, length=MAX_TAG), 400)
+    return title, tidy
+
+
+def evaluation_list(store: Store, kind: str | None = None, tag: str | None = None, limit: int = 200) -> list[dict]:
+    """Newest evaluations first, of one kind and with one tag when asked, each with its judge model (or reference
+    set) and headline scores; headlines missing from older results are computed once and kept."""
+    rows = store.list_evaluations(limit=limit, kind=kind or None)
+    if tag:
+        rows = [row for row in rows if tag in (row["tags"] or [])]
+    for row in rows:
+        if row["headline"] is None and row["status"] == "done" and row["kind"] in registry.names():
+            record = store.get_evaluation(row["id"])
+            if record and record.get("result"):
+                row["headline"] = registry.get(row["kind"]).headline(record["result"])
+                store.set_headline(row["id"], row["headline"])
+        row["measured_with"] = measured_with(row)
+    return rows
+
+
+def measured_with(evaluation: dict) -> str:
+    """The judge model(s) of an evaluation, or its reference set, from its settings; "" when there is none."""
+    settings = evaluation.get("settings") or {}
+    if settings.get("judges"):
+        return " + ".join(judge.get("model") or "?" for judge in settings["judges"])
+    return settings.get("model") or settings.get("reference_name") or ""
+
+
+def delete_evaluation(store: Store, results_folder: str | Path, evaluation_id: str) -> None:
+    """Delete a stopped evaluation: its rows, then results/<id>.json; its upload stays. Refused while it runs."""
+    evaluation = store.get_evaluation(evaluation_id, with_result=False)
+    if evaluation is None:
+        raise Refused(_("There is no such evaluation."), 404)
+    if evaluation["status"] in RUNNING:
+        raise Refused(_("This evaluation is still running; cancel it first, then delete it."))
+    store.delete_evaluations([evaluation_id])
+    _remove(Path(results_folder) / f"{evaluation_id}.json")
+
+
+def upload_evaluations(store: Store, upload_id: str) -> list[dict]:
+    """The evaluations of an upload (what deleting it also deletes)."""
+    return store.list_evaluations(limit=10_000, upload_id=upload_id)
+
+
+def delete_upload(store: Store, upload_folder: str | Path, results_folder: str | Path, upload_id: str,
+                  with_evaluations: bool) -> list[str]:
+    """Delete an upload and, when `with_evaluations` says so, its evaluations (Refused, naming them, otherwise;
+    and while one of them runs): the rows in one transaction, then the stored file (unless another upload has the
+    same content) and the result files. Returns the ids of the evaluations deleted."""
+    upload = store.get_upload(upload_id)
+    if upload is None:
+        raise Refused(_("There is no such upload."), 404)
+    evaluations = upload_evaluations(store, upload_id)
+    if any(e["status"] in RUNNING for e in evaluations):
+        raise Refused(_("An evaluation of this upload is still running; cancel it first."))
+    ids = [e["id"] for e in evaluations]
+    if ids and not with_evaluations:
+        raise Refused(_("Deleting this upload also deletes its %(count)s evaluations: %(ids)s. Confirm to delete "
+                        "them all.", count=len(ids), ids=", ".join(ids)), evaluations=ids)
+    store.delete_evaluations(ids, upload_id=upload_id)
+    if not store.uploads_of_file(upload["sha256"]):
+        _remove(upload_path(upload_folder, upload["sha256"], upload["kind"], upload["summary"].get("extension")))
+    for evaluation_id in ids:
+        _remove(Path(results_folder) / f"{evaluation_id}.json")
+    return ids
+
+
+def _remove(path: Path) -> None:
+    path.unlink(missing_ok=True)
