@@ -434,10 +434,10 @@ def make_screenshots(out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     shots: list[Path] = []
 
-    def shot(page, name: str) -> None:
+    def shot(page, name: str, full_page: bool = True) -> None:
         page.wait_for_timeout(300)  # let layout and fonts settle
         path = out / name
-        page.screenshot(path=str(path), full_page=True)
+        page.screenshot(path=str(path), full_page=full_page)
         shots.append(path)
         print(f"{path.relative_to(ROOT)}  {path.stat().st_size // 1024} KB", file=sys.stderr)
 
@@ -484,6 +484,8 @@ def make_screenshots(out: Path) -> list[Path]:
         open_page(page, server, f"/compare?ids={first},{other['id']}")
         page.locator(".main-svg").first.wait_for(state="attached")
         shot(page, "compare.png")
+        open_page(page, server, f"/evaluations/{first}/view/grid?sort=spread")
+        shot(page, "grid.png", full_page=False)  # the first rows of the sample grid
         page.goto(result_url)
         wait_for_charts(page)
 
@@ -740,3 +742,26 @@ def test_rename_tag_filter_and_delete_an_evaluation(page, watch, server, judge, 
     assert page.locator(f"a[href='/evaluations/{evaluation_id}']").count() == 0
     assert watch.errors == [], watch.errors
     assert page.goto(f"{server.url}/evaluations/{evaluation_id}").status == 404
+
+
+def test_sample_grid_sorts_filters_and_opens_a_judgment(page, watch, server, sample_evaluation, tmp_path):
+    open_page(page, server, f"/evaluations/{sample_evaluation}")
+    page.get_by_role("link", name="Look at every sample: the methods side by side, sorted and filtered").click()
+    rows = page.locator("#samples-grid tbody tr")
+    expect(rows.first).to_be_visible()
+    total = rows.count()
+    page.get_by_label("Sort").select_option("spread")
+    page.get_by_role("button", name="Show").click()
+    expect(page).to_have_url(re.compile(r"sort=spread&order=desc"))
+    assert rows.count() == total
+    check_widths(page, tmp_path, "grid")
+    page.get_by_label("Text (regular expression)").fill("(")
+    page.get_by_role("button", name="Show").click()
+    expect(page.locator(".notice.error")).to_contain_text("not a valid regular expression")
+    page.go_back()
+    rows.first.locator("details summary").first.click()
+    with page.expect_navigation():
+        rows.first.get_by_role("link", name="fine").first.click()
+    expect(page.locator("h2", has_text="The prompt as sent")).to_be_visible()
+    expect(page.locator("pre.prompt").first).not_to_be_empty()
+    assert watch.errors == [], watch.errors

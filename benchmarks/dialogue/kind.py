@@ -6,7 +6,7 @@ from typing import BinaryIO, Iterator, Mapping
 
 import click
 
-from benchmarks.dialogue import figures, prompts, views
+from benchmarks.dialogue import figures, prompts, triage, views
 from benchmarks.dialogue.format import iter_sessions_with_offsets, validate
 from benchmarks.dialogue.records import CHUNK, COLUMNS, judgment_frame, reply_lengths
 from benchmarks.dialogue.pairwise_mode import PAIR_MODES, pair_method, pair_prompt, pairs
@@ -16,7 +16,7 @@ from benchmarks.figures import method_colours
 from benchmarks.judge_keys import mode_key, panel_settings, sample_version, split_mode
 from benchmarks.kind import Job, Kind, Plan, Site, StartError, StartRequest, as_flag
 from benchmarks.problems import Report
-from evaluator import Prompt
+from evaluator import JudgeConfig, Prompt
 from translations import _, lazy_gettext as _l
 
 CSV_COLUMNS = ("avg", "ci95_avg_low", "ci95_avg_high", "slope", "intercept", "r2", "n_ir", "n_r2", "binary_rate",
@@ -245,8 +245,44 @@ class DialogueKind(Kind):
         return [human_routes.bp, human_routes.api_bp]
 
     def views(self) -> dict:
-        """`session?index=N`: one session's rounds, replies and judgments, loaded when the reader opens it."""
-        return {"session": self._session_view}
+        """`session?index=N`: one session's rounds, replies and judgments, loaded when the reader opens it;
+        `grid?...`: the sample grid (triage.py); `prompt?index=&round=&method=&mode=`: one judgment as asked and
+        answered."""
+        return {"session": self._session_view, "grid": self._grid_view, "prompt": self._prompt_view}
+
+    @staticmethod
+    def _grid_view(record: dict, args: Mapping, site: Site) -> tuple[str, dict] | None:
+        methods = record["methods"]
+        path = site.file_of(site.store.get_upload(record["upload_id"]))
+        context = {"colours": method_colours(methods), "methods": methods, "error": None, "rows": [], "page": 1,
+                   "pages": 1, "count": 0, "query": {"sort": "round", "order": "asc", "q": "", "status": "",
+                                                     "range": "", "min": None, "max": None}}
+        try:
+            rows, context["query"] = triage.grid(triage.score_table(site.store, record), methods, args,
+                                                 lambda pattern: triage.matching_rounds(path, methods, pattern))
+        except triage.BadQuery as exc:
+            context["error"] = str(exc)
+            return "dialogue/grid.html", context
+        context["rows"], context["page"], context["pages"] = triage.page_of(rows, args, path, site.store,
+                                                                            record["upload_id"], methods)
+        context["count"] = len(rows)
+        return "dialogue/grid.html", context
+
+    def _prompt_view(self, record: dict, args: Mapping, site: Site) -> tuple[str, dict] | None:
+        try:
+            key = (int(args.get("index", "")), int(args.get("round", "")), str(args["method"]), str(args["mode"]))
+        except (KeyError, ValueError):
+            return None
+        stored = next((j for j in site.store.judgments(record["id"], [key[0]])
+                       if (j["round"], j["method"], j["mode"]) == key[1:]), None)
+        if stored is None:
+            return None
+        upload = site.store.get_upload(record["upload_id"])
+        job = Job(record, upload, site.file_of(upload), site,
+                  config=replace(JudgeConfig(), language=record["settings"].get("language") or JudgeConfig().language))
+        asked = next((prompt for found, prompt in self.requests(job, {key}) if found == key), None)
+        return "dialogue/prompt.html", {"key": key, "judgment": stored, "messages": asked.messages if asked else [],
+                                        "version": asked.version if asked else None}
 
     @staticmethod
     def _session_view(record: dict, args: Mapping, site: Site) -> tuple[str, dict] | None:
