@@ -295,6 +295,7 @@ class Verdict:
     completion_tokens: int = 0
     cached: bool = False
     attempts: int = 1  # HTTP calls made for this judgment (0 when it came from the cache)
+    latency_ms: int | None = None  # how long the judge took to answer (the last call); None without a call
 
 
 def _verdict_from_answer(parse: Parser, answer: str, prompt_tokens: int, completion_tokens: int) -> Verdict:
@@ -544,7 +545,7 @@ def _verdict_from_response(parse: Parser, response: Mapping, attempts: int) -> V
 def _duplicate(verdict: Verdict) -> Verdict:
     """The verdict for an identical request answered by the same call: no tokens or attempts of its own."""
     return replace(verdict, dims=dict(verdict.dims) if verdict.dims else verdict.dims, prompt_tokens=0,
-                   completion_tokens=0, attempts=0, cached=verdict.status == "ok")
+                   completion_tokens=0, attempts=0, latency_ms=None, cached=verdict.status == "ok")
 
 
 class Judge:
@@ -819,21 +820,23 @@ class _Calls:
                     return None
                 attempts += 1
                 self.paid.add(task)
-                error = None
+                error, started = None, time.monotonic()
                 try:
                     verdict = _verdict_from_response(prompt.parse, await self.client.complete(body), attempts)
                 except Exception as exc:  # noqa: BLE001 - every failure becomes a retry or a "failed" verdict
                     error = exc
                 finally:
                     judge._limiter.release()
+                latency_ms = round(1000 * (time.monotonic() - started))
                 if error is None:
+                    verdict.latency_ms = latency_ms
                     if verdict.status == "ok" and judge.cache is not None:
                         await self._keep(key, verdict)
                     return verdict
             self.paid.discard(task)
             if not _is_retryable(error) or attempts > judge.config.max_retries:
                 judge._report_pause(error, None)
-                return judge._failure(error, attempts)
+                return replace(judge._failure(error, attempts), latency_ms=latency_ms)
             if self.stop.is_set():
                 return None
             wait = judge._retry_wait(error, attempts - 1)

@@ -450,4 +450,4 @@ def verdict_fields(verdict: Verdict) -> dict:
             **{d: dims.get(d) for d in DIMENSIONS}, "scores": json.dumps(other) if other else None,
             "answer": verdict.answer, "error": verdict.error,
             "prompt_tokens": verdict.prompt_tokens, "completion_tokens": verdict.completion_tokens,
-            "cached": int(verdict.cached), "attempts": verdict.attempts}
+            "cached": int(verdict.cached), "attempts": verdict.attempts, "latency_ms": verdict.latency_ms}

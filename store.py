@@ -30,7 +30,7 @@ from benchmarks.dialogue.prompts import DIMENSIONS
 UNFINISHED = ("queued", "running")
 _JSON_COLUMNS = {"summary", "warnings", "methods", "settings", "result", "tags", "headline"}
 _RESULT_COLUMNS = ("status", "total", *DIMENSIONS, "verdict", "scores", "answer", "error",
-                   "prompt_tokens", "completion_tokens", "cached", "attempts")
+                   "prompt_tokens", "completion_tokens", "cached", "attempts", "latency_ms")
 _ACCUMULATED = ("prompt_tokens", "completion_tokens", "attempts")
 _COUNTER_DEFAULTS = {"prompt_tokens": 0, "completion_tokens": 0, "attempts": 0, "cached": 0}
 _BATCH = 2000  # rows per executemany, so that a 400,000-row write never builds all its parameters at once
@@ -42,7 +42,7 @@ EVALUATION_HEAD = ("id, upload_id, kind, status, methods, settings, error, total
 EVALUATION = EVALUATION_HEAD + ", result"
 JUDGMENT = ("evaluation_id, session_idx, session_id, round, method, mode, status, total, "
             + ", ".join(DIMENSIONS) + ", verdict, answer, error, prompt_tokens, completion_tokens, cached, attempts,"
-            " scores")
+            " scores, latency_ms")
 SHARE = "id, evaluation_id, token, created_at, revoked_at"
 REFERENCE = "id, name, sha256, source, summary, created_at"
 USER = "id, name, password_hash, is_admin, created_at"

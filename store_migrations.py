@@ -247,6 +247,11 @@ def _labels(con: Connection, ddl: dict) -> None:
     con.exec_driver_sql("ALTER TABLE evaluations ADD COLUMN headline TEXT")
 
 
+def _latency(con: Connection, ddl: dict) -> None:
+    # How long the judge took to answer each judgment (its last call), shown with the judgment and in judgments.csv.
+    con.exec_driver_sql("ALTER TABLE judgments ADD COLUMN latency_ms INTEGER")
+
+
 @dataclass(frozen=True)
 class Step:
     """One change of the schema."""
@@ -265,6 +270,7 @@ STEPS = (
     Step(6, "judgments_failures: partial index of failed and unparsed judgments", _failures_index),
     Step(7, "judgment_counts: judgments by status, kept as they are saved", _judgment_counts),
     Step(8, "title and tags of evaluations and uploads, headline scores of evaluations", _labels),
+    Step(9, "judgments.latency_ms: how long the judge took to answer", _latency),
 )
 LATEST = STEPS[-1].version
 

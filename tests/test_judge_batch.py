@@ -3,6 +3,8 @@
 requests, per-line and batch-level failures, a restart between submit and collect, splitting, and the key."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import gc
 import json
 import time
@@ -83,8 +85,9 @@ def run_batch(cfg: JudgeConfig, items: list[tuple[str, Prompt]], cache: object =
 
 
 def sync_verdicts(cfg: JudgeConfig, items: list[tuple[str, Prompt]]) -> dict[str, Verdict]:
+    """The synchronous judge's verdicts, without their latency (a batch answers all requests at once)."""
     with Judge(cfg) as judge:
-        return {key: judge.judge(p) for key, p in items}
+        return {key: replace(judge.judge(p), latency_ms=None) for key, p in items}
 
 
 # -- the same verdicts, without chat calls -----------------------------------------------------
@@ -206,7 +209,7 @@ def test_line_errors_become_failed_verdicts_with_their_message(batch_server):
     # An unparsed answer reads as the chat endpoint's same answer does.
     batch_server.fail_next(1, "malformed")
     with Judge(cfg) as judge:
-        assert judge.judge(items[6][1]) == verdicts["k6"]
+        assert replace(judge.judge(items[6][1]), latency_ms=None) == verdicts["k6"]  # (a batch has no latency)
 
 
 def test_every_nth_line_error(batch_server):

@@ -1,6 +1,7 @@
 """The HTML pages through the Flask test client."""
 from __future__ import annotations
 
+import csv
 import io
 import json
 import re
@@ -156,13 +157,18 @@ def test_forms_carry_csrf_tokens_and_require_them(make_app, judge_env):
     assert accepted.status_code == 302
 
 
-def test_judgments_csv_has_a_row_per_judgment(client):
+def test_judgments_csv_has_a_row_per_judgment_with_the_answer_and_latency(client, judge_server):
+    judge_server.latency_s = 0.05
     evaluation_id = finished_evaluation(client, jsonl(session_line("j1", 2)))
     resp = client.get(f"/evaluations/{evaluation_id}/judgments.csv")
-    lines = resp.data.decode("utf-8").splitlines()
-    assert lines[0].startswith("\ufeffsession_id,round,method,mode,status,total,style")
-    assert len(lines) == 1 + 2 * 2 * 2
-    assert lines[1].startswith("j1,1,A,binary,ok,")
+    text = resp.data.decode("utf-8")
+    assert text.startswith("\ufeffsession_id,round,method,mode,status,total,style")
+    rows = list(csv.DictReader(io.StringIO(text.lstrip("\ufeff"))))
+    assert len(rows) == 2 * 2 * 2 and list(rows[0])[-2:] == ["latency_ms", "answer"]
+    assert (rows[0]["session_id"], rows[0]["round"], rows[0]["method"], rows[0]["mode"]) == ("j1", "1", "A", "binary")
+    stored = client.application.extensions["store"].judgments(evaluation_id)
+    assert [r["answer"] for r in rows] == [j["answer"] for j in stored] and "\n" in rows[0]["answer"]  # the reasoning
+    assert all(50 <= int(r["latency_ms"]) < 10_000 for r in rows)  # the judge answered after 50 ms
 
 
 def test_html_report_is_self_contained(client):

@@ -48,7 +48,8 @@ def test_rows_sort_by_a_score_or_a_difference_and_filter_by_text_score_and_probl
     assert grid_rows(client, evaluation_id, "?q=cook") == [("s2", "1"), ("s2", "2")]
     assert grid_rows(client, evaluation_id, "?q=B+says+5%5Cd") == [("s1", "2")]  # a regular expression: B says 5x
     assert grid_rows(client, evaluation_id, "?status=problems") == []
-
+    html = client.get(f"/evaluations/{evaluation_id}/view/grid?sort=fine:A").get_data(as_text=True)
+    assert "<strong>90.0</strong>" in html and "Style 18 · Content 18" in html  # the fine score and its dimensions
 
 def test_a_bad_pattern_or_number_is_explained_not_a_500(client):
     evaluation_id = evaluation(client)
@@ -66,7 +67,7 @@ def test_each_judgment_shows_the_prompt_as_sent_and_the_answer(client, judge_ser
     link = re.search(r'href="(/evaluations/[^"]+/view/prompt\?[^"]+mode=fine)"', index).group(1).replace("&amp;", "&")
     html = client.get(link).get_data(as_text=True)
     assert "The prompt as sent" in html and "A says 90 [[score=90]]" in html  # the reply judged, inside the prompt
-    assert "hiking 1" in html and "<code>user</code>" in html
+    assert "hiking 1" in html and "<code>user</code>" in html and re.search(r"<dd>\d+ ms</dd>", html)  # its latency
     stored = [j for j in client.application.extensions["store"].judgments(evaluation_id, [0])
               if (j["round"], j["method"], j["mode"]) == (1, "A", "fine")][0]
     assert stored["answer"] and html_escape(stored["answer"]) in html  # the raw answer as stored

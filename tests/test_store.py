@@ -82,7 +82,7 @@ def test_records_have_the_same_keys_and_decoded_json(store):
     assert list(store.judgments("e1")[0]) == [
         "evaluation_id", "session_idx", "session_id", "round", "method", "mode", "status", "total", "style",
         "content", "naturalness", "personalization", "conversation", "verdict", "answer", "error", "prompt_tokens",
-        "completion_tokens", "cached", "attempts", "scores"]
+        "completion_tokens", "cached", "attempts", "scores", "latency_ms"]
     assert store.judgments("e1", []) == []
 
     store.set_setting("judge", {"model": "a"})

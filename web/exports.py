@@ -14,7 +14,7 @@ from web.safe_csv import SafeWriter, csv_line
 
 bp = Blueprint("exports", __name__)
 JUDGMENT_COLUMNS = ("session_id", "round", "method", "mode", "status", "total", *DIMENSIONS, "verdict", "scores", "error",
-                    "prompt_tokens", "completion_tokens", "cached", "attempts")
+                    "prompt_tokens", "completion_tokens", "cached", "attempts", "latency_ms", "answer")
 STATIC = Path(__file__).resolve().parent.parent / "static"
 
 

@@ -255,6 +255,7 @@ class DialogueKind(Kind):
         methods = record["methods"]
         path = site.file_of(site.store.get_upload(record["upload_id"]))
         context = {"colours": method_colours(methods), "methods": methods, "error": None, "rows": [], "page": 1,
+                   "dimension_labels": figures.dimension_labels(),
                    "pages": 1, "count": 0, "query": {"sort": "round", "order": "asc", "q": "", "status": "",
                                                      "range": "", "min": None, "max": None}}
         try:

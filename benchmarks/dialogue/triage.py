@@ -14,6 +14,7 @@ from pathlib import Path
 
 from benchmarks.dialogue.format import iter_sessions_with_offsets, read_session
 from benchmarks.dialogue.panel import by_judge
+from benchmarks.dialogue.prompts import DIMENSIONS
 from benchmarks.dialogue.records import CHUNK, COLUMNS, judgment_frame
 from benchmarks.judge_keys import judge_labels
 from lazy_modules import lazy
@@ -32,8 +33,8 @@ class BadQuery(ValueError):
 
 
 def score_table(store, evaluation: dict) -> pd.DataFrame:
-    """One row per (session index, round) with the session id and, per method, its fine score ("fine:<m>"), its
-    keep-chatting rate in % ("binary:<m>") and whether a judgment of it failed or did not parse ("failed:<m>",
+    """One row per (session index, round) with the session id and, per method, its fine score ("fine:<m>") and its
+    dimensions ("style:<m>"...), its keep-chatting rate in % ("binary:<m>") and whether a judgment of it failed or did not parse ("failed:<m>",
     "unparsed:<m>"); the first judge's judgments (a panel's others are on the session's page)."""
     frame = judgment_frame(store.iter_judgments(evaluation["id"], batch=CHUNK, columns=COLUMNS),
                            size=store.progress(evaluation["id"])["total"])
@@ -41,11 +42,13 @@ def score_table(store, evaluation: dict) -> pd.DataFrame:
     keys = ["session_idx", "round"]
     table = records.groupby(keys, observed=True)["session_id"].first().astype(str).to_frame()
     ok = records[records["status"] == "ok"]
-    for mode, column, scale in (("fine", "total", 1.0), ("binary", "verdict", 100.0)):
+    scores = [("fine", "total", 1.0, "fine"), ("binary", "verdict", 100.0, "binary")]
+    scores += [("fine", d, 1.0, d) for d in DIMENSIONS]
+    for mode, column, scale, name in scores:
         values = ok[ok["mode"] == mode].pivot_table(index=keys, columns="method", values=column, aggfunc="mean",
                                                     observed=True)
         for method in evaluation["methods"]:
-            table[f"{mode}:{method}"] = values[method] * scale if method in values else float("nan")
+            table[f"{name}:{method}"] = values[method] * scale if method in values else float("nan")
     for status in ("failed", "unparsed"):
         hit = records[records["status"] == status].groupby(keys + ["method"], observed=True).size().unstack()
         for method in evaluation["methods"]:
@@ -153,6 +156,7 @@ def page_of(rows: pd.DataFrame, args: Mapping, path: str | Path, store, upload_i
                       "user_message": rnd.user_message if rnd else "",
                       "methods": {m: {"reply": rnd.responses.get(m, "") if rnd else "",
                                       "fine": _value(row[f"fine:{m}"]), "binary": _value(row[f"binary:{m}"]),
+                                      "dims": {d: _value(row[f"{d}:{m}"]) for d in DIMENSIONS},
                                       "failed": bool(row[f"failed:{m}"]), "unparsed": bool(row[f"unparsed:{m}"])}
                                   for m in methods}})
     return shown, page, pages
