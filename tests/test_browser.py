@@ -532,7 +532,7 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-def test_conversation_upload_with_llm_annotation(page, watch, server, judge):
+def test_conversation_upload_with_llm_annotation(page, watch, server, judge, tmp_path):
     assert upload_file(page, server, name="simulator.json", data=json.dumps(conversation_items()).encode()) == 302
     expect(page.locator("h1")).to_have_text("simulator.json")
     page.locator("input[name=annotate]").check()
@@ -546,6 +546,12 @@ def test_conversation_upload_with_llm_annotation(page, watch, server, judge):
     row = page.locator("#annotation table").nth(1).locator("tbody tr", has_text="Practical Utility")
     expect(row.locator("td").nth(1)).to_have_text("2")  # two real users answered the questionnaire
     expect(row.locator("td").nth(2)).to_have_text("100.0")  # their Availability equals the judge's utility
+    check_widths(page, tmp_path, "conversation")
+    page.get_by_role("link", name=re.compile("^Read the conversations")).click()
+    page.locator("ol.conversations a").first.click()
+    expect(page.locator("#annotation h2")).to_have_text("The judge's annotation")
+    expect(page.locator(".transcript .turn").first).to_be_visible()
+    check_widths(page, tmp_path, "transcript")
     assert watch.errors == [], watch.errors
     assert judge.requests_by_mode["annotate"] >= 4
 

@@ -7,6 +7,7 @@ import json
 import zipfile
 
 import pytest
+from markupsafe import escape
 
 from benchmarks.conversation import format as conversation
 from benchmarks.conversation import prompts as conversation_prompts
@@ -173,6 +174,14 @@ def test_annotation_through_the_api_page_exports_and_rerun(client, judge_server)
     assert rows[0][:8] == ["conversation", "source", "task", "status", "detail", "diversity", "utility",
                            "hallucination"]
     assert rows[1][3:8] == ["ok", "2", "1", "2", "0"] and rows[3][3] == "unparsed"
+    # The unparsed one links to its transcript, which shows why and the judge's answer itself.
+    unparsed = next(r for r in a["conversations"] if r["status"] == "unparsed")
+    link = f'/evaluations/{created["id"]}/view/transcript?index={unparsed["index"]}'
+    assert f'href="{link}"' in html
+    transcript = client.get(link).get_data(as_text=True)
+    stored = client.application.extensions["store"].judgments(created["id"], [unparsed["index"]])[0]
+    assert unparsed["error"] in transcript.replace("&#39;", "'") and stored["answer"]
+    assert str(escape(stored["answer"])) in transcript  # the answer that did not parse
 
     # re-run the unparsed one: now every conversation is annotated
     page = client.get(f"/evaluations/{created['id']}").get_data(as_text=True)

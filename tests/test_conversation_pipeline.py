@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 
 import pytest
@@ -86,3 +87,36 @@ def test_cli_prints_the_statistics(runner, tmp_path):
     doc = json.loads(result.stdout)
     assert doc["kind"] == "conversation" and doc["sources"]["agent"]["conversations"] == 1
     assert doc["fidelity"]["turns"] == 1.0  # 3 turns against 2: nothing in common
+
+
+def test_each_conversation_reads_as_a_transcript(client):
+    items = [own_conversation("agent", 2, "travel planning"), own_conversation("human", 1)]
+    items[0]["history"][1]["hallucination"] = "是"
+    items[0]["history"][1]["content"] = "<b>answer</b> 0"
+    resp = client.post("/api/uploads", data={"file": (io.BytesIO(json.dumps(items).encode()), "mine.json")},
+                       content_type="multipart/form-data")
+    created = client.post("/api/evaluations", json={"upload_id": resp.get_json()["id"]}).get_json()
+    assert wait_for(client, created["id"])["status"] == "done"
+    listing = client.get(f"/evaluations/{created['id']}/view/conversations").get_data(as_text=True)
+    assert "<code>mine.json[0]</code>" in listing and "<code>mine.json[1]</code>" in listing
+    assert "mine.json[1]" not in client.get(f"/evaluations/{created['id']}/view/conversations?q=%5B0").get_data(
+        as_text=True)
+    html = client.get(f"/evaluations/{created['id']}/view/transcript?index=0").get_data(as_text=True)
+    assert "question 0" in html and "&lt;b&gt;answer&lt;/b&gt; 0" in html  # the turns, as text
+    assert '<span class="tag">Planning</span>' in html and '<span class="tag warn">hallucination</span>' in html
+    assert "travel planning" in html and "Detail Level" in html  # the task and the rating fields
+    assert client.get(f"/evaluations/{created['id']}/view/transcript?index=7").status_code == 404
+    page = client.get(f"/evaluations/{created['id']}").get_data(as_text=True)
+    assert "view/conversations" in page
+
+
+@needs_data
+def test_a_zip_conversation_is_read_from_its_member_alone(client):
+    resp = client.post("/api/uploads", data={"file": (io.BytesIO(sample_zip()), "RecLLMSim.zip")},
+                       content_type="multipart/form-data")
+    created = client.post("/api/evaluations", json={"upload_id": resp.get_json()["id"]}).get_json()
+    wait_for(client, created["id"])
+    listing = client.get(f"/evaluations/{created['id']}/view/conversations?q=real_human_user").get_data(as_text=True)
+    index = int(re.search(r"view/transcript\?index=(\d+)", listing).group(1))
+    html = client.get(f"/evaluations/{created['id']}/view/transcript?index={index}").get_data(as_text=True)
+    assert "Real users" in html and 'class="turn turn-user"' in html

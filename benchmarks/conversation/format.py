@@ -193,6 +193,30 @@ def read_any(stream: BinaryIO, filename: str) -> tuple[Report, list[Conversation
     return report, conversations
 
 
+def read_one(stream: BinaryIO, filename: str, path: str) -> Conversation | None:
+    """The conversation read from `path` (Conversation.path) of a stored upload: for a ZIP, only its member is
+    read; None when there is no such conversation."""
+    limits, report = hard_limits.current(), Report()
+    head = stream.read(4)
+    stream.seek(0)
+    if not head.startswith(_ZIP_MAGIC):
+        name = str(filename).replace("\\", "/")
+        values = _parse_document(stream.read(), name, report, limits)
+    else:
+        with hard_limits.open_zip_file(stream, limits) as archive:
+            found = [(name, info) for info in archive.infolist() if path.startswith(name := _member_name(info))
+                     and path[len(name):][:1] in ("", "[", ":")]
+            if not found:
+                return None
+            name, info = max(found, key=lambda pair: len(pair[0]))
+            values = _parse_document(hard_limits.ZipReader(archive, limits).read(name, info), name, report, limits)
+    if values is _FAILED:
+        return None
+    out: list[Conversation] = []
+    _collect([v for v in values if v[0] == path], name, report, out, limits)
+    return out[0] if out else None
+
+
 def _summary(conversations: list[Conversation]) -> dict:
     by_source = Counter(conv.source for conv in conversations)
     by_task = Counter(conv.task for conv in conversations)

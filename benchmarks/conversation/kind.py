@@ -6,7 +6,7 @@ from typing import BinaryIO, Iterator, Mapping
 
 import click
 
-from benchmarks.conversation import annotation, figures
+from benchmarks.conversation import annotation, figures, transcripts
 from benchmarks.conversation.format import Conversation, read_any, statistics
 from benchmarks.conversation.prompts import ANNOTATION_PROMPT_VERSION, ANNOTATION_SCALES
 from benchmarks.judge_usage import judge_summary
@@ -74,6 +74,8 @@ class ConversationKind(Kind):
         """Statistics of each source and, when annotated, the judge's ratings beside the people's."""
         conversations = self._conversations(job)
         evaluation, upload = job.evaluation, job.upload
+        if not job.store.count_sessions(upload["id"]):  # where each conversation is, for the transcript views
+            job.store.set_session_offsets(upload["id"], [(i, c.path, 0) for i, c in enumerate(conversations)])
         document = {"kind": "conversation", "evaluation_id": evaluation["id"],
                     "input": {"upload_id": upload["id"], "filename": upload["filename"], "sha256": upload["sha256"],
                               "conversations": len(conversations)},
@@ -85,6 +87,11 @@ class ConversationKind(Kind):
                                        ANNOTATION_PROMPT_VERSION),
                 **annotation.summarise(conversations, job.store.judgments(evaluation["id"]))}
         return document
+
+    def views(self) -> dict:
+        """`conversations?q=&page=`: the conversations by path; `transcript?index=N`: one conversation's turns with
+        the user's intents, the hallucination labels, satisfaction and, when annotated, the judge's annotation."""
+        return {"conversations": transcripts.listing, "transcript": transcripts.transcript}
 
     def upload_context(self, upload: dict, site: Site) -> dict:
         """The sources' names, and the tasks'."""
