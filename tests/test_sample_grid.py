@@ -2,6 +2,7 @@
 filtered from the query string (a permalink, on share pages too), and each judgment as asked and answered."""
 from __future__ import annotations
 
+import json
 import re
 from markupsafe import escape as html_escape
 
@@ -82,3 +83,15 @@ def test_the_grid_works_under_a_share_link(client):
     share = client.post(f"/api/evaluations/{evaluation_id}/shares").get_json()["url"].split("localhost", 1)[1]
     html = client.get(f"{share}/view/grid?sort=spread").get_data(as_text=True)
     assert "s1" in html and f"/evaluations/{evaluation_id}" not in html and "/share/" in html
+
+
+def test_rounds_with_a_failed_or_unparsed_judgment_are_found(client, judge_server):
+    judge_server.fail_next(1, "malformed", match=lambda r: "B says 55 [[score=55]]" in json.dumps(r["body"])
+                           and "\\\\boxed{1}" not in json.dumps(r["body"]))  # B's fine judgment of round 2 of s1
+    evaluation_id = evaluation(client)
+    assert client.get(f"/api/evaluations/{evaluation_id}").get_json()["progress"]["unparsed"] == 1
+    for status in ("problems", "unparsed"):
+        assert grid_rows(client, evaluation_id, f"?status={status}") == [("s1", "2")], status
+    assert grid_rows(client, evaluation_id, "?status=failed") == []
+    html = client.get(f"/evaluations/{evaluation_id}/view/grid?status=unparsed").get_data(as_text=True)
+    assert '<span class="status status-unparsed">unparsed</span>' in html

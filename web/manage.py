@@ -80,8 +80,9 @@ def relabel_page(table: str, row_id: str):
         _relabel(table, row_id, request.form.get("title"), request.form.get("tags", ""))
     except Refused as exc:
         abort(exc.status, str(exc))
-    endpoint = "pages.evaluation" if table == "evaluations" else "pages.upload_detail"
-    return redirect(url_for(endpoint, **{"evaluation_id" if table == "evaluations" else "upload_id": row_id}))
+    if table == "evaluations":
+        return redirect(url_for("pages.evaluation", evaluation_id=row_id))
+    return redirect(url_for("pages.upload_detail", upload_id=row_id))
 
 
 @bp.post("/evaluations/<evaluation_id>/delete")

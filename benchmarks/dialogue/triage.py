@@ -33,9 +33,10 @@ class BadQuery(ValueError):
 
 
 def score_table(store, evaluation: dict) -> pd.DataFrame:
-    """One row per (session index, round) with the session id and, per method, its fine score ("fine:<m>") and its
-    dimensions ("style:<m>"...), its keep-chatting rate in % ("binary:<m>") and whether a judgment of it failed or did not parse ("failed:<m>",
-    "unparsed:<m>"); the first judge's judgments (a panel's others are on the session's page)."""
+    """One row per (session index, round) with the session id and, per method, its fine score ("fine:<m>") and
+    dimensions ("style:<m>", ...), its keep-chatting rate in % ("binary:<m>") and whether a judgment of it failed or
+    did not parse ("failed:<m>", "unparsed:<m>"); the first judge's judgments (a panel's others are on the session's
+    page)."""
     frame = judgment_frame(store.iter_judgments(evaluation["id"], batch=CHUNK, columns=COLUMNS),
                            size=store.progress(evaluation["id"])["total"])
     records = by_judge(frame, len(judge_labels(evaluation["settings"])))[0]
@@ -52,12 +53,12 @@ def score_table(store, evaluation: dict) -> pd.DataFrame:
     for status in ("failed", "unparsed"):
         hit = records[records["status"] == status].groupby(keys + ["method"], observed=True).size().unstack()
         for method in evaluation["methods"]:
-            table[f"{status}:{method}"] = (hit[method] > 0 if method in hit else False)
-            table[f"{status}:{method}"] = table[f"{status}:{method}"].fillna(False).astype(bool)
+            table[f"{status}:{method}"] = (hit[method] > 0).reindex(table.index, fill_value=False).astype(bool) \
+                if method in hit else False
     return table.reset_index()
 
 
-def matching_rounds(path: str | Path, methods: list[str], pattern: str) -> set[tuple[int, int]]:
+def matching_rounds(path: str | Path, methods: list[str], pattern: re.Pattern) -> set[tuple[int, int]]:
     """(session index, round) of the rounds whose user message or a method's reply matches the pattern."""
     found = set()
     for idx, _offset, session in iter_sessions_with_offsets(path):
