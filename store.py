@@ -345,14 +345,14 @@ class Store:
                     {"headline": json.dumps(headline, ensure_ascii=False), "id": evaluation_id})
 
     def delete_evaluations(self, evaluation_ids: list[str], upload_id: str | None = None) -> None:
-        """Delete evaluations with everything stored with them (judgments, counters, ratings, share links, their
-        plan marker), and the upload when given, in one transaction: nothing is half deleted. The files are the
+        """Delete evaluations with everything stored with them (judgments, counters, people's ratings and reviews,
+        share links, their plan marker), and the upload when given, in one transaction: nothing is half deleted. The files are the
         caller's (web/manage.py)."""
         with self._writing() as con:
-            for table in ("judgments", "judgment_counts", "human_ratings", "shares"):
+            for table in ("judgments", "judgment_counts", "human_ratings", "reviews", "shares"):
                 self._many(con, f"DELETE FROM {table} WHERE evaluation_id = :id", ({"id": e} for e in evaluation_ids))
             self._many(con, "DELETE FROM settings WHERE name = :name",
-                       ({"name": f"planned:{e}"} for e in evaluation_ids))
+                       ({"name": f"{what}:{e}"} for e in evaluation_ids for what in ("planned", "human_ratings")))
             self._many(con, "DELETE FROM evaluations WHERE id = :id", ({"id": e} for e in evaluation_ids))
             if upload_id is not None:
                 con.execute(_sql("DELETE FROM sessions WHERE upload_id = :id"), {"id": upload_id})
@@ -547,6 +547,31 @@ class Store:
         """The people's ratings attached to an evaluation, in the order of their file."""
         return self._all(f"SELECT {', '.join(HUMAN_RATING)} FROM human_ratings WHERE evaluation_id = :eid"
                          " ORDER BY line", {"eid": evaluation_id})
+
+    def set_review(self, evaluation_id: str, key: tuple[int, int, str, str], review: dict) -> None:
+        """Keep a person's review of one judgment (key: session index, round, method, mode), replacing theirs."""
+        row = {"eid": evaluation_id, "s": key[0], "r": key[1], "m": key[2], "mode": key[3], "now": now(),
+               **{c: review.get(c) for c in ("decision", "total", "verdict", "comment", "reviewer")}}
+        with self._writing() as con:
+            con.execute(_sql("DELETE FROM reviews WHERE evaluation_id = :eid AND session_idx = :s AND round = :r"
+                             " AND method = :m AND mode = :mode"), row)
+            con.execute(_sql("INSERT INTO reviews (evaluation_id, session_idx, round, method, mode, decision, total,"
+                             " verdict, comment, reviewer, updated_at) VALUES (:eid, :s, :r, :m, :mode, :decision,"
+                             " :total, :verdict, :comment, :reviewer, :now)"), row)
+
+    def delete_review(self, evaluation_id: str, key: tuple[int, int, str, str]) -> bool:
+        """Forget a review; False when there was none."""
+        return self._write("DELETE FROM reviews WHERE evaluation_id = :eid AND session_idx = :s AND round = :r"
+                           " AND method = :m AND mode = :mode",
+                           {"eid": evaluation_id, "s": key[0], "r": key[1], "m": key[2], "mode": key[3]}) > 0
+
+    def reviews(self, evaluation_id: str) -> list[dict]:
+        """An evaluation's reviews with the session id of each, in key order."""
+        return self._all(
+            "SELECT r.session_idx, j.session_id, r.round, r.method, r.mode, r.decision, r.total, r.verdict, r.comment,"
+            " r.reviewer, r.updated_at FROM reviews r JOIN judgments j ON j.evaluation_id = r.evaluation_id"
+            " AND j.session_idx = r.session_idx AND j.round = r.round AND j.method = r.method AND j.mode = r.mode"
+            " WHERE r.evaluation_id = :eid ORDER BY r.session_idx, r.round, r.method, r.mode", {"eid": evaluation_id})
 
     def human_ratings_info(self, evaluation_id: str) -> dict | None:
         """The attached ratings' file name, row count and time, or None."""

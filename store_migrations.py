@@ -252,6 +252,24 @@ def _latency(con: Connection, ddl: dict) -> None:
     con.exec_driver_sql("ALTER TABLE judgments ADD COLUMN latency_ms INTEGER")
 
 
+def _reviews(con: Connection, ddl: dict) -> None:
+    # A person's review of one judgment, made on its page: agreed, or overridden with their own score or verdict.
+    con.exec_driver_sql("""CREATE TABLE IF NOT EXISTS reviews (
+    evaluation_id TEXT NOT NULL REFERENCES evaluations (id),
+    session_idx INTEGER NOT NULL,
+    round INTEGER NOT NULL,
+    method TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    decision TEXT NOT NULL,
+    total REAL,
+    verdict INTEGER,
+    comment TEXT,
+    reviewer TEXT,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (evaluation_id, session_idx, round, method, mode)
+)""")
+
+
 @dataclass(frozen=True)
 class Step:
     """One change of the schema."""
@@ -271,6 +289,7 @@ STEPS = (
     Step(7, "judgment_counts: judgments by status, kept as they are saved", _judgment_counts),
     Step(8, "title and tags of evaluations and uploads, headline scores of evaluations", _labels),
     Step(9, "judgments.latency_ms: how long the judge took to answer", _latency),
+    Step(10, "reviews: people's reviews of single judgments", _reviews),
 )
 LATEST = STEPS[-1].version
 

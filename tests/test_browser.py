@@ -771,3 +771,28 @@ def test_sample_grid_sorts_filters_and_opens_a_judgment(page, watch, server, sam
     expect(page.locator("h2", has_text="The prompt as sent")).to_be_visible()
     expect(page.locator("pre.prompt").first).not_to_be_empty()
     assert watch.errors == [], watch.errors
+
+
+def test_review_a_judgment_and_see_the_metrics_with_the_override(page, watch, server, judge, tmp_path):
+    latency, judge.latency_s = judge.latency_s, 0.0
+    try:
+        evaluation_id = server.evaluate(server.upload(SAMPLE.read_bytes(), "review.jsonl"))["id"]
+    finally:
+        judge.latency_s = latency
+    open_page(page, server, f"/evaluations/{evaluation_id}/view/prompt?index=0&round=1&method=Base&mode=fine")
+    form = page.locator("form.review-form")
+    form.get_by_label("Override with").check()
+    form.get_by_label("fine score (0-100)").fill("5")
+    form.get_by_label("Comment").fill("misses the user's profile")
+    with page.expect_navigation():
+        form.get_by_role("button", name="Save the review").click()
+    expect(page.locator("#review")).to_contain_text("Overridden with: 5.0.")
+    check_widths(page, tmp_path, "judgment")
+    open_page(page, server, f"/evaluations/{evaluation_id}")
+    expect(page.locator("#reviews")).to_contain_text("1 judgments reviewed by people: 0 agreed with, 1 overridden.")
+    page.get_by_role("link", name="Show them with the overrides applied").click()
+    expect(page).to_have_url(re.compile(r"overrides=1"))
+    expect(page.locator("#reviews strong")).to_contain_text("with the overrides applied")
+    wait_for_charts(page)
+    check_widths(page, tmp_path, "overrides")
+    assert watch.errors == [], watch.errors

@@ -227,13 +227,16 @@ def test_deleting_evaluations_and_an_upload_leaves_nothing_of_them(store):
         store.add_share(f"share-{evaluation_id}", evaluation_id, f"token-{evaluation_id}")
         store.set_setting(f"planned:{evaluation_id}", True)
     store.set_human_ratings("e1", "r.csv", [{"line": 2, "session_id": "s", "round": 1, "method": "A", "total": 50.0}])
+    store.set_review("e1", (0, 1, "A", "fine"), {"decision": "overridden", "total": 20.0, "comment": "low"})
+    assert [r["total"] for r in store.reviews("e1")] == [20.0]
     assert store.set_labels("evaluations", "e1", "first", ["a", "b"]) and not store.set_labels("uploads", "x", None, [])
     assert (store.get_evaluation("e1")["title"], store.get_evaluation("e1")["tags"]) == ("first", ["a", "b"])
 
     store.delete_evaluations(["e1"])
     assert store.get_evaluation("e1") is None and store.judgments("e1") == [] and store.human_ratings("e1") == []
+    assert store.reviews("e1") == []
     assert store.progress("e1")["total"] == 0 and store.active_share("token-e1") is None
-    assert store.get_setting("planned:e1") is None
+    assert store.get_setting("planned:e1") is None and store.human_ratings_info("e1") is None
     assert store.get_evaluation("e2") is not None and store.active_share("token-e2") is not None  # the other stays
     assert store.uploads_of_file("abc") == 1
 

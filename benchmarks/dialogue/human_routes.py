@@ -19,7 +19,7 @@ class NotAttached(Exception):
     """Ratings that cannot be attached: (HTTP status, message, validation report or None)."""
 
 
-def _evaluation(evaluation_id: str) -> dict:
+def finished_evaluation(evaluation_id: str) -> dict:
     """A finished dialogue evaluation, else NotAttached (404 for an unknown one)."""
     evaluation = get_store().get_evaluation(evaluation_id, with_result=False) or abort(404)
     if evaluation["kind"] != "dialogue":
@@ -31,7 +31,7 @@ def _evaluation(evaluation_id: str) -> dict:
 
 def _attach(evaluation_id: str) -> dict:
     """Check the uploaded ratings file, store it with the evaluation and score the evaluation again."""
-    evaluation = _evaluation(evaluation_id)
+    evaluation = finished_evaluation(evaluation_id)
     file = request.files.get("file")
     if file is None or not file.filename:
         raise NotAttached(400, _("Choose a CSV or JSONL file of ratings."), None)
@@ -41,10 +41,10 @@ def _attach(evaluation_id: str) -> dict:
     if not report.ok:
         raise NotAttached(400, _("The ratings file has problems; nothing was attached."), report)
     store.set_human_ratings(evaluation_id, Path(file.filename).name[:200], rows)
-    return _rescore(evaluation_id)
+    return rescore(evaluation_id)
 
 
-def _rescore(evaluation_id: str) -> dict:
+def rescore(evaluation_id: str) -> dict:
     try:
         return get_runner().rescore(evaluation_id)
     except JobFailed as exc:
@@ -67,9 +67,9 @@ def attach_api(evaluation_id: str):
 def detach_api(evaluation_id: str):
     """Detach the ratings and score the evaluation again without them."""
     try:
-        _evaluation(evaluation_id)
+        finished_evaluation(evaluation_id)
         get_store().clear_human_ratings(evaluation_id)
-        _rescore(evaluation_id)
+        rescore(evaluation_id)
     except NotAttached as exc:
         return jsonify({"error": exc.args[1]}), exc.args[0]
     return jsonify({"ratings": 0})

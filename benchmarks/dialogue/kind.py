@@ -188,14 +188,20 @@ class DialogueKind(Kind):
                                    size=job.store.progress(evaluation_id)["total"])
         return build_result(job.evaluation, job.upload, judgments,
                             job.store.usage(evaluation_id), job.judges or [job.config],
-                            reply_lengths(job.path, job.evaluation["methods"]), job.store.human_ratings(evaluation_id))
+                            reply_lengths(job.path, job.evaluation["methods"]), job.store.human_ratings(evaluation_id),
+                            job.store.reviews(evaluation_id))
 
     def result_context(self, record: dict, args: Mapping, site: Site) -> dict:
         """Colours, the methods shown (`methods` in the query), the tables and a page of sessions."""
         context = {"colours": method_colours(record["methods"]), "dimension_labels": figures.dimension_labels()}
         if record.get("result"):
-            chosen = views.chosen_methods(record["result"], args)
-            result = views.with_methods(record["result"], chosen)
+            full = record["result"]
+            overrides = args.get("overrides") == "1" and "overrides" in full  # people's overrides applied
+            if overrides:
+                full = {**full, "methods": full["overrides"]["methods"]}
+            chosen = views.chosen_methods(full, args)
+            result = views.with_methods(full, chosen)
+            context["overrides_applied"] = overrides
             context.update(result=result, toggles=views.method_toggles(list(record["result"]["methods"]), chosen),
                            human_info=site.store.human_ratings_info(record["id"]),
                            detail=views.session_list(record, args, site.store),
@@ -239,10 +245,10 @@ class DialogueKind(Kind):
         return ("judge", *header), own + [("panel", *row) for row in rows]
 
     def blueprints(self) -> list:
-        """Attaching people's ratings to an evaluation: the result page's form and the API."""
-        from benchmarks.dialogue import human_routes  # Flask is only needed by the web app
+        """Attaching people's ratings to an evaluation, and reviewing single judgments: forms and API."""
+        from benchmarks.dialogue import human_routes, review_routes  # Flask is only needed by the web app
 
-        return [human_routes.bp, human_routes.api_bp]
+        return [human_routes.bp, human_routes.api_bp, review_routes.bp, review_routes.api_bp]
 
     def views(self) -> dict:
         """`session?index=N`: one session's rounds, replies and judgments, loaded when the reader opens it;
@@ -282,8 +288,11 @@ class DialogueKind(Kind):
         job = Job(record, upload, site.file_of(upload), site,
                   config=replace(JudgeConfig(), language=record["settings"].get("language") or JudgeConfig().language))
         asked = next((prompt for found, prompt in self.requests(job, {key}) if found == key), None)
+        review = next((r for r in site.store.reviews(record["id"])
+                       if (r["session_idx"], r["round"], r["method"], r["mode"]) == key), None)
         return "dialogue/prompt.html", {"key": key, "judgment": stored, "messages": asked.messages if asked else [],
-                                        "version": asked.version if asked else None}
+                                        "version": asked.version if asked else None, "review": review,
+                                        "question": split_mode(key[3])[0]}
 
     @staticmethod
     def _session_view(record: dict, args: Mapping, site: Site) -> tuple[str, dict] | None:

@@ -11,6 +11,7 @@ from benchmarks.dialogue.pairwise_mode import PAIR_MODES, pairwise_result
 from benchmarks.dialogue.panel import by_judge, cells, panel_records
 from benchmarks.dialogue.prompts import PROMPT_VERSION
 from benchmarks.dialogue.records import ReplyLengths, as_records, judgment_frame
+from benchmarks.dialogue.reviews import applied, counts as review_counts
 from benchmarks.judge_keys import judge_labels, split_mode
 from benchmarks.judge_usage import judge_summary, usage_totals
 from evaluator import JudgeConfig
@@ -37,10 +38,12 @@ def _number(value: float | None) -> float | None:
 
 
 def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | pd.DataFrame, usage: list[dict],
-                 configs: list[JudgeConfig], lengths: ReplyLengths, human: list[dict] | None = None) -> dict:
+                 configs: list[JudgeConfig], lengths: ReplyLengths, human: list[dict] | None = None,
+                 reviews: list[dict] | None = None) -> dict:
     """The whole result document of a dialogue evaluation from its judgments (records.judgment_frame, or the rows
     it is made of); `configs` are its judges' (one, or a panel's), `lengths` the replies' lengths
-    (records.reply_lengths), `human` people's ratings attached to it.
+    (records.reply_lengths), `human` people's ratings attached to it, `reviews` people's reviews of single
+    judgments (reviews.py: their counts, and "overrides": the methods' metrics with the overrides applied).
 
     With a panel, "methods", "comparisons", "sessions" and "length_bias" hold the panel's figures (panel.py), and
     "by_judge" each judge's; "agreement" says how far the judges agree."""
@@ -48,7 +51,11 @@ def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | pd.
     labels = judge_labels(settings)
     frame = judgment_frame(judgments)
     per_judge = by_judge(frame, len(labels))
-    records = per_judge[0] if len(labels) == 1 else panel_records(per_judge)
+
+    def scored(per_judge: list) -> pd.DataFrame:
+        return per_judge[0] if len(labels) == 1 else panel_records(per_judge)
+
+    records = scored(per_judge)
     method_docs, comparisons = score_methods(records, methods)
     document = {
         "kind": "dialogue",
@@ -87,4 +94,9 @@ def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | pd.
         document["pairwise"] = pairwise_result(as_records(pair_rows), methods, labels)
     if samples > 1:
         document["consistency"] = consistency(labels, judge_cells, methods, samples)
+    if reviews:
+        document["reviews"] = review_counts(reviews)
+        if document["reviews"]["overridden"]:
+            overridden = scored(by_judge(applied(frame, reviews), len(labels)))
+            document["overrides"] = {"methods": score_methods(overridden, methods)[0]}
     return document

@@ -1,0 +1,92 @@
+"""People's reviews of single judgments, made on a judgment's page: agreed, or overridden with their own fine score
+or keep-chatting verdict, with a comment. Reviews count on the result page, turn the metrics into "with overrides
+applied" beside "as judged", and export as a people's ratings file (human_file.py's format), so that they feed the
+judge-vs-people agreement."""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from benchmarks.judge_keys import split_mode
+from lazy_modules import lazy
+from translations import _
+
+pd = lazy("pandas")
+
+DECISIONS = ("agreed", "overridden")
+MAX_COMMENT = 2000
+KEY = ("session_idx", "round", "method", "mode")
+
+
+class ReviewError(ValueError):
+    """A review that cannot be kept as given; the message says what to fix."""
+
+
+def checked(judgment: dict, form: Mapping) -> dict:
+    """The review of a stored judgment that a form or JSON body gives: its decision, the person's score (fine) or
+    verdict (binary) when overridden, and a comment; ReviewError when it is not a valid one."""
+    decision = form.get("decision")
+    if decision not in DECISIONS:
+        raise ReviewError(_("'decision' must be agreed or overridden."))
+    review = {"decision": decision, "total": None, "verdict": None,
+              "comment": str(form.get("comment") or "").strip()[:MAX_COMMENT] or None}
+    if decision == "agreed":
+        if judgment["status"] != "ok":
+            raise ReviewError(_("This judgment has no score to agree with; override it with your own."))
+        return review
+    if split_mode(judgment["mode"])[0] == "fine":
+        try:
+            total = float(form.get("total"))
+        except (TypeError, ValueError):
+            total = math.nan
+        if not 0 <= total <= 100:
+            raise ReviewError(_("Give your fine score as a number from 0 to 100."))
+        review["total"] = total
+    else:
+        verdict = {"1": 1, "0": 0, "yes": 1, "no": 0, "true": 1, "false": 0}.get(str(form.get("verdict")).lower())
+        if verdict is None:
+            raise ReviewError(_("Give your verdict: 1 (keep chatting) or 0 (stop)."))
+        review["verdict"] = verdict
+    return review
+
+
+def counts(reviews: list[dict]) -> dict:
+    """How many judgments were reviewed, agreed with and overridden."""
+    agreed = sum(r["decision"] == "agreed" for r in reviews)
+    return {"reviewed": len(reviews), "agreed": agreed, "overridden": len(reviews) - agreed}
+
+
+def applied(frame: pd.DataFrame, reviews: list[dict]) -> pd.DataFrame:
+    """The judgments (records.judgment_frame) with each overridden one given the person's score or verdict."""
+    overridden = [r for r in reviews if r["decision"] == "overridden"]
+    if not overridden:
+        return frame
+    frame = frame.copy()
+    frame["status"] = frame["status"].astype(object)  # "ok" may not be among its categories yet
+    keys = pd.MultiIndex.from_frame(frame[list(KEY)].astype({"method": str, "mode": str}))
+    position = pd.Series(range(len(frame)), index=keys)
+    for review in overridden:
+        at = position.get(tuple(review[k] for k in KEY))
+        if at is None:
+            continue
+        column = "total" if review["total"] is not None else "verdict"
+        frame.loc[frame.index[at], column] = review[column]
+        frame.loc[frame.index[at], "status"] = "ok"
+    return frame
+
+
+def ratings_rows(reviews: list[dict], judgments: dict[tuple, dict]) -> list[dict]:
+    """The reviews as people's ratings (human_file.py's rows): per reply, the fine score and verdict the person
+    gave (overridden) or accepted (agreed); `judgments` are the stored judgments by KEY."""
+    rows: dict[tuple, dict] = {}
+    for review in reviews:
+        question = split_mode(review["mode"])[0]
+        judged = judgments.get(tuple(review[k] for k in KEY)) or {}
+        row = rows.setdefault((review["session_id"], review["round"], review["method"]),
+                              {"session_id": review["session_id"], "round": review["round"],
+                               "method": review["method"], "total": None, "verdict": None})
+        if question == "fine":
+            row["total"] = review["total"] if review["decision"] == "overridden" else judged.get("total")
+        else:
+            row["verdict"] = review["verdict"] if review["decision"] == "overridden" else judged.get("verdict")
+    return [{"line": n, **row} for n, row in enumerate(rows.values(), start=2)]
