@@ -113,6 +113,15 @@ def sample_evaluation(server, judge) -> str:
 
 # -- helpers -------------------------------------------------------------------------------------
 
+def quick_evaluation(server, judge, filename: str) -> str:
+    """A finished evaluation of sample_data.jsonl under another name, of its own (judged with no delay)."""
+    latency, judge.latency_s = judge.latency_s, 0.0
+    try:
+        return server.evaluate(server.upload(SAMPLE.read_bytes(), filename))["id"]
+    finally:
+        judge.latency_s = latency
+
+
 def open_page(page, server, path: str) -> None:
     """Go to a page of the server and fail with the server's log when it does not answer 200."""
     response = page.goto(server.url + path)
@@ -709,11 +718,7 @@ def test_a_file_over_the_limit_goes_up_in_chunks_and_resumes_after_an_interrupti
 
 
 def test_rename_tag_filter_and_delete_an_evaluation(page, watch, server, judge, tmp_path):
-    latency, judge.latency_s = judge.latency_s, 0.0
-    try:
-        evaluation_id = server.evaluate(server.upload(SAMPLE.read_bytes(), "manage.jsonl"))["id"]
-    finally:
-        judge.latency_s = latency
+    evaluation_id = quick_evaluation(server, judge, "manage.jsonl")
     open_page(page, server, f"/evaluations/{evaluation_id}")
     panel = page.locator("#manage")
     panel.get_by_label("Title").fill("Sample <i>run</i>")
@@ -774,11 +779,7 @@ def test_sample_grid_sorts_filters_and_opens_a_judgment(page, watch, server, sam
 
 
 def test_review_a_judgment_and_see_the_metrics_with_the_override(page, watch, server, judge, tmp_path):
-    latency, judge.latency_s = judge.latency_s, 0.0
-    try:
-        evaluation_id = server.evaluate(server.upload(SAMPLE.read_bytes(), "review.jsonl"))["id"]
-    finally:
-        judge.latency_s = latency
+    evaluation_id = quick_evaluation(server, judge, "review.jsonl")
     open_page(page, server, f"/evaluations/{evaluation_id}/view/prompt?index=0&round=1&method=Base&mode=fine")
     form = page.locator("form.review-form")
     form.get_by_label("Override with").check()
