@@ -575,6 +575,27 @@ def test_agentbench_outputs_zip_charts_and_samples(page, watch, server, tmp_path
     expect(page.locator("#scores tbody tr").first).to_contain_text(f"{OA_A:.2f}")
     page.locator("[data-figure=radar]").screenshot(path=str(tmp_path / "agentbench-radar.png"))
     check_widths(page, tmp_path, "agentbench")
+    result_url = page.url
+    # Its offline report draws the same charts from the file alone.
+    with page.expect_download() as info:
+        page.get_by_role("link", name="HTML report (opens offline)").click()
+    report = tmp_path / "agentbench-report.html"
+    info.value.save_as(report)
+    before = len(watch.requests)
+    page.goto(report.as_uri())
+    for chart in ("status", "radar"):
+        page.locator(f"[data-figure={chart}] .main-svg").first.wait_for(state="attached", timeout=RUN_TIMEOUT_MS)
+    expect(page.locator("#scores tbody tr").first).to_contain_text(f"{OA_A:.2f}")
+    loaded = [url for url in watch.requests[before:] if not url.startswith(("data:", "blob:"))]
+    assert loaded == [report.as_uri()], loaded  # nothing but the file itself
+    # A static bundle of it from the list of evaluations.
+    open_page(page, server, "/evaluations")
+    page.locator(f"input[name=ids][value='{result_url.rsplit('/', 1)[-1]}']").check()
+    with page.expect_download() as info:
+        page.get_by_role("button", name="Download a static bundle").click()
+    bundle = zipfile.ZipFile(info.value.path())
+    assert "bundle/index.html" in bundle.namelist() and len(bundle.namelist()) == 3
+    page.goto(result_url)
     page.get_by_role("link", name="2 samples").click()
     page.get_by_text("Conversation history").last.click()
     expect(page.locator("pre", has_text="<script>alert('x')</script>")).to_be_visible()

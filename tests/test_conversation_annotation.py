@@ -144,6 +144,8 @@ def upload(client, payload: bytes, name: str = "mine.json") -> dict:
 
 def test_annotation_through_the_api_page_exports_and_rerun(client, judge_server):
     up = upload(client, json.dumps(items()).encode())
+    received = []
+    judge_server.hook = lambda request: received.append(request["body"])  # no fault of its own
     # the third conversation's first answer is malformed, so it ends unparsed until re-run
     judge_server.fail_next(1, "malformed", match=lambda r: "annotate=2,2,2,0" in json.dumps(r["body"]))
     created = client.post("/api/evaluations", json={"upload_id": up["id"], "annotate": True}).get_json()
@@ -182,6 +184,9 @@ def test_annotation_through_the_api_page_exports_and_rerun(client, judge_server)
     stored = client.application.extensions["store"].judgments(created["id"], [unparsed["index"]])[0]
     assert unparsed["error"] in transcript.replace("&#39;", "'") and stored["answer"]
     assert str(escape(stored["answer"])) in transcript  # the answer that did not parse
+    # The prompt exactly as the judge received it, every message; its latency.
+    sent = [body for body in received if "annotate=2,2,2,0" in json.dumps(body)][0]
+    assert all(str(escape(m["content"])) in transcript for m in sent["messages"]) and " ms</dd>" in transcript
 
     # re-run the unparsed one: now every conversation is annotated
     page = client.get(f"/evaluations/{created['id']}").get_data(as_text=True)

@@ -41,6 +41,7 @@ def test_rows_sort_by_a_score_or_a_difference_and_filter_by_text_score_and_probl
     # A's fine score, highest first: 90, 70, 50, 30
     assert grid_rows(client, evaluation_id, "?sort=fine:A") == [("s1", "1"), ("s2", "2"), ("s1", "2"), ("s2", "1")]
     assert grid_rows(client, evaluation_id, "?sort=fine:A&order=asc")[0] == ("s2", "1")
+    assert grid_rows(client, evaluation_id, "?sort=style:A") == grid_rows(client, evaluation_id, "?sort=fine:A")
     # A minus B: 80, 50, -5, -5 (a tie keeps file order)
     assert grid_rows(client, evaluation_id, "?sort=diff:A:B") == [("s1", "1"), ("s2", "2"), ("s1", "2"), ("s2", "1")]
     # Where they disagree most: |A - B| = 80, 50, 5, 5

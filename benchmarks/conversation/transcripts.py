@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from benchmarks.conversation import figures
+from benchmarks.conversation import annotation, figures, prompts
 from benchmarks.conversation.format import hallucination, read_one, satisfaction, user_intents
 from benchmarks.kind import Site
+from evaluator import JudgeConfig
 
 PER_PAGE = 50
 
@@ -48,7 +49,10 @@ def transcript(record: dict, args: Mapping, site: Site) -> tuple[str, dict] | No
               "satisfaction": satisfaction(turn) if turn.get("role") != "user" else None}
              for turn in conversation.history if isinstance(turn, dict)]
     judged = next((j for j in store.judgments(record["id"], [index])), None)
+    language = record["settings"].get("language") or JudgeConfig().language
+    asked = prompts.prompt(annotation.context(conversation), language) if judged else None
     return "conversation/transcript.html", {
         "index": index, "c": conversation, "turns": turns, "judgment": judged,
+        "messages": asked.messages if asked else [], "version": asked.version if asked else None,
         "scores": json.loads(judged["scores"]) if judged and judged.get("scores") else {},
         "source_labels": figures.source_labels(), "terms": figures.term_labels()}

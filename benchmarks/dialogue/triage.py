@@ -1,7 +1,7 @@
 """The sample grid of a dialogue evaluation: one row per session x round, the methods side by side, sorted and
 filtered as the query string says (so every view is a permalink, on share pages too).
 
-Query string: `sort` = round (file order) | fine:<method> | binary:<method> | diff:<a>:<b> (a's fine score minus
+Query string: `sort` = round (file order) | fine:<method> | binary:<method> | <dimension>:<method> | diff:<a>:<b> (a's fine score minus
 b's) | spread (the highest fine score of the row minus the lowest: where the methods disagree most); `order` = asc |
 desc; `range` = <method> with `min` / `max` (its fine score); `status` = problems (a judgment failed or did not
 parse) | failed | unparsed; `q` = a regular expression over the user message and the replies; `page`.
@@ -127,7 +127,7 @@ def grid(table: pd.DataFrame, methods: list[str], args: Mapping, texts=None) -> 
 
 def _sort_key(rows: pd.DataFrame, methods: list[str], query: dict):
     parts = query["sort"].split(":")
-    if parts[0] in ("fine", "binary") and len(parts) == 2 and parts[1] in methods:
+    if parts[0] in ("fine", "binary", *DIMENSIONS) and len(parts) == 2 and parts[1] in methods:
         return rows[query["sort"]]
     if parts[0] == "diff" and len(parts) == 3 and parts[1] in methods and parts[2] in methods:
         return rows[f"fine:{parts[1]}"] - rows[f"fine:{parts[2]}"]
