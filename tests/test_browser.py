@@ -161,6 +161,18 @@ def check_widths(page, shots: Path, name: str) -> None:
         shutil.copytree(shots, os.environ["SCREENSHOT_DIR"], dirs_exist_ok=True)
 
 
+def open_offline_report(page, watch, folder: Path):
+    """Download the result page's offline report and open the file; its path, and a function giving the URLs the
+    page has loaded since (data: and blob: left out)."""
+    with page.expect_download() as info:
+        page.get_by_role("link", name="HTML report (opens offline)").click()
+    report = folder / "report.html"
+    info.value.save_as(report)
+    before = len(watch.requests)
+    page.goto(report.as_uri())
+    return report, lambda: [url for url in watch.requests[before:] if not url.startswith(("data:", "blob:"))]
+
+
 def wait_for_charts(page, timeout: float = RUN_TIMEOUT_MS) -> None:
     """Wait until the result page has reloaded itself as finished and Plotly drew every chart."""
     for chart in CHARTS:
@@ -577,17 +589,11 @@ def test_agentbench_outputs_zip_charts_and_samples(page, watch, server, tmp_path
     check_widths(page, tmp_path, "agentbench")
     result_url = page.url
     # Its offline report draws the same charts from the file alone.
-    with page.expect_download() as info:
-        page.get_by_role("link", name="HTML report (opens offline)").click()
-    report = tmp_path / "agentbench-report.html"
-    info.value.save_as(report)
-    before = len(watch.requests)
-    page.goto(report.as_uri())
+    report, loaded = open_offline_report(page, watch, tmp_path)
     for chart in ("status", "radar"):
         page.locator(f"[data-figure={chart}] .main-svg").first.wait_for(state="attached", timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#scores tbody tr").first).to_contain_text(f"{OA_A:.2f}")
-    loaded = [url for url in watch.requests[before:] if not url.startswith(("data:", "blob:"))]
-    assert loaded == [report.as_uri()], loaded  # nothing but the file itself
+    assert loaded() == [report.as_uri()], loaded()  # nothing but the file itself
     # A static bundle of it from the list of evaluations.
     open_page(page, server, "/evaluations")
     page.locator(f"input[name=ids][value='{result_url.rsplit('/', 1)[-1]}']").check()
@@ -633,19 +639,13 @@ def test_the_policy_blocks_inline_script_and_eval_and_the_guard_sees_it(page, se
 
 def test_offline_report_draws_its_charts_under_its_own_hash_policy(page, watch, server, sample_evaluation, tmp_path):
     open_page(page, server, f"/evaluations/{sample_evaluation}")
-    with page.expect_download() as info:
-        page.get_by_role("link", name="HTML report (opens offline)").click()
-    report = tmp_path / "report.html"
-    info.value.save_as(report)
-    before = len(watch.requests)
-    page.goto(report.as_uri())
+    report, loaded = open_offline_report(page, watch, tmp_path)
     wait_for_charts(page)
     expect(page.locator("#chart-al .legendtext")).to_have_count(len(SAMPLE_METHODS))
     expect(page.locator("#chart-length .legendtext")).to_have_count(len(SAMPLE_METHODS))  # the length bias scatter
     assert page.locator("meta[http-equiv=Content-Security-Policy]").get_attribute("content").count("'sha256-") == 2
     assert watch.errors == [], watch.errors
-    loaded = [url for url in watch.requests[before:] if not url.startswith(("data:", "blob:"))]
-    assert loaded == [report.as_uri()], loaded  # nothing but the file itself
+    assert loaded() == [report.as_uri()], loaded()  # nothing but the file itself
 
 
 def test_judge_panel_with_samples_and_pairwise_mode_shows_agreement_consistency_and_win_rates(page, watch, server, judge,
