@@ -1,25 +1,33 @@
 """Heavy libraries loaded on their first use, so that commands and workers that never need them start fast.
 
 The openai SDK alone takes about 0.6 s to import; a mobility or AgentBench evaluation, or `flask score` of one,
-never calls the judge. `lazy(name)` returns the module at once and runs its code when one of its attributes is
-first read (importlib.util.LazyLoader, the standard library's recipe)."""
+never calls the judge. `lazy(name)` returns a stand-in at once; the first attribute read imports the real module
+with a plain `importlib.import_module`, whose per-module import lock makes every other thread wait until the
+module is whole. (importlib.util.LazyLoader, used here before, lets a second thread see a half-run module on
+Python 3.11: "module 'pandas' has no attribute 'DataFrame'".)"""
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import sys
 from types import ModuleType
 
 
+class _LazyModule(ModuleType):
+    """A stand-in for a module that is imported when one of its attributes is first read."""
+
+    def __getattr__(self, attribute: str):
+        module = self.__dict__.get("_module")
+        if module is None:
+            module = importlib.import_module(self.__name__)  # thread-safe: waits for an import under way
+            self.__dict__["_module"] = module
+        return getattr(module, attribute)
+
+
 def lazy(name: str) -> ModuleType:
-    """The module `name`, imported when one of its attributes is first read (at once if it already is)."""
+    """The module `name`, imported when one of its attributes is first read (the module itself if it already is)."""
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.loader is None:
+    if importlib.util.find_spec(name) is None:
         raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-    loader = importlib.util.LazyLoader(spec.loader)
-    spec.loader = loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    loader.exec_module(module)
-    return module
+    return _LazyModule(name)

@@ -24,7 +24,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _wait_for_port(port: int, process: subprocess.Popen, what: str, timeout: float = 30.0) -> None:
+def wait_for_port(port: int, process: subprocess.Popen, what: str, timeout: float = 30.0) -> None:
+    """Wait until `process` listens on `port`; RuntimeError if it exits or takes longer than `timeout`."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -73,7 +74,7 @@ class Postgres:
             [*self.prefix, str(self.bin / "postgres"), "-D", str(self.data), "-p", str(self.port),
              "-k", str(folder), "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off",
              "-c", "max_connections=200"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _wait_for_port(self.port, self.process, "postgres")
+        wait_for_port(self.port, self.process, "postgres")
         self._databases = 0
 
     def _run(self, binary: str, *args: str) -> None:
@@ -108,7 +109,7 @@ class Redis:
         self.process = subprocess.Popen(
             [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
              "--dir", str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _wait_for_port(self.port, self.process, "redis-server")
+        wait_for_port(self.port, self.process, "redis-server")
         self.url = f"redis://127.0.0.1:{self.port}/0"
 
     def stop(self) -> None:
