@@ -22,6 +22,9 @@ from store import Store
 from web import api, auth, bundle, cli, compare, compression, errors, exports, manage, pages, security_headers, share
 
 ROOT = Path(__file__).resolve().parent
+# `celery -A app:celery_app` puts the current folder first on sys.path only while it imports this module, then
+# takes it off, and the rest of the project is imported later (create_app, the tasks): a lasting entry at the end.
+sys.path.append(str(ROOT))
 # The whole public Human-vs-Agent dataset and a typical AgentBench leaderboard run, zipped, in one upload.
 DEFAULT_UPLOAD_MB = 512
 csrf = CSRFProtect()

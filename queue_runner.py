@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import socket
 import threading
 import time
 from typing import Any, Callable, Mapping
@@ -32,6 +33,7 @@ from typing import Any, Callable, Mapping
 import redis
 from celery import Celery, Task, signals
 from celery.exceptions import Retry
+from celery.utils.nodenames import default_nodename, host_format
 from flask import Flask
 
 from benchmarks import registry
@@ -413,6 +415,7 @@ def init_app(app: Flask, broker_url: str, local: Runner) -> CeleryRunner:
     celery = Celery(app.name, task_cls=FlaskTask)
     celery.config_from_object(app.config["CELERY"])
     celery.set_default()
+    celery.Worker = _unique_node_names(celery.Worker)
     runner = CeleryRunner(local, celery, redis.Redis.from_url(app.config["CELERY"]["broker_url"]))
     celery.psb_runner = runner  # for the worker_ready signal
     celery.psb_requeue_on_start = str(_setting(app.config, "CELERY_REQUEUE_ON_START", "1")).lower() not in (
@@ -437,6 +440,18 @@ def init_app(app: Flask, broker_url: str, local: Runner) -> CeleryRunner:
     app.extensions["celery"] = celery
     return runner
 
+def _unique_node_names(worker: type) -> type:
+    """The worker class, with `worker<pid>@<host>` as its default node name instead of Celery's `celery@<host>`, so
+    that two workers started with the same command on one machine do not collide; another `-n NAME@%h` still wins."""
+    celery_default = host_format(default_nodename(None))  # what the command line passes when -n is not given
+
+    class Worker(worker):
+        def __init__(self, hostname: str | None = None, **kwargs: Any):
+            if hostname in (None, "", celery_default):
+                hostname = f"worker{os.getpid()}@{socket.gethostname()}"
+            super().__init__(hostname=hostname, **kwargs)
+
+    return Worker
 
 
 @signals.worker_process_init.connect
