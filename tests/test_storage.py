@@ -275,3 +275,23 @@ def test_celery_workers_read_the_upload_from_s3(redis_server, s3_server, s3_stor
     finally:
         dep.stop()
         judge.stop()
+
+
+def test_a_conversation_zip_is_read_member_by_member_from_s3(s3_app):
+    from tests.test_conversation_pipeline import own_conversation
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("convs/a.json", json.dumps([own_conversation("agent", 2)]))
+        archive.writestr("convs/b.json", json.dumps([own_conversation("human", 3, "travel planning")]))
+    client = s3_app.test_client()
+    resp = client.post("/api/uploads", data={"file": (io.BytesIO(buffer.getvalue()), "mine.zip")},
+                       content_type="multipart/form-data")
+    assert resp.status_code == 201 and resp.get_json()["kind"] == "conversation", resp.get_json()
+    created = client.post("/api/evaluations", json={"upload_id": resp.get_json()["id"]}).get_json()
+    assert wait_for(client, created["id"])["status"] == "done"
+    listing = client.get(f"/evaluations/{created['id']}/view/conversations").get_data(as_text=True)
+    assert "convs/b.json" in listing, listing
+    index = 1 if listing.index("convs/a.json") < listing.index("convs/b.json") else 0
+    html = client.get(f"/evaluations/{created['id']}/view/transcript?index={index}").get_data(as_text=True)
+    assert "question 2" in html and "travel planning" in html
