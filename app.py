@@ -13,6 +13,7 @@ from flask import Flask
 from flask_wtf.csrf import CSRFProtect
 
 import accounts
+import blobs
 import translations
 from benchmarks import limits as hard_limits
 from benchmarks import registry
@@ -53,6 +54,7 @@ def create_app(config: dict | None = None) -> Flask:
         DATABASE_URL=os.environ.get("DATABASE_URL", "").strip() or None,  # PostgreSQL; wins over DATABASE
         UPLOAD_FOLDER=os.environ.get("UPLOAD_FOLDER") or str(ROOT / "uploads"),  # shared by every worker machine
         RESULTS_FOLDER=os.environ.get("RESULTS_FOLDER") or str(ROOT / "results"),
+        STORAGE_URL=os.environ.get("STORAGE_URL", "").strip() or None,  # s3://bucket/prefix instead of the folders
         MAX_CONTENT_LENGTH=int(float(os.environ.get("MAX_UPLOAD_MB", DEFAULT_UPLOAD_MB)) * 1024 * 1024),
         RESUME_ON_START=True,
         JUDGE_ENV=os.environ,
@@ -69,7 +71,8 @@ def create_app(config: dict | None = None) -> Flask:
     app.json.sort_keys = False  # method order is meaningful (display order, chosen by the user)
     store = Store(app.config.get("DATABASE_URL") or app.config["DATABASE"])  # a URL, else the SQLite file
     judge_settings = JudgeSettings(store, app.config["JUDGE_KEY_FILE"], app.config["JUDGE_ENV"])
-    runner = Runner(store, app.config["UPLOAD_FOLDER"], app.config["RESULTS_FOLDER"], judge_settings.environ)
+    uploads, results = blobs.for_config(app.config)  # the two folders, or the bucket of STORAGE_URL
+    runner = Runner(store, uploads, results, judge_settings.environ)
     broker = _broker_url(app.config)
     if broker:
         import queue_runner  # Celery only when a broker is configured
@@ -78,6 +81,7 @@ def create_app(config: dict | None = None) -> Flask:
     app.extensions["store"] = store
     app.extensions["runner"] = runner
     app.extensions["judge_settings"] = judge_settings
+    app.extensions["uploads"], app.extensions["results"] = uploads, results
 
     csrf.init_app(app)
     translations.init_app(app)

@@ -1,14 +1,16 @@
 """Run management: titles and tags of evaluations and uploads, the list of evaluations, and deleting evaluations,
 uploads and reference sets with everything stored for them (database rows in one transaction, then their files).
 
-Plain functions over the Store and the folders; web/manage.py puts them behind the API and the pages.
+Plain functions over the Store and the stored files (blobs.py: folders or a bucket); web/manage.py puts them
+behind the API and the pages.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
+import blobs
 from benchmarks import registry
-from ingest import upload_path
+from ingest import upload_key
 from store import Store
 from translations import _
 
@@ -71,7 +73,7 @@ def measured_with(evaluation: dict) -> str:
     return settings.get("model") or settings.get("reference_name") or ""
 
 
-def delete_evaluation(store: Store, results_folder: str | Path, evaluation_id: str) -> None:
+def delete_evaluation(store: Store, results: str | Path | blobs.Blobs, evaluation_id: str) -> None:
     """Delete a stopped evaluation: its rows, then results/<id>.json; its upload stays. Refused while it runs."""
     evaluation = store.get_evaluation(evaluation_id, with_result=False)
     if evaluation is None:
@@ -79,7 +81,7 @@ def delete_evaluation(store: Store, results_folder: str | Path, evaluation_id: s
     if evaluation["status"] in RUNNING:
         raise Refused(_("This evaluation is still running; cancel it first, then delete it."))
     store.delete_evaluations([evaluation_id])
-    _remove(Path(results_folder) / f"{evaluation_id}.json")
+    blobs.at(results).delete(f"{evaluation_id}.json")
 
 
 def upload_evaluations(store: Store, upload_id: str) -> list[dict]:
@@ -87,8 +89,8 @@ def upload_evaluations(store: Store, upload_id: str) -> list[dict]:
     return store.list_evaluations(limit=10_000, upload_id=upload_id)
 
 
-def delete_upload(store: Store, upload_folder: str | Path, results_folder: str | Path, upload_id: str,
-                  with_evaluations: bool) -> list[str]:
+def delete_upload(store: Store, uploads: str | Path | blobs.Blobs, results: str | Path | blobs.Blobs,
+                  upload_id: str, with_evaluations: bool) -> list[str]:
     """Delete an upload and, when `with_evaluations` says so, its evaluations (Refused, naming them, otherwise;
     and while one of them runs): the rows in one transaction, then the stored file (unless another upload has the
     same content) and the result files. Returns the ids of the evaluations deleted."""
@@ -104,11 +106,7 @@ def delete_upload(store: Store, upload_folder: str | Path, results_folder: str |
                         "them all.", count=len(ids), ids=", ".join(ids)), evaluations=ids)
     store.delete_evaluations(ids, upload_id=upload_id)
     if not store.uploads_of_file(upload["sha256"]):
-        _remove(upload_path(upload_folder, upload["sha256"], upload["kind"], upload["summary"].get("extension")))
+        blobs.at(uploads).delete(upload_key(upload["sha256"], upload["kind"], upload["summary"].get("extension")))
     for evaluation_id in ids:
-        _remove(Path(results_folder) / f"{evaluation_id}.json")
+        blobs.at(results).delete(f"{evaluation_id}.json")
     return ids
-
-
-def _remove(path: Path) -> None:
-    path.unlink(missing_ok=True)

@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
+import blobs
 from benchmarks import registry
 from benchmarks.problems import Problem, Report
 from store import new_id
@@ -36,21 +37,21 @@ def _copy_hashing(stream: BinaryIO, folder: Path) -> tuple[Path, str, int]:
     return Path(tmp), digest.hexdigest(), size
 
 
-def upload_path(folder: str | Path, sha256: str, kind: str, extension: str | None = None) -> Path:
-    """Where the file with this content hash lives (never the user's file name)."""
-    return Path(folder) / f"{sha256}{extension or registry.get(kind).extension}"
+def upload_key(sha256: str, kind: str, extension: str | None = None) -> str:
+    """The stored name of the file with this content hash (never the user's file name)."""
+    return f"{sha256}{extension or registry.get(kind).extension}"
 
 
-def ingest(stream: BinaryIO, filename: str, store, folder: str | Path, kind: str | None = None,
+def ingest(stream: BinaryIO, filename: str, store, files: str | Path | blobs.Blobs, kind: str | None = None,
            options: dict | None = None) -> dict:
     """Validate and store an uploaded file; returns the upload record or raises InvalidUpload.
 
-    `options` are the kinds' upload fields (an AgentBench overall.json's agent and task, say); a kind keeps
-    what it needs of them in the upload's summary, so that scoring reads the file the same way.
+    The file is checked in a local temporary file, then stored whole in `files` (the uploads folder, or a
+    bucket). `options` are the kinds' upload fields (an AgentBench overall.json's agent and task, say); a kind
+    keeps what it needs of them in the upload's summary, so that scoring reads the file the same way.
     """
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp, sha256, size = _copy_hashing(stream, folder)
+    files = blobs.at(files)
+    tmp, sha256, size = _copy_hashing(stream, files.scratch())
     try:
         if kind is None:
             with open(tmp, "rb") as f:
@@ -66,8 +67,9 @@ def ingest(stream: BinaryIO, filename: str, store, folder: str | Path, kind: str
         existing = store.find_upload(sha256, kind)
         if existing and existing["summary"].get("names") == report.summary.get("names"):
             return existing
-        target = upload_path(folder, sha256, kind, report.summary.get("extension"))
-        os.replace(tmp, target)
+        key = upload_key(sha256, kind, report.summary.get("extension"))
+        if not files.exists(key):  # named by content: the same bytes are already there
+            files.put_file(key, tmp)
         record = {"id": new_id(), "sha256": sha256, "kind": kind, "filename": Path(filename or "upload").name[:200],
                   "size": size, "summary": report.summary, "warnings": [w.to_dict() for w in report.warnings]}
         store.add_upload(record)

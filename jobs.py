@@ -20,6 +20,7 @@ import judge_endpoints
 from benchmarks import registry
 from benchmarks.dialogue.prompts import DIMENSIONS
 from benchmarks.judge_keys import judge_of, panel_settings
+import blobs
 from benchmarks.kind import Job, JobFailed, Kind, Site, StartError, StartRequest, as_flag
 from evaluator import PLACEHOLDER_API_KEY, Judge, JudgeConfig, Verdict
 
@@ -139,11 +140,11 @@ class Pipeline:
     workers, judging blocks of sessions apart.
     """
 
-    def __init__(self, store: Store, upload_folder: str | Path, results_folder: str | Path,
+    def __init__(self, store: Store, uploads: str | Path | blobs.Blobs, results: str | Path | blobs.Blobs,
                  environ: Callable[[], Mapping[str, str]] = lambda: os.environ):
         self.store = store
-        self.upload_folder = Path(upload_folder)
-        self.results_folder = Path(results_folder)
+        self.uploads = blobs.at(uploads)  # a folder's path is that folder
+        self.results = blobs.at(results)
         self.environ = environ  # called at each run, so settings saved meanwhile (and the key) apply
 
     def load(self, evaluation_id: str) -> tuple[Kind, Job] | None:
@@ -152,7 +153,7 @@ class Pipeline:
         evaluation = self.store.get_evaluation(evaluation_id, with_result=False)
         upload = self.store.get_upload(evaluation["upload_id"])
         kind = registry.get(evaluation["kind"])
-        site = Site(self.store, self.upload_folder)
+        site = Site(self.store, self.uploads)
         path = site.file_of(upload)
         if not path.exists():
             self.store.set_status(evaluation_id, "failed",
@@ -282,7 +283,7 @@ class Pipeline:
         if evaluation is None or evaluation["status"] not in ("done", "cancelled"):
             raise JobFailed(_("Only a finished evaluation can be scored again."))
         upload = self.store.get_upload(evaluation["upload_id"])
-        site = Site(self.store, self.upload_folder)
+        site = Site(self.store, self.uploads)
         job = Job(evaluation, upload, site.file_of(upload), site)
         if not job.path.exists():
             raise JobFailed(_("The uploaded file is missing from the uploads folder; upload it again."))
@@ -305,11 +306,7 @@ class Pipeline:
 
     def _write_result_file(self, evaluation_id: str, document: dict) -> None:
         """Write results/<id>.json atomically, so a crash never leaves half a file."""
-        self.results_folder.mkdir(parents=True, exist_ok=True)
-        target = self.results_folder / f"{evaluation_id}.json"
-        tmp = target.with_suffix(f".json.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps(document, ensure_ascii=False, indent=1), encoding="utf-8")
-        os.replace(tmp, target)
+        self.results.put_bytes(f"{evaluation_id}.json", json.dumps(document, ensure_ascii=False, indent=1).encode())
 
 
 def can_resume(evaluation: dict, rerun_failed: bool) -> bool:
@@ -321,9 +318,9 @@ def can_resume(evaluation: dict, rerun_failed: bool) -> bool:
 class Runner(Pipeline):
     """Runs evaluations on background threads of this process; the database holds every bit of their state."""
 
-    def __init__(self, store: Store, upload_folder: str | Path, results_folder: str | Path,
+    def __init__(self, store: Store, uploads: str | Path | blobs.Blobs, results: str | Path | blobs.Blobs,
                  environ: Callable[[], Mapping[str, str]] = lambda: os.environ):
-        super().__init__(store, upload_folder, results_folder, environ)
+        super().__init__(store, uploads, results, environ)
         self._cancelled: set[str] = set()
         self._threads: dict[str, threading.Thread] = {}
         self._lock = threading.Lock()

@@ -1,6 +1,7 @@
 """20,000 judgments against a 100 ms judge: the in-process thread runner and 2 Celery workers, each <= 1.3x ideal.
 
-Run: python bench/bench_celery.py [--judgments 20000] [--concurrency 64] [--worker-threads 4] [--skip-inprocess].
+Run: python bench/bench_celery.py [--judgments 20000] [--concurrency 64] [--worker-threads 4] [--skip-inprocess]
+[--storage local|s3].
 Writes a dialogue file of judgments / 20 sessions x 5 rounds x 2 methods x 2 modes (every reply distinct),
 starts the local judge server in a child process (0.1 s latency) and a redis-server on a free port, then
 measures:
@@ -12,6 +13,10 @@ measures:
      is then the budget of the whole deployment, kept in Redis;
   3. 4,000 judgments (at most --judgments) on 2 fresh workers against a second judge answering at once (0 s), to
      report the judgments per second the workers sustain when the judge costs nothing.
+
+With `--storage s3`, run 2 is made a second time with STORAGE_URL on a local S3 server (tests/services.py:
+SeaweedFS, else moto's server), the uploads, result documents and the workers' reads of the file then going
+through S3, and its ratio is printed beside the local-folder run's.
 
 For 1 and 2 the ideal is judgments x latency / C; each ratio wall / ideal is judged against 1.3. Exits 1 when
 either misses it (or an evaluation does not end done). Every process it starts (judges, Redis, workers) is
@@ -96,16 +101,18 @@ def inprocess_run(folder: Path, source: Path, env: dict) -> tuple[float, int]:
 
 
 @contextmanager
-def celery_deployment(folder: Path, redis_url: str, env_judge: dict, threads: int) -> Iterator[tuple]:
+def celery_deployment(folder: Path, redis_url: str, env_judge: dict, threads: int,
+                      storage: dict | None = None) -> Iterator[tuple]:
     """An app with CELERY_BROKER_URL (its test client and store) and WORKERS ready worker processes sharing its
-    SQLite database, folders and queue; the workers are stopped on the way out, whatever happens."""
+    SQLite database, folders (or the STORAGE_URL of `storage`) and queue; the workers are stopped on the way out,
+    whatever happens."""
     from app import create_app
 
     folder.mkdir(parents=True)
     queue = f"psb-bench-{uuid.uuid4().hex[:8]}"
     env = {"DATABASE": str(folder / "db.sqlite"), "UPLOAD_FOLDER": str(folder / "uploads"),
            "RESULTS_FOLDER": str(folder / "results"), "CELERY_BROKER_URL": redis_url, "CELERY_QUEUE": queue,
-           "CELERY_REQUEUE_ON_START": "0", **env_judge}
+           "CELERY_REQUEUE_ON_START": "0", **(storage or {}), **env_judge}
     app = create_app({**{k: v for k, v in env.items() if not k.startswith("JUDGE_")}, "TESTING": True,
                       "SECRET_KEY": "bench", "JUDGE_KEY_FILE": str(folder / "judge_api_key"),
                       "WTF_CSRF_ENABLED": False, "AUTH": "off", "RESUME_ON_START": False, "JUDGE_ENV": env_judge})
@@ -132,9 +139,10 @@ def celery_deployment(folder: Path, redis_url: str, env_judge: dict, threads: in
             stop_process(process)
 
 
-def celery_run(folder: Path, redis_url: str, env_judge: dict, source: Path, threads: int) -> tuple[float, int]:
+def celery_run(folder: Path, redis_url: str, env_judge: dict, source: Path, threads: int,
+               storage: dict | None = None) -> tuple[float, int]:
     """Wall time and judgments of one evaluation started through the API and judged by the Celery workers."""
-    with celery_deployment(folder, redis_url, env_judge, threads) as (client, store, workers):
+    with celery_deployment(folder, redis_url, env_judge, threads, storage) as (client, store, workers):
         resp = client.post("/api/uploads", data={"file": (io.BytesIO(source.read_bytes()), source.name)},
                            content_type="multipart/form-data")
         if resp.status_code != 201:
@@ -157,6 +165,22 @@ def celery_run(folder: Path, redis_url: str, env_judge: dict, source: Path, thre
         return wall, progress["done"]
 
 
+@contextmanager
+def s3_storage(folder: Path) -> Iterator[dict]:
+    """STORAGE_URL on a bucket of a local S3 server (tests.services.S3Server), with its endpoint and keys; the
+    bench's own process gets them too (its app writes the upload)."""
+    if not (shutil.which("weed") or shutil.which("moto_server")):
+        raise SystemExit("no S3 server: install SeaweedFS ('weed') or moto's server (pip install \"moto[server]\")")
+    from tests.services import S3Server
+
+    server = S3Server(folder)
+    try:
+        os.environ.update(server.environ)
+        yield {"STORAGE_URL": f"s3://{server.bucket()}/bench", **server.environ}
+    finally:
+        server.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; 0 on PASS, 1 on FAIL."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -167,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--worker-threads", type=int, default=WORKER_THREADS,
                         help=f"threads of each Celery worker (default {WORKER_THREADS})")
     parser.add_argument("--skip-inprocess", action="store_true", help="skip run 1 (the in-process thread runner)")
+    parser.add_argument("--storage", choices=("local", "s3"), default="local",
+                        help="s3: run 2 again with STORAGE_URL on a local S3 server (default: local folders only)")
     args = parser.parse_args(argv)
     sessions = max(1, args.judgments // PER_SESSION)
     judgments, concurrency = sessions * PER_SESSION, max(1, args.concurrency)
@@ -189,6 +215,11 @@ def main(argv: list[str] | None = None) -> int:
             wall, done = celery_run(folder / "celery", url_of_redis, judge_env(url, concurrency), source,
                                     args.worker_threads)
             rows.append((f"{WORKERS} Celery workers", wall, done))
+            if args.storage == "s3":
+                with s3_storage(folder / "s3") as storage:
+                    wall, done = celery_run(folder / "celery-s3", url_of_redis, judge_env(url, concurrency), source,
+                                            args.worker_threads, storage)
+                rows.append((f"{WORKERS} workers, S3", wall, done))
             stats = server_stats(url)
             with judge_process(0.0) as fast_url:
                 fast_wall, fast_done = celery_run(folder / "celery-fast", url_of_redis,
@@ -204,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         ratio = wall / ideal
         passed = ratio <= MAX_RATIO and done == judgments
         ok = ok and passed
-        print(f"{name + ':':<20} wall {wall:7.2f} s, {done} judged, ratio {ratio:.3f} (limit {MAX_RATIO}) "
+        print(f"{name + ':':<21} wall {wall:7.2f} s, {done} judged, ratio {ratio:.3f} (limit {MAX_RATIO}) "
               f"{'PASS' if passed else 'FAIL'}")
     print(f"0 ms judge, {WORKERS} Celery workers: {fast_done} judgments in {fast_wall:.2f} s = "
           f"{fast_done / fast_wall:.0f} judgments/s")

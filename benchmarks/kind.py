@@ -19,10 +19,11 @@ The life of an upload, and which method answers each step:
 from __future__ import annotations
 
 import inspect
+import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable, ClassVar, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, ClassVar, Iterable, Iterator, Mapping, Protocol
 
 import jinja2
 
@@ -40,16 +41,42 @@ class JobFailed(Exception):
     """An evaluation that cannot go on (its reference set was removed, say); the message is shown as it is."""
 
 
+class StoredFile(Protocol):
+    """A stored file as a kind gets it (`Job.path`, `Site.file_of`): a `Path` in a local folder, or a handle on an
+    object in a bucket. Read it with `open_file`, which gives a seekable binary file in both cases."""
+
+    name: str
+
+    def open(self, mode: str = "rb") -> BinaryIO:
+        """The file for reading, seekable."""
+        ...
+
+    def exists(self) -> bool:
+        """Whether the file is stored."""
+        ...
+
+
+def open_file(file: "str | os.PathLike | StoredFile") -> BinaryIO:
+    """A stored file (or a path) opened for reading: a seekable binary file object, whatever keeps it."""
+    return open(file, "rb") if isinstance(file, (str, os.PathLike)) else file.open("rb")
+
+
 @dataclass(frozen=True)
 class Site:
-    """What a kind's pages may read: the store and the folder of uploaded files."""
+    """What a kind's pages may read: the store and the stored files (blobs.Blobs: `file(key)` gives a StoredFile,
+    and reference sets are kept there too)."""
 
     store: Any
-    folder: Path
+    files: Any
 
-    def file_of(self, upload: dict) -> Path:
-        """Path of an upload's stored file (named by content hash, never by the user's file name)."""
-        return self.folder / f"{upload['sha256']}{upload['summary'].get('extension') or registry_extension(upload['kind'])}"
+    def file_of(self, upload: dict) -> StoredFile:
+        """An upload's stored file (named by content hash, never by the user's file name)."""
+        return self.files.file(stored_name(upload))
+
+
+def stored_name(upload: dict) -> str:
+    """The key of an upload's file: its content hash and its kind's (or format's) extension."""
+    return f"{upload['sha256']}{upload['summary'].get('extension') or registry_extension(upload['kind'])}"
 
 
 @dataclass
@@ -79,15 +106,15 @@ class Plan:
 class Job:
     """One run of an evaluation, as the runner hands it to its kind.
 
-    `path` is the upload's file; `config` the judge configuration when the evaluation uses one (`judges`, every
-    judge's, for a panel); `site` the
-    store (judgments, usage, reference sets) and uploads folder; `scratch` a place to keep what was read from
-    the file between `plan`, `requests` and `score` within one run.
+    `path` is the upload's file (a StoredFile: read it with `open_file`); `config` the judge configuration when
+    the evaluation uses one (`judges`, every judge's, for a panel); `site` the store (judgments, usage, reference
+    sets) and the stored files; `scratch` a place to keep what was read from the file between `plan`, `requests`
+    and `score` within one run.
     """
 
     evaluation: dict
     upload: dict
-    path: Path
+    path: StoredFile
     site: Site
     config: Any = None  # the judge's, or the first judge's of a panel
     judges: list = field(default_factory=list)  # a panel's configurations, in the order given

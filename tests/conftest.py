@@ -14,7 +14,7 @@ import pytest
 
 from app import create_app
 from tests.judge_server import judge_server  # noqa: F401  (fixture)
-from tests.services import postgres_server, redis_server  # noqa: F401
+from tests.services import postgres_server, redis_server, s3_server, s3_storage  # noqa: F401
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"

@@ -1,8 +1,11 @@
-"""Real PostgreSQL and Redis for the tests: Debian's own binaries, started on free loopback ports in temporary
-folders, stopped at the end. A test that needs one is skipped, with the reason, when its binaries are missing."""
+"""Real PostgreSQL, Redis and S3 servers for the tests, started on free loopback ports in temporary folders and
+stopped at the end: Debian's PostgreSQL and Redis; for S3, SeaweedFS when a `weed` binary is on PATH, else moto's
+standalone server (`moto_server`, from requirements.txt). A test that needs one is skipped, with the reason, when
+its binaries are missing."""
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 import pwd
 import shutil
@@ -132,3 +135,87 @@ def redis_server(tmp_path_factory):
     server = Redis(tmp_path_factory.mktemp("redis"))
     yield server
     server.stop()
+
+
+class S3Server:
+    """An S3-compatible server on a free port: SeaweedFS (`weed server -s3`) when installed, else moto's server;
+    `environ` holds the variables a client needs (endpoint, keys, region)."""
+
+    def __init__(self, folder: Path):
+        folder.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        weed, moto = shutil.which("weed"), shutil.which("moto_server")
+        if weed:
+            self.name = "SeaweedFS"
+            command = [weed, "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={folder}",
+                       f"-master.port={free_port()}", f"-volume.port={free_port()}", f"-filer.port={free_port()}",
+                       "-s3", f"-s3.port={self.port}"]
+        elif moto:
+            self.name = "moto"
+            command = [moto, "-H", "127.0.0.1", "-p", str(self.port)]
+        else:
+            pytest.skip("no S3 server: neither SeaweedFS ('weed') nor moto's server ('moto_server', pip install "
+                        "\"moto[server]\") is installed")
+        self.log = (folder / "server.log").open("wb")
+        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, cwd=folder)
+        _wait_for_port(self.port, self.process, self.name)
+        self.environ = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{self.port}", "AWS_ACCESS_KEY_ID": "psb-test",
+                        "AWS_SECRET_ACCESS_KEY": "psb-test-secret", "AWS_REGION": "us-east-1"}
+        self._buckets = itertools.count(1)
+        self._wait_ready()
+
+    def client(self):
+        """A boto3 client of this server."""
+        import blobs
+
+        return blobs.s3_client(self.environ)
+
+    def _wait_ready(self, timeout: float = 60.0) -> None:
+        """SeaweedFS listens before its S3 gateway answers: wait until a listing works."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.client().list_buckets()
+                return
+            except Exception:
+                if time.monotonic() > deadline or self.process.poll() is not None:
+                    raise
+                time.sleep(0.2)
+
+    def bucket(self) -> str:
+        """A new, empty bucket's name."""
+        name = f"psb-test-{os.getpid()}-{next(self._buckets)}"
+        self.client().create_bucket(Bucket=name)
+        return name
+
+    def keys(self, bucket: str) -> list[str]:
+        """Every key in a bucket."""
+        pages = self.client().get_paginator("list_objects_v2").paginate(Bucket=bucket)
+        return sorted(item["Key"] for page in pages for item in page.get("Contents", []))
+
+    def stop(self) -> None:
+        """Stop the server."""
+        self.process.terminate()
+        try:
+            self.process.wait(20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self.log.close()
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """An S3 server for the whole test session."""
+    server = S3Server(tmp_path_factory.mktemp("s3"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3_storage(s3_server, monkeypatch):
+    """A STORAGE_URL on a fresh bucket of the test S3 server, with its endpoint and keys in the environment (as a
+    deployment sets them); returns (url, bucket)."""
+    for name, value in s3_server.environ.items():
+        monkeypatch.setenv(name, value)
+    bucket = s3_server.bucket()
+    return f"s3://{bucket}/psb", bucket

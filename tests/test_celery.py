@@ -88,14 +88,15 @@ class Deployment:
     """A database, folders, a broker queue and a judge shared by a web app in this process (its test client) and
     Celery workers started as processes, like machines of one deployment."""
 
-    def __init__(self, folder: Path, redis_url: str, judge: Judge, database_url: str | None = None):
+    def __init__(self, folder: Path, redis_url: str, judge: Judge, database_url: str | None = None,
+                 extra: dict | None = None):
         folder.mkdir(parents=True, exist_ok=True)
         self.folder, self.judge = folder, judge
         self.queue = f"psb-test-{uuid.uuid4().hex[:8]}"
         database = {"DATABASE_URL": database_url} if database_url else {"DATABASE": str(folder / "db.sqlite")}
         self.env = {**database, "UPLOAD_FOLDER": str(folder / "uploads"), "RESULTS_FOLDER": str(folder / "results"),
                     "CELERY_BROKER_URL": redis_url, "CELERY_QUEUE": self.queue,
-                    "CELERY_VISIBILITY_TIMEOUT": str(VISIBILITY_S), **judge_env(judge)}
+                    "CELERY_VISIBILITY_TIMEOUT": str(VISIBILITY_S), **(extra or {}), **judge_env(judge)}
         self.app = create_app({**{k: v for k, v in self.env.items() if not k.startswith("JUDGE_")},
                                "TESTING": True, "SECRET_KEY": "test", "JUDGE_KEY_FILE": str(folder / "judge_api_key"),
                                "WTF_CSRF_ENABLED": False, "JUDGE_ENV": judge_env(judge)})

@@ -97,7 +97,8 @@ def test_an_abandoned_upload_is_removed_when_another_starts(client, app):
     old = start(client, b"x" * 10).get_json()["id"]
     partial = Path(app.config["UPLOAD_FOLDER"]) / f".chunked-{old}"
     week_ago = time.time() - chunked_uploads.ABANDONED_S - 60
-    os.utime(partial, (week_ago, week_ago))
+    for part in partial.iterdir():  # its parts: the first, empty one marks when it started
+        os.utime(part, (week_ago, week_ago))
     fresh = start(client, b"y" * 10).get_json()["id"]
     assert not partial.exists() and client.get(f"/api/uploads/chunked/{old}").status_code == 404
     assert client.get(f"/api/uploads/chunked/{fresh}").status_code == 200

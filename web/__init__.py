@@ -1,11 +1,10 @@
 """Thin Flask blueprints over the plain modules: pages, JSON API, CLI and error handlers."""
 from __future__ import annotations
 
-from pathlib import Path
-
 from flask import current_app
 
 from benchmarks.kind import Site
+from blobs import Blobs
 from jobs import Runner
 from judge_settings import JudgeSettings
 from store import Store
@@ -26,6 +25,16 @@ def get_judge_settings() -> JudgeSettings:
     return current_app.extensions["judge_settings"]
 
 
+def get_uploads() -> Blobs:
+    """Where uploaded files (and chunked partials, reference sets) are kept: UPLOAD_FOLDER or STORAGE_URL."""
+    return current_app.extensions["uploads"]
+
+
+def get_results() -> Blobs:
+    """Where result documents are kept: RESULTS_FOLDER or STORAGE_URL."""
+    return current_app.extensions["results"]
+
+
 def get_site() -> Site:
-    """What the kinds' pages may read: the store and the uploads folder."""
-    return Site(get_store(), Path(current_app.config["UPLOAD_FOLDER"]))
+    """What the kinds' pages may read: the store and the stored uploads."""
+    return Site(get_store(), get_uploads())

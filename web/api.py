@@ -8,7 +8,7 @@ import housekeeping
 from ingest import InvalidUpload, ingest
 from jobs import RequestError, create_evaluation
 from translations import _
-from web import get_judge_settings, get_runner, get_site, get_store
+from web import get_judge_settings, get_runner, get_site, get_store, get_uploads
 from benchmarks import registry
 from web.payloads import evaluation_status, start_options, upload_json, upload_options
 
@@ -30,7 +30,7 @@ def create_upload():
     if file is None or not file.filename:
         return jsonify({"error": _("Send the file as multipart form field 'file'."), "problems": []}), 400
     try:
-        upload = ingest(file.stream, file.filename, get_store(), current_app.config["UPLOAD_FOLDER"],
+        upload = ingest(file.stream, file.filename, get_store(), get_uploads(),
                         request.form.get("kind") or None, upload_options(request.form))
     except InvalidUpload as exc:
         return problem_response(exc)
@@ -45,7 +45,7 @@ def start_chunked():
         return jsonify({"error": _("Send a JSON object such as {\"filename\": \"run.zip\", \"size\": 1048576}.")}), 400
     options = {"kind": body.get("kind") or None, **upload_options(body)}
     try:
-        started = chunked_uploads.start(get_store(), current_app.config["UPLOAD_FOLDER"], body.get("filename"),
+        started = chunked_uploads.start(get_store(), get_uploads(), body.get("filename"),
                                         body.get("size"), options, current_app.config["MAX_CONTENT_LENGTH"])
     except chunked_uploads.ChunkError as exc:
         return _chunk_error(exc)
@@ -56,7 +56,7 @@ def start_chunked():
 def chunked_status(upload_id: str):
     """How far a resumable upload has come: `{id, offset, size}`."""
     try:
-        return jsonify(chunked_uploads.status(get_store(), current_app.config["UPLOAD_FOLDER"], upload_id))
+        return jsonify(chunked_uploads.status(get_store(), get_uploads(), upload_id))
     except chunked_uploads.ChunkError as exc:
         return _chunk_error(exc)
 
@@ -69,7 +69,7 @@ def chunked_append(upload_id: str):
     except ValueError:
         offset = None
     try:
-        return jsonify(chunked_uploads.append(get_store(), current_app.config["UPLOAD_FOLDER"], upload_id, offset,
+        return jsonify(chunked_uploads.append(get_store(), get_uploads(), upload_id, offset,
                                               request.get_data(cache=False), request.headers.get("X-Chunk-SHA256")))
     except chunked_uploads.ChunkError as exc:
         return _chunk_error(exc)
@@ -78,19 +78,19 @@ def chunked_append(upload_id: str):
 @bp.post("/uploads/chunked/<upload_id>/finish")
 def chunked_finish(upload_id: str):
     """Check the assembled file like any upload: 201 with the upload, or 400 with its problems."""
-    store, folder = get_store(), current_app.config["UPLOAD_FOLDER"]
+    store, files = get_store(), get_uploads()
     try:
-        path, described = chunked_uploads.assembled(store, folder, upload_id)
+        stream, described = chunked_uploads.assembled(store, files, upload_id)
     except chunked_uploads.ChunkError as exc:
         return _chunk_error(exc)
     options = dict(described["options"])
     try:
-        with path.open("rb") as stream:
-            upload = ingest(stream, described["filename"], store, folder, options.pop("kind", None), options)
+        with stream:
+            upload = ingest(stream, described["filename"], store, files, options.pop("kind", None), options)
     except InvalidUpload as exc:
         return problem_response(exc)
     finally:
-        chunked_uploads.discard(store, folder, upload_id)
+        chunked_uploads.discard(store, files, upload_id)
     return jsonify({**upload_json(upload), "url": url_for("pages.upload_detail", upload_id=upload["id"])}), 201
 
 

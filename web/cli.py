@@ -19,7 +19,7 @@ from benchmarks.kind import StartError
 from ingest import InvalidUpload, ingest
 from jobs import RequestError, create_evaluation
 from translations import _, duration
-from web import get_judge_settings, get_runner, get_site, get_store, users_cli
+from web import get_judge_settings, get_runner, get_site, get_store, get_uploads, users_cli
 
 
 class ProgressBar:
@@ -82,7 +82,7 @@ def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, 
     try:
         with _opened(file) as (stream, name):
             # the path as given, so that <run>/<agent>/<task>/overall.json names its agent and task
-            upload = ingest(stream, name, get_store(), current_app.config["UPLOAD_FOLDER"], kind, upload_options)
+            upload = ingest(stream, name, get_store(), get_uploads(), kind, upload_options)
     except InvalidUpload as exc:
         for p in exc.report.problems:
             where = _("line %(line)s", line=p.line) if p.line else _("file")

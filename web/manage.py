@@ -1,12 +1,12 @@
 """Run management pages and API: rename and tag evaluations and uploads, delete them (housekeeping.py does it)."""
 from __future__ import annotations
 
-from flask import Blueprint, Flask, abort, current_app, jsonify, redirect, render_template, request, url_for
+from flask import Blueprint, Flask, abort, jsonify, redirect, render_template, request, url_for
 
 import housekeeping
 from housekeeping import Refused
 from translations import _
-from web import get_store
+from web import get_results, get_store, get_uploads
 
 bp = Blueprint("manage", __name__)
 api_bp = Blueprint("manage_api", __name__, url_prefix="/api")
@@ -52,7 +52,7 @@ def relabel_api(table: str, row_id: str):
 def delete_evaluation_api(evaluation_id: str):
     """Delete an evaluation (its upload stays): 204, then 404; 409 while it runs."""
     try:
-        housekeeping.delete_evaluation(get_store(), current_app.config["RESULTS_FOLDER"], evaluation_id)
+        housekeeping.delete_evaluation(get_store(), get_results(), evaluation_id)
     except Refused as exc:
         return _refused(exc)
     return "", 204
@@ -62,8 +62,8 @@ def delete_evaluation_api(evaluation_id: str):
 def delete_upload_api(upload_id: str):
     """Delete an upload; one with evaluations only with `?evaluations=delete` (409 naming them otherwise)."""
     try:
-        deleted = housekeeping.delete_upload(get_store(), current_app.config["UPLOAD_FOLDER"],
-                                             current_app.config["RESULTS_FOLDER"], upload_id,
+        deleted = housekeeping.delete_upload(get_store(), get_uploads(),
+                                             get_results(), upload_id,
                                              with_evaluations=request.args.get("evaluations") == "delete")
     except Refused as exc:
         return _refused(exc)
@@ -89,7 +89,7 @@ def relabel_page(table: str, row_id: str):
 def delete_evaluation_page(evaluation_id: str):
     """Delete an evaluation from its page (the form asks first), then show the list."""
     try:
-        housekeeping.delete_evaluation(get_store(), current_app.config["RESULTS_FOLDER"], evaluation_id)
+        housekeeping.delete_evaluation(get_store(), get_results(), evaluation_id)
     except Refused as exc:
         abort(exc.status, str(exc))
     return redirect(url_for("pages.evaluations"))
@@ -104,7 +104,7 @@ def delete_upload_page(upload_id: str):
         return render_template("delete_upload.html", upload=upload,
                                evaluations=housekeeping.upload_evaluations(store, upload_id))
     try:
-        housekeeping.delete_upload(store, current_app.config["UPLOAD_FOLDER"], current_app.config["RESULTS_FOLDER"],
+        housekeeping.delete_upload(store, get_uploads(), get_results(),
                                    upload_id, with_evaluations=True)
     except Refused as exc:
         abort(exc.status, str(exc))

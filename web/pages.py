@@ -17,7 +17,7 @@ from ingest import InvalidUpload, ingest
 from jobs import RequestError, create_evaluation, judge_config
 from judge_settings import VARIABLES
 from translations import COOKIE, LANGUAGES, _
-from web import get_judge_settings, get_runner, get_site, get_store, security_headers
+from web import get_judge_settings, get_runner, get_site, get_store, get_uploads, security_headers
 from web.payloads import evaluation_status, panel_entries, start_options, upload_options
 
 bp = Blueprint("pages", __name__)
@@ -52,7 +52,7 @@ def upload():
     if file is None or not file.filename:
         return _upload_page(400, error=_("Choose a file to upload."))
     try:
-        record = ingest(file.stream, file.filename, get_store(), current_app.config["UPLOAD_FOLDER"],
+        record = ingest(file.stream, file.filename, get_store(), get_uploads(),
                         options=upload_options(request.form))
     except InvalidUpload as exc:
         return _upload_page(400, report=exc.report, filename=file.filename)

@@ -12,7 +12,7 @@ from benchmarks.agentbench.format import read_any
 from benchmarks.agentbench.leaderboard import SOURCE, leaderboard
 from benchmarks.agentbench.score import score
 from benchmarks.agentbench.tasks import STANDARD_TASKS, STATUS_GROUPS
-from benchmarks.kind import Job, Kind, Plan, Site, StartRequest, list_arg, upload_stem
+from benchmarks.kind import Job, Kind, Plan, Site, StartRequest, list_arg, open_file, upload_stem
 from benchmarks.problems import Report
 from translations import lazy_gettext as _l
 
@@ -57,7 +57,7 @@ class AgentBenchKind(Kind):
     def score(self, job: Job) -> dict:
         """Per-task scores, status breakdowns and OA."""
         names = job.upload["summary"].get("names") or {}
-        with open(job.path, "rb") as f:
+        with open_file(job.path) as f:
             _report, run = read_any(f, job.upload["filename"], names.get("agent"), names.get("task"))
         upload = job.upload
         return {**score(run), "evaluation_id": job.evaluation["id"],

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from benchmarks import limits as hard_limits
 from benchmarks.agentbench.tasks import Log
 from benchmarks.jsonl import UTF8_BOM, json_reason
+from benchmarks.kind import open_file
 from benchmarks.limits import Limits, ZipReader
 from benchmarks.problems import Problem, Report, describe, short_json
 from translations import _
@@ -194,7 +195,7 @@ def read_errors(lines: Iterator[tuple[int, bytes]], file: str, report: Report, l
 
 def _stored_lines(path, file: str, limits: Limits) -> Iterator[tuple[int, bytes]]:
     """(line number, bytes) of one member of a stored outputs ZIP, within the ZIP limits; nothing when it is absent."""
-    with open(path, "rb") as stream, hard_limits.open_zip_file(stream, limits) as archive:
+    with open_file(path) as stream, hard_limits.open_zip_file(stream, limits) as archive:
         try:
             info = archive.getinfo(file)
         except KeyError:
@@ -212,7 +213,7 @@ def sample_page(path, samples: dict, limits: Limits, status: str, start: int, co
     offsets = [offset for offset, code in index["lines"] if not status or code == wanted][start:start + count]
     log, page = Log(file=samples["file"]), []
     bad = _BadLines(samples["file"], Report())
-    with open(path, "rb") as stream, hard_limits.open_zip_file(stream, limits) as archive:
+    with open_file(path) as stream, hard_limits.open_zip_file(stream, limits) as archive:
         if samples["file"] not in archive.NameToInfo:
             return []
         member = archive.open(samples["file"])

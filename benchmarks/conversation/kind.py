@@ -10,7 +10,8 @@ from benchmarks.conversation import annotation, figures, transcripts
 from benchmarks.conversation.format import Conversation, read_any, statistics
 from benchmarks.conversation.prompts import ANNOTATION_PROMPT_VERSION, ANNOTATION_SCALES
 from benchmarks.judge_usage import judge_summary
-from benchmarks.kind import Job, Kind, Plan, Site, StartError, StartRequest, as_flag, upload_stem
+from benchmarks.kind import (Job, Kind, Plan, Site, StartError, StartRequest, as_flag, open_file,
+                             upload_stem)
 from benchmarks.problems import Report
 from evaluator import Prompt
 from translations import _, lazy_gettext as _l
@@ -58,7 +59,7 @@ class ConversationKind(Kind):
     @staticmethod
     def _conversations(job: Job) -> list[Conversation]:
         if "conversations" not in job.scratch:
-            with open(job.path, "rb") as f:
+            with open_file(job.path) as f:
                 job.scratch["conversations"] = read_any(f, job.upload["filename"])[1]
         return job.scratch["conversations"]
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from benchmarks.conversation import annotation, figures, prompts
 from benchmarks.conversation.format import hallucination, read_one, satisfaction, user_intents
-from benchmarks.kind import Site
+from benchmarks.kind import Site, open_file
 from evaluator import JudgeConfig
 
 PER_PAGE = 50
@@ -39,7 +39,7 @@ def transcript(record: dict, args: Mapping, site: Site) -> tuple[str, dict] | No
     if not found or found[0]["idx"] != index:
         return None
     upload = store.get_upload(record["upload_id"])
-    with open(site.file_of(upload), "rb") as stream:
+    with open_file(site.file_of(upload)) as stream:
         conversation = read_one(stream, upload["filename"], found[0]["session_id"])
     if conversation is None:
         return None

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from benchmarks.jsonl import iter_lines
+from benchmarks.kind import open_file
 from benchmarks.limits import SETTINGS, Limits, current
 from benchmarks.problems import Problem, Report, describe, short_json
 from translations import _, ngettext
@@ -455,7 +456,7 @@ def _method_path(responses_path: str, name: str) -> str:
 def iter_sessions_with_offsets(path: str | Path, idx: int = 0, offset: int = 0) -> Iterator[tuple[int, int, Session]]:
     """(index, byte offset, session) for every session of an already validated dialogue file, from session number
     `idx`, which starts at byte `offset` (as iter_sessions_with_offsets gave them)."""
-    with open(path, "rb") as f:
+    with open_file(path) as f:
         f.seek(offset)
         for line in f:
             start, offset = offset, offset + len(line)
@@ -469,6 +470,6 @@ def iter_sessions_with_offsets(path: str | Path, idx: int = 0, offset: int = 0) 
 
 def read_session(path: str | Path, offset: int) -> Session:
     """The session stored on the line starting at a byte offset."""
-    with open(path, "rb") as f:
+    with open_file(path) as f:
         f.seek(offset)
         return parse_session(json.loads(f.readline()))

@@ -8,7 +8,8 @@ import click
 
 from benchmarks import limits
 from benchmarks.figures import run_style
-from benchmarks.kind import Job, JobFailed, Kind, Plan, Site, StartError, StartRequest, upload_stem
+from benchmarks.kind import (Job, JobFailed, Kind, Plan, Site, StartError, StartRequest, open_file,
+                             upload_stem)
 from benchmarks.mobility import figures, reference_sets
 from benchmarks.mobility.format import KEYS
 from benchmarks.mobility.upload_files import CSV_HEAD, PARQUET_MAGIC, is_zip, load_upload, read_upload
@@ -59,9 +60,9 @@ class MobilityKind(Kind):
         record = job.store.get_reference(job.evaluation["settings"]["reference"])
         if record is None:
             raise JobFailed(_("The reference set of this evaluation was removed."))
-        with open(job.path, "rb") as f:
+        with open_file(job.path) as f:
             generated = load_upload(f)
-        return build_result(job.evaluation, job.upload, record, reference_sets.load(job.site.folder, record),
+        return build_result(job.evaluation, job.upload, record, reference_sets.load(job.site.files, record),
                             generated)
 
     def upload_context(self, upload: dict, site: Site) -> dict:
@@ -103,7 +104,7 @@ class MobilityKind(Kind):
             raise StartError(_("Mobility outputs are scored against a reference set: add --reference with its name, "
                                "or the path of the groundtruth folder, a ZIP or a JSON file."))
         try:
-            return {"reference": reference_sets.resolve(site.store, site.folder, values["reference"])["id"]}
+            return {"reference": reference_sets.resolve(site.store, site.files, values["reference"])["id"]}
         except reference_sets.ReferenceProblem as exc:
             raise StartError(str(exc)) from exc
 

@@ -23,6 +23,7 @@ import numpy as np
 from benchmarks import limits as hard_limits
 from benchmarks.mobility import format as mobility
 from benchmarks.jsonl import UTF8_BOM, format_size
+from benchmarks.kind import StoredFile, open_file
 from benchmarks.limits import LimitError, ZipReader
 from benchmarks.mobility.format import KEYS, MobilityData
 from translations import _
@@ -178,12 +179,13 @@ def save_npz(data: MobilityData, path: Path) -> None:
         np.savez_compressed(out, **{key: getattr(data, key) for key in KEYS})
 
 
-def load_npz(path: Path | BinaryIO) -> MobilityData:
-    """A reference set kept by save_npz; a stream (an uploaded .npz) is read like a ZIP, within the limits."""
-    if not isinstance(path, (str, os.PathLike)):
+def load_npz(path: "Path | StoredFile | BinaryIO") -> MobilityData:
+    """A reference set kept by save_npz (a path or a stored file); a stream (an uploaded .npz) is read like a ZIP,
+    within the limits."""
+    if hasattr(path, "read"):
         return _checked(*zip_arrays(path))
     try:
-        with np.load(path, allow_pickle=False) as archive:
+        with open_file(path) as stream, np.load(stream, allow_pickle=False) as archive:
             missing = [key for key in KEYS if key not in archive.files]
             if missing:
                 raise ReferenceError(_("The saved reference set has no %(missing)s.", missing=", ".join(missing)))

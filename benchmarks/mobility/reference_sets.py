@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import tempfile
 from pathlib import Path
+from typing import Any
 
 from benchmarks.mobility import reference_files as mobility_reference
 from benchmarks.mobility.format import KEYS, MobilityData
@@ -16,9 +19,9 @@ class ReferenceProblem(ValueError):
     """A reference set that cannot be added or found; the message says why."""
 
 
-def folder_of(upload_folder: str | Path) -> Path:
-    """Where reference arrays are kept (by content hash, never by a user's file name)."""
-    return Path(upload_folder) / "references"
+def key_of(sha256: str) -> str:
+    """Where a reference set's arrays are kept among the stored files (by content hash, never by a user's name)."""
+    return f"references/{sha256}.npz"
 
 
 def content_hash(data: MobilityData) -> str:
@@ -31,7 +34,7 @@ def content_hash(data: MobilityData) -> str:
     return digest.hexdigest()
 
 
-def add(store, upload_folder: str | Path, data: MobilityData, name: str, source: str) -> dict:
+def add(store, files: Any, data: MobilityData, name: str, source: str) -> dict:
     """Keep a reference set under a name; the same arrays under the same name are returned as they are."""
     name = (name or "").strip()[:MAX_NAME]
     if not name:
@@ -42,12 +45,14 @@ def add(store, upload_folder: str | Path, data: MobilityData, name: str, source:
         if existing["sha256"] == sha256:
             return existing
         raise ReferenceProblem(_("A reference set named '%(name)s' already exists; choose another name.", name=name))
-    path = folder_of(upload_folder) / f"{sha256}.npz"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp.npz")
-        mobility_reference.save_npz(data, tmp)
-        tmp.replace(path)
+    if not files.exists(key_of(sha256)):
+        fd, tmp = tempfile.mkstemp(dir=files.scratch(), prefix=".tmp-", suffix=".npz")
+        os.close(fd)
+        try:
+            mobility_reference.save_npz(data, Path(tmp))
+            files.put_file(key_of(sha256), Path(tmp))  # whole or not at all
+        finally:
+            Path(tmp).unlink(missing_ok=True)
     return store.add_reference({"id": new_id(), "name": name, "sha256": sha256, "source": source[:200],
                                 "summary": data.summary()})
 
@@ -58,7 +63,7 @@ def users_of(store, reference_id: str) -> list[str]:
             if (e["settings"] or {}).get("reference") == reference_id]
 
 
-def delete(store, upload_folder: str | Path, id_or_name: str) -> dict:
+def delete(store, files: Any, id_or_name: str) -> dict:
     """Delete a reference set no evaluation uses, and its arrays' file unless another set has the same arrays;
     ReferenceProblem when it is missing or in use (naming the evaluations)."""
     record = store.get_reference(id_or_name)
@@ -70,16 +75,16 @@ def delete(store, upload_folder: str | Path, id_or_name: str) -> dict:
                                  "them first.", name=record["name"], count=len(users), ids=", ".join(users)))
     store.delete_reference(record["id"])
     if not any(r["sha256"] == record["sha256"] for r in store.list_references()):
-        (folder_of(upload_folder) / f"{record['sha256']}.npz").unlink(missing_ok=True)
+        files.delete(key_of(record["sha256"]))
     return record
 
 
-def load(upload_folder: str | Path, record: dict) -> MobilityData:
+def load(files: Any, record: dict) -> MobilityData:
     """The arrays of a stored reference set."""
-    return mobility_reference.load_npz(folder_of(upload_folder) / f"{record['sha256']}.npz")
+    return mobility_reference.load_npz(files.file(key_of(record["sha256"])))
 
 
-def resolve(store, upload_folder: str | Path, path_or_name: str) -> dict:
+def resolve(store, files: Any, path_or_name: str) -> dict:
     """A reference set by name or id, or else loaded from a path (folder, ZIP or JSON) and kept under its name."""
     record = store.get_reference(path_or_name)
     if record:
@@ -93,4 +98,4 @@ def resolve(store, upload_folder: str | Path, path_or_name: str) -> dict:
         data = mobility_reference.load_any(path, path.name)
     except mobility_reference.ReferenceError as exc:
         raise ReferenceProblem(str(exc)) from exc
-    return add(store, upload_folder, data, path.stem if path.is_file() else path.name, f"file:{path.name}")
+    return add(store, files, data, path.stem if path.is_file() else path.name, f"file:{path.name}")

@@ -8,7 +8,7 @@ from flask import Blueprint, abort, current_app, jsonify, redirect, render_templ
 from benchmarks.mobility import reference_files as mobility_reference
 from benchmarks.mobility import reference_sets as references
 from translations import _
-from web import get_store
+from web import get_site, get_store
 
 bp = Blueprint("references", __name__)
 api_bp = Blueprint("references_api", __name__, url_prefix="/api")
@@ -23,7 +23,7 @@ def _add_from_request() -> dict:
             data = mobility_reference.download(current_app.config.get("HF_BASE_URL", mobility_reference.HF_BASE_URL))
         except mobility_reference.ReferenceError as exc:
             raise references.ReferenceProblem(str(exc)) from exc
-        return references.add(get_store(), current_app.config["UPLOAD_FOLDER"], data, name or "beijing",
+        return references.add(get_store(), get_site().files, data, name or "beijing",
                               f"huggingface:{mobility_reference.HF_DATASET}")
     file = request.files.get("file")
     if file is None or not file.filename:
@@ -32,7 +32,7 @@ def _add_from_request() -> dict:
         data = mobility_reference.load_any(file.stream, file.filename)
     except mobility_reference.ReferenceError as exc:
         raise references.ReferenceProblem(str(exc)) from exc
-    return references.add(get_store(), current_app.config["UPLOAD_FOLDER"], data,
+    return references.add(get_store(), get_site().files, data,
                           name or Path(file.filename).stem, f"upload:{Path(file.filename).name[:100]}")
 
 
@@ -54,7 +54,7 @@ def page():
 def delete_page(reference_id: str):
     """Delete a reference set from its page (the form asks first); an error says which evaluations use it."""
     try:
-        references.delete(get_store(), current_app.config["UPLOAD_FOLDER"], reference_id)
+        references.delete(get_store(), get_site().files, reference_id)
     except references.ReferenceProblem as exc:
         return render_template("mobility/references.html", references=get_store().list_references(),
                                error=str(exc), added=None), 409
@@ -68,7 +68,7 @@ def delete_api(reference_id: str):
     if store.get_reference(reference_id) is None:
         abort(404)
     try:
-        references.delete(store, current_app.config["UPLOAD_FOLDER"], reference_id)
+        references.delete(store, get_site().files, reference_id)
     except references.ReferenceProblem as exc:
         return jsonify({"error": str(exc)}), 409
     return "", 204
