@@ -158,7 +158,7 @@ class S3Server:
                         "\"moto[server]\") is installed")
         self.log = (folder / "server.log").open("wb")
         self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, cwd=folder)
-        _wait_for_port(self.port, self.process, self.name)
+        wait_for_port(self.port, self.process, self.name)
         self.environ = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{self.port}", "AWS_ACCESS_KEY_ID": "psb-test",
                         "AWS_SECRET_ACCESS_KEY": "psb-test-secret", "AWS_REGION": "us-east-1"}
         self._buckets = itertools.count(1)
