@@ -32,7 +32,8 @@ def create_app(config: dict | None = None) -> Flask:
 
     The runner runs evaluations on threads of this process, or on Celery workers when CELERY_BROKER_URL is set
     (in `config` or the environment; queue_runner.py). Nothing shared is kept in the process or its instance
-    folder: the session secret and saved judge keys live in the database (shared_secrets.py).
+    folder: the session secret and saved judge keys live in the database (shared_secrets.py), sign-in counts in
+    Redis when a broker is configured.
     """
     instance_path = os.environ.get("INSTANCE_PATH", "").strip()
     app = Flask(__name__, instance_path=os.path.abspath(instance_path) if instance_path else None,
@@ -48,7 +49,7 @@ def create_app(config: dict | None = None) -> Flask:
         RESUME_ON_START=True,
         JUDGE_ENV=os.environ,
         JUDGE_KEY_FILE=str(instance / "judge_api_key"),  # where earlier versions kept the saved key: moved in once
-        RATELIMIT_STORAGE_URI=os.environ.get("RATELIMIT_STORAGE_URI", "memory://"),  # sign-in attempts
+        RATELIMIT_STORAGE_URI=os.environ.get("RATELIMIT_STORAGE_URI", "").strip() or None,  # sign-in attempts
         SECRET_KEY=os.environ.get("SECRET_KEY", "").strip() or None,  # else generated once, kept in the database
         SETTINGS_KEY=os.environ.get("SETTINGS_KEY", "").strip() or None,  # encrypts saved judge keys
     )
@@ -57,6 +58,8 @@ def create_app(config: dict | None = None) -> Flask:
     if "AUTH" not in app.config:  # on / off / local (accounts.py)
         app.config["AUTH"] = accounts.auth_mode(os.environ.get("AUTH"), os.environ.get("HOST"))
     broker = _broker_url(app.config)
+    if not app.config["RATELIMIT_STORAGE_URI"]:  # counted where every web process sees them
+        app.config["RATELIMIT_STORAGE_URI"] = broker if broker and broker.startswith("redis") else "memory://"
 
     app.json.sort_keys = False  # method order is meaningful (display order, chosen by the user)
     store = Store(app.config.get("DATABASE_URL") or app.config["DATABASE"])  # a URL, else the SQLite file
