@@ -106,7 +106,8 @@ def test_key_files_of_earlier_versions_move_into_the_database_once(make_app, jud
     app.extensions["store"].set_setting("judge_endpoints", {"other": {"base_url": judge_server.url, "models": []}})
     assert not (tmp_path / "judge_api_key").exists() and not (tmp_path / "judge_endpoint_keys.json").exists()
     settings = make_app({"JUDGE_BASE_URL": judge_server.url}).extensions["judge_settings"]  # and again: no files
-    assert settings.environ()["JUDGE_API_KEY"] == SECRET and settings.endpoints()["other"].api_key == "sk-other-endpoint"
+    assert settings.environ()["JUDGE_API_KEY"] == SECRET
+    assert settings.endpoints()["other"].api_key == "sk-other-endpoint"
     assert SECRET not in json.dumps(app.extensions["store"].get_setting("judge_api_key"))
 
 

@@ -14,10 +14,12 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from http.cookiejar import CookieJar
 from pathlib import Path
 
@@ -56,10 +58,22 @@ def test_the_session_secret_is_generated_once_and_kept_in_the_database(make_app,
 
 def test_two_processes_generating_the_secret_at_once_agree(store_url):
     """Insert-if-absent, then read back: whoever inserts second reads the first one's value."""
-    one, other = Store(store_url), Store(store_url)
-    assert one.add_setting("secret_key", "from one") == "from one"
-    assert other.add_setting("secret_key", "from the other") == "from one"
-    assert shared_secrets.session_secret(other) == "from one"
+    stores = [Store(store_url) for _ in range(6)]  # one each, as separate processes have
+    start = threading.Barrier(len(stores))
+
+    def generate(store: Store) -> str:
+        start.wait()
+        return shared_secrets.session_secret(store)
+
+    try:
+        with ThreadPoolExecutor(len(stores)) as pool:
+            kept = set(pool.map(generate, stores))
+        assert len(kept) == 1 and len(next(iter(kept))) == 64
+        assert stores[0].add_setting("other", "first") == "first"
+        assert stores[1].add_setting("other", "second") == "first"
+    finally:
+        for store in stores:
+            store.close()
 
 
 def test_secret_key_in_the_environment_wins(tmp_path, monkeypatch):
@@ -103,6 +117,7 @@ class Browser:
 
     class _Stay(urllib.request.HTTPRedirectHandler):
         def redirect_request(self, *args, **kwargs):
+            """Never follow: the test looks at the redirect itself."""
             return None
 
     def __init__(self, token: str | None = None):
@@ -182,6 +197,7 @@ class Site:
             time.sleep(0.2)
 
     def logs(self) -> str:
+        """Both servers' error logs, for failure messages."""
         return "\n".join((self.folder / f"{name}.log").read_text(errors="replace") for name in self.envs)
 
     def instance_files(self) -> list[str]:
@@ -189,6 +205,7 @@ class Site:
         return [str(p) for name in self.envs for p in (self.folder / name / "instance").rglob("*")]
 
     def stop(self) -> None:
+        """Stop both servers."""
         for server in self.servers:
             server.terminate()
         for server in self.servers:
