@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 import sys
 import threading
 from pathlib import Path
@@ -14,6 +13,7 @@ from flask_wtf.csrf import CSRFProtect
 
 import accounts
 import blobs
+import shared_secrets
 import translations
 from benchmarks import limits as hard_limits
 from benchmarks import registry
@@ -31,22 +31,17 @@ DEFAULT_UPLOAD_MB = 512
 csrf = CSRFProtect()
 
 
-def _secret_key(instance: Path) -> str:
-    """A secret key kept in the instance folder, so sessions survive a restart."""
-    path = instance / "secret_key"
-    if not path.exists():
-        path.write_text(secrets.token_hex(32))
-        path.chmod(0o600)
-    return path.read_text().strip()
-
-
 def create_app(config: dict | None = None) -> Flask:
     """Build the Flask application with its store, job runner, blueprints and translations.
 
     The runner runs evaluations on threads of this process, or on Celery workers when CELERY_BROKER_URL is set
-    (in `config` or the environment; queue_runner.py).
+    (in `config` or the environment; queue_runner.py). Nothing shared is kept in the process or its instance
+    folder: the session secret and saved judge keys live in the database (shared_secrets.py), sign-in counts in
+    Redis when a broker is configured.
     """
-    app = Flask(__name__, instance_relative_config=True)
+    instance_path = os.environ.get("INSTANCE_PATH", "").strip()
+    app = Flask(__name__, instance_path=os.path.abspath(instance_path) if instance_path else None,
+                instance_relative_config=True)
     instance = Path(app.instance_path)
     instance.mkdir(parents=True, exist_ok=True)
     app.config.update(
@@ -58,22 +53,27 @@ def create_app(config: dict | None = None) -> Flask:
         MAX_CONTENT_LENGTH=int(float(os.environ.get("MAX_UPLOAD_MB", DEFAULT_UPLOAD_MB)) * 1024 * 1024),
         RESUME_ON_START=True,
         JUDGE_ENV=os.environ,
-        JUDGE_KEY_FILE=str(instance / "judge_api_key"),  # the key saved on the settings page
-        RATELIMIT_STORAGE_URI=os.environ.get("RATELIMIT_STORAGE_URI", "memory://"),  # sign-in attempts
+        JUDGE_KEY_FILE=str(instance / "judge_api_key"),  # where earlier versions kept the saved key: moved in once
+        RATELIMIT_STORAGE_URI=os.environ.get("RATELIMIT_STORAGE_URI", "").strip() or None,  # sign-in attempts
+        SECRET_KEY=os.environ.get("SECRET_KEY", "").strip() or None,  # else generated once, kept in the database
+        SETTINGS_KEY=os.environ.get("SETTINGS_KEY", "").strip() or None,  # encrypts saved judge keys
     )
     app.config.update(config or {})
     hard_limits.current()  # a bad LIMIT_* setting stops the server here, naming the variable
     if "AUTH" not in app.config:  # on / off / local (accounts.py)
         app.config["AUTH"] = accounts.auth_mode(os.environ.get("AUTH"), os.environ.get("HOST"))
-    if not app.config.get("SECRET_KEY"):
-        app.config["SECRET_KEY"] = _secret_key(instance)
+    broker = _broker_url(app.config)
+    if not app.config["RATELIMIT_STORAGE_URI"]:  # counted where every web process sees them
+        app.config["RATELIMIT_STORAGE_URI"] = broker if broker and broker.startswith("redis") else "memory://"
 
     app.json.sort_keys = False  # method order is meaningful (display order, chosen by the user)
     store = Store(app.config.get("DATABASE_URL") or app.config["DATABASE"])  # a URL, else the SQLite file
-    judge_settings = JudgeSettings(store, app.config["JUDGE_KEY_FILE"], app.config["JUDGE_ENV"])
+    if not app.config["SECRET_KEY"]:
+        app.config["SECRET_KEY"] = shared_secrets.session_secret(store, instance / "secret_key")
+    fernet = shared_secrets.settings_fernet(app.config["SETTINGS_KEY"], app.config["SECRET_KEY"])
+    judge_settings = JudgeSettings(store, fernet, app.config["JUDGE_ENV"], app.config["JUDGE_KEY_FILE"])
     uploads, results = blobs.for_config(app.config)  # the two folders, or the bucket of STORAGE_URL
     runner = Runner(store, uploads, results, judge_settings.environ)
-    broker = _broker_url(app.config)
     if broker:
         import queue_runner  # Celery only when a broker is configured
 
@@ -148,7 +148,7 @@ if __name__ == "__main__":
         application = create_app()
         notes = accounts.check_serving(application.config["AUTH"], host,
                                        len(application.extensions["store"].list_users()))
-    except accounts.AuthConfigError as exc:
+    except (accounts.AuthConfigError, ValueError) as exc:  # a setting that must be fixed first (message says how)
         sys.exit(f"PersonaSteer Bench: {exc}")
     for note in notes:
         logging.getLogger("personasteer").warning(note)

@@ -75,6 +75,21 @@ class Blobs(ABC):
         """A handle on one object for the kinds: `.open("rb")`, `.exists()`, `.name` (a StoredFile)."""
         return StoredObject(self, key)
 
+    def prepare(self, create: bool) -> None:
+        """Make sure the place exists (making it with `create`); an error naming what is missing otherwise."""
+
+    def check(self, create: bool = False) -> None:
+        """Write, read back and delete a small object here (after `prepare`); raises what went wrong."""
+        self.prepare(create)
+        key, probe = ".check", os.urandom(16)
+        self.put_bytes(key, probe)
+        try:
+            with self.open(key) as stream:
+                if stream.read() != probe:
+                    raise OSError(f"{self}: an object read back differs from what was written")
+        finally:
+            self.delete(key)
+
     def put_bytes(self, key: str, data: bytes) -> None:
         """Store bytes under `key`, all at once."""
         self.put(key, io.BytesIO(data))
@@ -116,6 +131,13 @@ class LocalFolder(Blobs):
 
     def __str__(self) -> str:
         return str(self.root)
+
+    def prepare(self, create: bool) -> None:
+        """Make the folder with `create`; FileNotFoundError when it is missing otherwise."""
+        if create:
+            self.root.mkdir(parents=True, exist_ok=True)
+        elif not self.root.is_dir():
+            raise FileNotFoundError(f"{self.root} does not exist (--create makes it)")
 
     def path(self, key: str) -> Path:
         """The file of a key."""
@@ -218,6 +240,19 @@ class S3Bucket(Blobs):
 
     def _key(self, key: str) -> str:
         return self.prefix + _checked_key(key)
+
+    def prepare(self, create: bool) -> None:
+        """Make the bucket with `create` when there is none; LookupError when it is missing otherwise."""
+        from botocore.exceptions import ClientError
+
+        try:
+            self.client.head_bucket(Bucket=self.bucket)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") not in ("404", "NoSuchBucket", "NotFound"):
+                raise
+            if not create:
+                raise LookupError(f"there is no bucket {self.bucket!r} (--create makes it)") from None
+            self.client.create_bucket(Bucket=self.bucket)
 
     def open(self, key: str) -> BinaryIO:
         """A seekable reader that fetches byte ranges as they are read."""

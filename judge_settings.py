@@ -7,8 +7,11 @@ import os
 from pathlib import Path
 from typing import Mapping
 
+from cryptography.fernet import Fernet, InvalidToken
+
 import judge_endpoints
 from evaluator import JudgeConfig
+from shared_secrets import read_if_there
 from translations import _
 
 # Setting name -> environment variable it stands for.
@@ -24,7 +27,9 @@ VARIABLES = {
 }
 PRICE_VARIABLES = ("JUDGE_PRICE_PROMPT_PER_M", "JUDGE_PRICE_COMPLETION_PER_M")
 STORE_KEY = "judge"
-ENDPOINTS_KEY = "judge_endpoints"  # named endpoints saved on the settings page (their keys live in a file)
+ENDPOINTS_KEY = "judge_endpoints"  # named endpoints saved on the settings page (their keys apart, below)
+API_KEY = "judge_api_key"  # the default endpoint's key saved on the settings page, encrypted
+ENDPOINT_KEYS = "judge_endpoint_keys"  # {endpoint name: its key, encrypted}
 
 
 BATCH_PRICE_VARIABLE = "JUDGE_BATCH_PRICE_FACTOR"
@@ -59,13 +64,54 @@ def prices(environ: Mapping[str, str], batch: bool = False) -> dict:
 
 
 class JudgeSettings:
-    """The judge configuration in force: environment, overridden by what was saved on the settings page."""
+    """The judge configuration in force: environment, overridden by what was saved on the settings page.
 
-    def __init__(self, store, key_file: str | Path, base_env: Mapping[str, str] = os.environ):
+    Saved API keys live in the database encrypted with `fernet` (shared_secrets.py), so every process of a
+    deployment reads them; `legacy_key_file` names where earlier versions kept them, moved in once.
+    """
+
+    def __init__(self, store, fernet: Fernet, base_env: Mapping[str, str] = os.environ,
+                 legacy_key_file: str | Path | None = None):
         self.store = store
-        self.key_file = Path(key_file)
-        self.endpoint_keys_file = self.key_file.with_name("judge_endpoint_keys.json")
+        self.fernet = fernet
         self.base_env = base_env
+        if legacy_key_file:
+            self._move_key_files(Path(legacy_key_file))
+
+    def _move_key_files(self, key_file: Path) -> None:
+        """Put the keys an earlier version kept in files into the database (unless it has them), then delete the
+        files."""
+        endpoint_file = key_file.with_name("judge_endpoint_keys.json")
+        key, endpoint_keys = read_if_there(key_file).strip(), read_if_there(endpoint_file).strip()
+        if key and self.store.get_setting(API_KEY) is None:
+            self.store.set_setting(API_KEY, self._seal(key))
+        if endpoint_keys:
+            sealed = self.store.get_setting(ENDPOINT_KEYS, {})
+            for name, value in json.loads(endpoint_keys).items():
+                sealed.setdefault(name, self._seal(value))
+            self.store.set_setting(ENDPOINT_KEYS, sealed)
+        key_file.unlink(missing_ok=True)
+        endpoint_file.unlink(missing_ok=True)
+
+    def _seal(self, key: str) -> str:
+        return self.fernet.encrypt(key.encode("utf-8")).decode("ascii")
+
+    def _unseal(self, token: str | None) -> str | None:
+        """The key, or None when there is none or it was encrypted with another key (SETTINGS_KEY changed)."""
+        try:
+            return self.fernet.decrypt(token.encode("ascii")).decode("utf-8") if token else None
+        except InvalidToken:
+            return None
+
+    def key_problem(self) -> str | None:
+        """What to do about saved keys that can no longer be decrypted, or None when every one can."""
+        sealed = {judge_endpoints.DEFAULT: self.store.get_setting(API_KEY),
+                  **self.store.get_setting(ENDPOINT_KEYS, {})}
+        lost = [name for name, token in sealed.items() if token and self._unseal(token) is None]
+        if not lost:
+            return None
+        return _("The API key saved here for %(endpoints)s can no longer be decrypted: SETTINGS_KEY or SECRET_KEY "
+                 "has changed since it was saved. Enter the key again to use it.", endpoints=", ".join(lost))
 
     def saved(self) -> dict:
         """Values saved on the settings page (never the key)."""
@@ -82,8 +128,9 @@ class JudgeSettings:
         for name, value in self.saved().items():
             if value not in (None, ""):
                 env[VARIABLES[name]] = str(value)
-        if self.key_file.exists():
-            env["JUDGE_API_KEY"] = self.key_file.read_text().strip()
+        key = self._unseal(self.store.get_setting(API_KEY))
+        if key:
+            env["JUDGE_API_KEY"] = key
         saved = self.saved_endpoints()
         if saved:
             keys = self._endpoint_keys()
@@ -105,7 +152,9 @@ class JudgeSettings:
         return dict(self.store.get_setting(ENDPOINTS_KEY, {}))
 
     def _endpoint_keys(self) -> dict:
-        return json.loads(self.endpoint_keys_file.read_text()) if self.endpoint_keys_file.exists() else {}
+        """The saved endpoints' keys, decrypted (those that cannot be are left out)."""
+        keys = {name: self._unseal(token) for name, token in self.store.get_setting(ENDPOINT_KEYS, {}).items()}
+        return {name: key for name, key in keys.items() if key}
 
     def add_endpoint(self, name: str, base_url: str, models: str = "", api_key: str | None = None) -> None:
         """Check and save a named endpoint with its key; ValueError when invalid or the name is taken."""
@@ -115,11 +164,11 @@ class JudgeSettings:
         if name in self.endpoints():
             raise ValueError(_("A judge endpoint named '%(name)s' exists already; remove it first or pick another "
                                "name.", name=name))
-        keys = self._endpoint_keys()
-        keys.pop(name, None)
+        sealed = self.store.get_setting(ENDPOINT_KEYS, {})
+        sealed.pop(name, None)
         if api_key and api_key.strip():
-            keys[name] = api_key.strip()
-        _write_private(self.endpoint_keys_file, json.dumps(keys))
+            sealed[name] = self._seal(api_key.strip())
+        self.store.set_setting(ENDPOINT_KEYS, sealed)
         self.store.set_setting(ENDPOINTS_KEY, {**self.saved_endpoints(), name: spec})
 
     def remove_endpoint(self, name: str) -> bool:
@@ -128,9 +177,9 @@ class JudgeSettings:
         if saved.pop(name, None) is None:
             return False
         self.store.set_setting(ENDPOINTS_KEY, saved)
-        keys = self._endpoint_keys()
-        if keys.pop(name, None) is not None:
-            _write_private(self.endpoint_keys_file, json.dumps(keys))
+        sealed = self.store.get_setting(ENDPOINT_KEYS, {})
+        if sealed.pop(name, None) is not None:
+            self.store.set_setting(ENDPOINT_KEYS, sealed)
         return True
 
     def save(self, values: Mapping[str, str], api_key: str | None = None, clear_key: bool = False) -> None:
@@ -143,16 +192,6 @@ class JudgeSettings:
         prices(trial)
         self.store.set_setting(STORE_KEY, {n: v for n, v in cleaned.items() if v})
         if clear_key:
-            self.key_file.unlink(missing_ok=True)
+            self.store.delete_setting(API_KEY)
         elif api_key and api_key.strip():
-            _write_private(self.key_file, api_key.strip())
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Write a file only the server's user can read, replacing it whole."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+            self.store.set_setting(API_KEY, self._seal(api_key.strip()))

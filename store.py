@@ -589,6 +589,16 @@ class Store:
         row = self._one("SELECT value FROM settings WHERE name = :name", {"name": name})
         return json.loads(row["value"]) if row else default
 
+    def add_setting(self, name: str, value):
+        """Store a setting only if it has none yet; returns the value kept (another process's, when it came first)."""
+        self._write("INSERT INTO settings (name, value) VALUES (:name, :value) ON CONFLICT (name) DO NOTHING",
+                    {"name": name, "value": json.dumps(value)})
+        return self.get_setting(name)
+
+    def delete_setting(self, name: str) -> None:
+        """Forget a setting."""
+        self._write("DELETE FROM settings WHERE name = :name", {"name": name})
+
     def set_setting(self, name: str, value) -> None:
         """Store a setting as JSON."""
         self._write("INSERT INTO settings (name, value) VALUES (:name, :value)"

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
@@ -192,7 +191,7 @@ def test_a_legacy_evaluation_recorded_with_a_foreign_url_is_never_sent_the_key(a
 
 # -- the settings page ----------------------------------------------------------------------------
 
-def test_settings_page_adds_lists_tests_and_removes_an_endpoint(make_app, judge_env, stranger, tmp_path):
+def test_settings_page_adds_lists_tests_and_removes_an_endpoint(make_app, judge_env, stranger):
     app = make_app(judge_env)
     client = app.test_client()
     response = client.post("/settings/endpoints", data={"name": "other", "base_url": stranger.url + "/",
@@ -201,10 +200,10 @@ def test_settings_page_adds_lists_tests_and_removes_an_endpoint(make_app, judge_
     page = client.get("/settings").get_data(as_text=True)
     assert "other" in page and stranger.url in page and "judge-test, m2" in page
     assert OTHER_KEY not in page and SECRET not in page
-    keys_file = tmp_path / "judge_endpoint_keys.json"
-    assert json.loads(keys_file.read_text()) == {"other": OTHER_KEY}
-    assert oct(os.stat(keys_file).st_mode & 0o777) == "0o600"
-    assert OTHER_KEY not in json.dumps(app.extensions["store"].get_setting("judge_endpoints", {}))
+    store = app.extensions["store"]
+    assert list(store.get_setting("judge_endpoint_keys")) == ["other"]  # encrypted (tests/test_settings.py)
+    assert OTHER_KEY not in json.dumps(store.get_setting("judge_endpoint_keys"))
+    assert OTHER_KEY not in json.dumps(store.get_setting("judge_endpoints", {}))
 
     tested = client.post("/settings/test", data={"endpoint": "other"}).get_data(as_text=True)
     assert 'id="test-result"' in tested and "The judge answered" in tested
@@ -220,7 +219,7 @@ def test_settings_page_adds_lists_tests_and_removes_an_endpoint(make_app, judge_
     assert SECRET not in _headers_text(stranger)
 
     assert client.post("/settings/endpoints/other/remove").status_code == 302
-    assert "other" not in json.loads(keys_file.read_text())
+    assert "other" not in store.get_setting("judge_endpoint_keys")
     assert client.post("/settings/endpoints/other/remove").status_code == 404
 
 

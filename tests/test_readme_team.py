@@ -1,7 +1,8 @@
 """The README's "Deploying for a team", run as written: its commands, with only hosts, ports, passwords and
 folders swapped for the test's own (a PostgreSQL and a Redis started here, the local judge, temporary folders).
 
-The database is created with the README's `sudo -u postgres createuser/createdb`, the first admin with its
+The database is created with the README's `sudo -u postgres createuser/createdb`, the bucket (on the S3 server of
+the fixtures) with its `flask --app app storage check --create`, the first admin with its
 `flask --app app users create`, the web with its `gunicorn` line and two workers with its `celery` line (one
 in the project folder, one in another folder with the project on PYTHONPATH, as on a second machine). Then the
 README's API calls (section "API", with the token header it asks for when accounts are on) upload
@@ -67,11 +68,15 @@ class Shell:
     def stop(self) -> None:
         """End every server started, process group and all."""
         for process, _log in self.background:
-            try:
-                os.killpg(process.pid, signal.SIGTERM)
-                process.wait(20)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                os.killpg(process.pid, signal.SIGKILL)
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                try:
+                    os.killpg(process.pid, sig)
+                    process.wait(20)
+                    break
+                except ProcessLookupError:
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
 
 
 def _sign_in(base: str) -> str:
@@ -85,29 +90,35 @@ def _sign_in(base: str) -> str:
     return re.search(r'class="new-token">(psb_[^<]+)<', page.text).group(1)
 
 
-def test_the_team_deployment_runs_as_the_readme_says(tmp_path, judge_server):
+def test_the_team_deployment_runs_as_the_readme_says(tmp_path, judge_server, s3_server):
     _needs_sudo()
     postgres, redis = Postgres(), Redis(tmp_path / "redis")
     web_port = free_port()
     replacements = {
         "db.lab.example": f"127.0.0.1:{postgres.port}", "redis.lab.example:6379": f"127.0.0.1:{redis.port}",
-        "http://vllm.lab.example:8000/v1": judge_server.url, "PASSWORD": PASSWORD, "/srv/psb": str(tmp_path / "srv"),
+        "http://vllm.lab.example:8000/v1": judge_server.url, "PASSWORD": PASSWORD,
+        "http://s3.lab.example:8333": s3_server.environ["AWS_ENDPOINT_URL"],
+        "=KEY_ID": "=" + s3_server.environ["AWS_ACCESS_KEY_ID"],
+        "=SECRET_ACCESS_KEY": "=" + s3_server.environ["AWS_SECRET_ACCESS_KEY"],
         "0.0.0.0:8000": f"127.0.0.1:{web_port}",
         # Debian's client tools find a server by host and port; the README's server is the local default one
         "createuser ": f"createuser -h 127.0.0.1 -p {postgres.port} ",
         "createdb ": f"createdb -h 127.0.0.1 -p {postgres.port} ",
     }
-    steps = [substitute(c, replacements) for c in commands(README, "Deploying for a team")
-             if not c.startswith(INSTALLS)]
+    steps = [c for c in commands(README, "Deploying for a team") if not c.startswith(INSTALLS)]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_", "DATABASE", "CELERY_", "UPLOAD_",
-                                                                   "RESULTS_", "AUTH", "STORAGE_", "SECRET_"))}
+                                                                   "RESULTS_", "AUTH", "STORAGE_", "SECRET_", "SETTINGS_",
+                                                                   "AWS_", "RATELIMIT"))}
     shell = Shell(ROOT, env)
     machine_b = tmp_path / "machine-b"
     machine_b.mkdir()
     try:
         web = workers = None
         for step in steps:
-            if step.startswith("sudo -u postgres createuser"):
+            step = substitute(step, replacements)
+            if step.startswith("python -c"):  # the SETTINGS_KEY, made once and then exported everywhere
+                replacements["FERNET_KEY"] = shell.run(step).stdout.strip()
+            elif step.startswith("sudo -u postgres createuser"):
                 shell.run(step, stdin=f"{PASSWORD}\n{PASSWORD}\n")  # --pwprompt, asked twice
             elif step.startswith("flask --app app users create"):
                 shell.run(step, stdin=f"{PASSWORD}\n{PASSWORD}\n")
@@ -139,6 +150,7 @@ def test_the_team_deployment_runs_as_the_readme_says(tmp_path, judge_server):
         assert state["progress"]["done"] == state["progress"]["total"] > 0 and state["progress"]["failed"] == 0
         assert judge_server.requests >= state["progress"]["total"]  # judged by the workers, on the local judge
 
+        assert s3_server.keys("psb"), "nothing was kept in the README's bucket"
         [requeue_step] = [step for step in steps if step.startswith("flask --app app jobs requeue")]
         requeue = shell.run(requeue_step)
         assert requeue.stdout.strip() == ""  # nothing is left to enqueue again
@@ -147,15 +159,18 @@ def test_the_team_deployment_runs_as_the_readme_says(tmp_path, judge_server):
         assert all(worker.poll() is None for worker in workers), logs
         assert not any("DuplicateNodenameWarning" in log or "Traceback" in log for log in logs), logs
     finally:
-        shell.stop()
-        redis.stop()
-        postgres.stop()
+        try:
+            shell.stop()
+        finally:
+            redis.stop()
+            postgres.stop()
 
 
 def test_every_command_of_the_team_section_is_run_here():
     """A command added to the section must be handled by the test above (or be an install command)."""
     known = ("sudo apt-get install", "pip install", "sudo -u postgres createuser", "sudo -u postgres createdb",
-             "export ", "flask --app app users create", "gunicorn ", "celery ", "flask --app app jobs requeue")
+             'python -c "from cryptography.fernet', "export ", "flask --app app storage check",
+             "flask --app app users create", "gunicorn ", "celery ", "flask --app app jobs requeue")
     left = [c for c in commands(README, "Deploying for a team") if not c.startswith(known)]
     assert left == []
     assert shlex.split(commands(README, "API")[0])[0] == "curl"

@@ -2,8 +2,12 @@
 from __future__ import annotations
 
 import io
+import json
 import socket
 from pathlib import Path
+
+import pytest
+from cryptography.fernet import Fernet
 
 from tests.conftest import jsonl, session_line, wait_for
 
@@ -46,8 +50,6 @@ def test_api_key_is_write_only(make_app, judge_server):
     assert "No key set" in client.get("/settings").get_data(as_text=True)
     page = save(client, api_key=SECRET).get_data(as_text=True)
     assert SECRET not in page and "A key is set" in page
-    key_file = Path(app.config["JUDGE_KEY_FILE"])
-    assert key_file.stat().st_mode & 0o077 == 0  # readable by the server's user only
     upload_id = client.post("/api/uploads", data={"file": (io.BytesIO(jsonl(session_line())), "x.jsonl")},
                             content_type="multipart/form-data").get_json()["id"]
     created = client.post("/api/evaluations", json={"upload_id": upload_id}).get_json()
@@ -56,11 +58,57 @@ def test_api_key_is_write_only(make_app, judge_server):
     for url in ("/settings", f"/evaluations/{created['id']}", f"/api/evaluations/{created['id']}",
                 f"/evaluations/{created['id']}.json"):
         assert SECRET.encode() not in client.get(url).data, url
+    app.extensions["store"].close()  # SQLite's write-ahead log into the file itself
     assert SECRET.encode() not in Path(app.config["DATABASE"]).read_bytes()
+    assert not any(Path(app.instance_path).glob("judge*"))  # nothing of it in the instance folder
     save(client, clear_key="1")
-    assert not key_file.exists()
-    key_file.write_text("")  # an emptied key counts as no key
+    assert app.extensions["store"].get_setting("judge_api_key") is None
     assert "No key set" in client.get("/settings").get_data(as_text=True)
+
+
+def test_saved_keys_are_encrypted_in_the_database(make_app, judge_env, judge_server):
+    app = make_app({"JUDGE_BASE_URL": judge_server.url}, SETTINGS_KEY=Fernet.generate_key().decode())
+    client = app.test_client()
+    save(client, api_key=SECRET)
+    assert client.post("/settings/endpoints", data={"name": "other", "base_url": judge_server.url,
+                                                    "api_key": "sk-other-endpoint"}).status_code == 302
+    store, fernet = app.extensions["store"], Fernet(app.config["SETTINGS_KEY"])
+    sealed = store.get_setting("judge_api_key")
+    assert sealed.startswith("gAAAAA") and SECRET not in sealed and fernet.decrypt(sealed.encode()) == SECRET.encode()
+    other = store.get_setting("judge_endpoint_keys")["other"]
+    assert "sk-other" not in other and fernet.decrypt(other.encode()) == b"sk-other-endpoint"
+    assert "sk-other" not in json.dumps(store.get_setting("judge_endpoints"))
+
+
+def test_a_key_encrypted_with_another_settings_key_asks_to_be_entered_again(make_app, judge_server):
+    env = {"JUDGE_BASE_URL": judge_server.url}
+    save(make_app(env, SETTINGS_KEY=Fernet.generate_key().decode()).test_client(), api_key=SECRET)
+    app = make_app(env, SETTINGS_KEY=Fernet.generate_key().decode())  # the same database, another key
+    client = app.test_client()
+    response = client.get("/settings")
+    page = response.get_data(as_text=True)
+    assert response.status_code == 200 and 'id="key-problem"' in page and "Enter the key again" in page
+    assert "No key set" in page and "JUDGE_API_KEY" not in app.extensions["judge_settings"].environ()
+    page = save(client, api_key="sk-entered-again").get_data(as_text=True)
+    assert 'id="key-problem"' not in page and "A key is set" in page
+    assert app.extensions["judge_settings"].environ()["JUDGE_API_KEY"] == "sk-entered-again"
+
+
+def test_a_settings_key_that_is_not_a_fernet_key_stops_the_app_saying_how_to_make_one(make_app):
+    with pytest.raises(ValueError, match="SETTINGS_KEY must be a Fernet key.*Fernet.generate_key"):
+        make_app(SETTINGS_KEY="not-a-key")
+
+
+def test_key_files_of_earlier_versions_move_into_the_database_once(make_app, judge_server, tmp_path):
+    (tmp_path / "judge_api_key").write_text(SECRET + "\n")
+    (tmp_path / "judge_endpoint_keys.json").write_text(json.dumps({"other": "sk-other-endpoint"}))
+    app = make_app({"JUDGE_BASE_URL": judge_server.url})
+    app.extensions["store"].set_setting("judge_endpoints", {"other": {"base_url": judge_server.url, "models": []}})
+    assert not (tmp_path / "judge_api_key").exists() and not (tmp_path / "judge_endpoint_keys.json").exists()
+    settings = make_app({"JUDGE_BASE_URL": judge_server.url}).extensions["judge_settings"]  # and again: no files
+    assert settings.environ()["JUDGE_API_KEY"] == SECRET
+    assert settings.endpoints()["other"].api_key == "sk-other-endpoint"
+    assert SECRET not in json.dumps(app.extensions["store"].get_setting("judge_api_key"))
 
 
 def test_connection_test_shows_the_answer(client):

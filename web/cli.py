@@ -169,6 +169,24 @@ def requeue() -> None:
         click.echo(evaluation_id)
 
 
+@click.group("storage")
+def storage() -> None:
+    """Where uploads, result documents and reference sets are kept (folders, or STORAGE_URL)."""
+
+
+@storage.command("check")
+@click.option("--create", is_flag=True, help="Make the bucket (or folders) when missing.")
+@with_appcontext
+def storage_check(create: bool) -> None:
+    """Write, read and delete a small object where uploads and results go; exit status 1 naming what failed."""
+    for place in (current_app.extensions["uploads"], current_app.extensions["results"]):
+        try:
+            place.check(create)
+        except Exception as exc:  # the store's own error says what is wrong (no bucket, refused key, no route)
+            raise click.ClickException(_("%(place)s cannot be used: %(error)s", place=place, error=exc)) from None
+        click.echo(_("%(place)s: writing, reading and deleting work", place=place))
+
+
 @click.command("bundle")
 @click.argument("ids", nargs=-1, required=True)
 @click.option("--out", "out", type=click.Path(path_type=Path), default=Path("bundle.zip"), show_default=True,
@@ -199,3 +217,4 @@ def register(app: Flask) -> None:
     app.cli.add_command(bundle_command)
     app.cli.add_command(users_cli.users)
     app.cli.add_command(jobs)
+    app.cli.add_command(storage)

@@ -199,6 +199,7 @@ def _settings_context() -> dict:
     except ValueError:
         config = JudgeConfig()
     return {"effective": config.public(), "key_set": get_judge_settings().key_is_set(),
+            "key_problem": get_judge_settings().key_problem(),
             "judge_problem": judge_problem(), "variables": VARIABLES, "endpoints": judge_endpoint_list(),
             "environ_defaults": {name: get_judge_settings().base_env.get(var, "") for name, var in VARIABLES.items()}}
 
