@@ -24,7 +24,7 @@ from benchmarks.kind import Job, JobFailed, Kind, Site, StartError, StartRequest
 from evaluator import PLACEHOLDER_API_KEY, Judge, JudgeConfig, Verdict
 
 from judge_settings import prices
-from store import JudgeCache, Store, new_id
+from store import JudgeCache, Store, database_unreachable, new_id
 from translations import _, ngettext
 
 log = logging.getLogger(__name__)
@@ -43,6 +43,7 @@ MAX_JUDGES = 5  # of a panel
 FAILED_RETRY_S = 600.0  # JUDGE_FAILED_RETRY_S: the longest an evaluation waits in all to ask failed judgments again
 FIRST_RETRY_PAUSE_S = 5.0  # the first pause before asking them again (at most a tenth of that); each next one doubles
 FINISHED = ("done", "incomplete", "cancelled")  # the statuses of an evaluation with a result document
+DATABASE_WAIT_S = 2.0  # between two attempts to go on with an evaluation while the database cannot be reached
 
 
 def failed_retry_s(environ: Mapping[str, str]) -> float:
@@ -439,13 +440,22 @@ class Runner(Pipeline):
             thread.join(timeout)
 
     def run(self, evaluation_id: str, on_progress: Callable[[dict], None] | None = None) -> None:
-        """Run one evaluation to its end in this thread, recording a failure instead of raising."""
-        try:
-            self._run(evaluation_id, on_progress)
-        except Exception as exc:  # the job must end in a visible state, whatever went wrong
-            log.exception("evaluation %s failed", evaluation_id)
-            self.store.set_status(evaluation_id, "failed", _("The evaluation stopped on an internal error: "
-                                                             "%(error)s", error=f"{type(exc).__name__}: {exc}"))
+        """Run one evaluation to its end in this thread, recording a failure instead of raising. While the database
+        cannot be reached (a restart), it tries again every DATABASE_WAIT_S and goes on from where it stood."""
+        while True:
+            try:
+                self._run(evaluation_id, on_progress)
+                return
+            except Exception as exc:  # the job must end in a visible state, whatever went wrong
+                if database_unreachable(exc) and evaluation_id not in self._cancelled:
+                    log.warning("evaluation %s: the database cannot be reached (%s); trying again in %s s",
+                                evaluation_id, type(exc).__name__, DATABASE_WAIT_S)
+                    time.sleep(DATABASE_WAIT_S)
+                    continue
+                log.exception("evaluation %s failed", evaluation_id)
+                self.store.set_status(evaluation_id, "failed", _("The evaluation stopped on an internal error: "
+                                                                 "%(error)s", error=f"{type(exc).__name__}: {exc}"))
+                return
 
     def _run(self, evaluation_id: str, on_progress: Callable[[dict], None] | None) -> None:
         loaded = self.load(evaluation_id)

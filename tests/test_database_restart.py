@@ -2,7 +2,9 @@
 short translated message, the API JSON), and once it is back the same app answers again, without a restart."""
 from __future__ import annotations
 
-from tests.conftest import jsonl
+import time
+
+from tests.conftest import jsonl, session_line, wait_for
 from tests.services import Postgres
 from tests.test_api import scored_session, upload
 
@@ -46,5 +48,33 @@ def test_requests_during_a_database_restart_get_503_and_the_app_heals_by_itself(
         server.restart()
         for path in pages + api:
             assert client.get(path).status_code == 200, path
+    finally:
+        server.stop()
+
+
+def test_an_evaluation_running_on_threads_goes_on_after_a_database_restart(make_app, judge_env, judge_server):
+    server = Postgres()
+    try:
+        app = make_app(judge_env, DATABASE_URL=server.url())
+        client, store = app.test_client(), app.extensions["store"]
+        judge_server.latency_s = 0.1  # 6 sessions x 5 rounds x 2 methods x 2 modes = 120 judgments, 4 at a time: 3 s
+        sessions = [session_line(f"r{i}", 5, user_profile=f"profile {i}") for i in range(6)]
+        upload_id = upload(client, jsonl(*sessions)).get_json()["id"]
+        evaluation_id = client.post("/api/evaluations", json={"upload_id": upload_id}).get_json()["id"]
+        deadline = time.monotonic() + 30
+        while store.progress(evaluation_id)["done"] < 20:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        server.stop_server()
+        time.sleep(1)
+        assert client.get(f"/api/evaluations/{evaluation_id}").status_code == 503
+        server.start_server()
+        body = wait_for(client, evaluation_id, 60)
+        assert body["status"] == "done", body
+        assert (body["progress"]["done"], body["progress"]["total"], body["progress"]["failed"]) == (120, 120, 0)
+        rows = store.judgments(evaluation_id)
+        assert len(rows) == 120 and {r["status"] for r in rows} == {"ok"}
+        assert all(r["attempts"] + r["cached"] == 1 for r in rows)  # each recorded once
+        assert len(judge_server.answered) == 120  # asked again only what was not recorded
     finally:
         server.stop()

@@ -200,7 +200,8 @@ def test_a_judge_outage_shorter_than_the_bound_leaves_no_hole(make_app, judge_en
     # JUDGE_FAILED_RETRY_S 5: pauses of 0.5, 1, 2 and 1.5 s. The first round (at 0 s) and the first retry (at about
     # 0.6 s) fall in the 1.3 s outage; the second retry (at about 1.7 s) is answered.
     client = make_app({**judge_env, "JUDGE_FAILED_RETRY_S": "5"}).test_client()
-    wait_for(client, start(client, [session_line("warm", 1, user_profile="warm")]))  # modules loaded: the judge is asked at once
+    # a first evaluation loads the modules, so that the judge is asked at once
+    wait_for(client, start(client, [session_line("warm", 1, user_profile="warm")]))
     judge_server.reset()
     judge_server.fail_for(1.3, "503")
     evaluation_id = start(client, [session_line("out1", 2)])
