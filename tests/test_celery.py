@@ -568,3 +568,14 @@ def test_gunicorn_with_two_processes_leaves_evaluations_to_the_workers(redis_ser
             server.kill()
         dep.stop()
         judge.stop()
+
+
+@pytest.mark.parametrize("value, expected", [("", 20.0), ("1.5", 1.5), ("0", None), ("-3", None), ("often", None)])
+def test_the_sweep_interval_setting(value, expected):
+    from queue_runner import sweep_interval
+
+    if expected is None:
+        with pytest.raises(ValueError, match="CELERY_SWEEP_S must be a number of seconds > 0"):
+            sweep_interval({"CELERY_SWEEP_S": value})
+    else:
+        assert sweep_interval({"CELERY_SWEEP_S": value}) == expected

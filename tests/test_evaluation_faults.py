@@ -261,3 +261,13 @@ def test_flask_score_exits_non_zero_for_an_incomplete_evaluation(make_app, judge
     assert json.loads(result.stdout)["judge"]["failed"] == 8  # the result is still written
     assert "error: the evaluation ended incomplete: 8 judgments failed after every retry" in result.stderr
     assert judge_server.requests == 8 * 4  # JUDGE_FAILED_RETRY_S 0: no retry after the client's own
+
+
+@pytest.mark.parametrize("value", ["soon", "-1", "inf"])
+def test_a_bad_failed_retry_setting_is_refused_when_the_evaluation_is_created(make_app, judge_env, value):
+    client = make_app({**judge_env, "JUDGE_FAILED_RETRY_S": value}).test_client()
+    resp = client.post("/api/uploads", data={"file": (io.BytesIO(jsonl(session_line())), "x.jsonl")},
+                       content_type="multipart/form-data")
+    created = client.post("/api/evaluations", json={"upload_id": resp.get_json()["id"]})
+    assert created.status_code == 400
+    assert created.get_json()["error"] == f"JUDGE_FAILED_RETRY_S must be a number of seconds >= 0, got '{value}'."
