@@ -296,6 +296,7 @@ class Verdict:
     cached: bool = False
     attempts: int = 1  # HTTP calls made for this judgment (0 when it came from the cache)
     latency_ms: int | None = None  # how long the judge took to answer (the last call); None without a call
+    retryable: bool = False  # a failure worth asking again later (an outage: timeouts, 429, 5xx), not a refusal
 
 
 def _verdict_from_answer(parse: Parser, answer: str, prompt_tokens: int, completion_tokens: int) -> Verdict:
@@ -670,7 +671,7 @@ class Judge:
         else:
             error = ngettext("%(reason)s (%(num)d attempt; this error is not retried)",
                              "%(reason)s (%(num)d attempts; this error is not retried)", attempts, reason=reason)
-        return Verdict("failed", error=error, attempts=attempts)
+        return Verdict("failed", error=error, attempts=attempts, retryable=_is_retryable(exc))
 
     def judge(self, prompt: Prompt) -> Verdict:
         """One judgment: the cache first (unless use_cache is off), else calls with retries."""

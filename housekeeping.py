@@ -56,7 +56,7 @@ def evaluation_list(store: Store, kind: str | None = None, tag: str | None = Non
     if tag:
         rows = [row for row in rows if tag in (row["tags"] or [])]
     for row in rows:
-        if row["headline"] is None and row["status"] == "done" and row["kind"] in registry.names():
+        if row["headline"] is None and row["status"] in ("done", "incomplete") and row["kind"] in registry.names():
             record = store.get_evaluation(row["id"])
             if record and record.get("result"):
                 row["headline"] = registry.get(row["kind"]).headline(record["result"])

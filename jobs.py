@@ -25,8 +25,8 @@ from benchmarks.kind import Job, JobFailed, Kind, Site, StartError, StartRequest
 from evaluator import PLACEHOLDER_API_KEY, Judge, JudgeConfig, Verdict
 
 from judge_settings import prices
-from store import JudgeCache, Store, new_id
-from translations import _
+from store import JudgeCache, Store, database_unreachable, new_id
+from translations import _, ngettext
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +41,23 @@ BATCH_POLL_S = 30.0  # between two polls of a Batch API run (JUDGE_BATCH_POLL_S)
 BLOCK_JUDGMENTS = 20_000  # judgments a thread runner takes from the store at a time
 PLAN_CHUNK = 50_000  # planned judgments written per transaction
 MAX_JUDGES = 5  # of a panel
+FAILED_RETRY_S = 600.0  # JUDGE_FAILED_RETRY_S: the longest an evaluation waits in all to ask failed judgments again
+FIRST_RETRY_PAUSE_S = 5.0  # the first pause before asking them again (at most a tenth of that); each next one doubles
+FINISHED = ("done", "incomplete", "cancelled")  # the statuses of an evaluation with a result document
+DATABASE_WAIT_S = 2.0  # between two attempts to go on with an evaluation while the database cannot be reached
+
+
+def failed_retry_s(environ: Mapping[str, str]) -> float:
+    """JUDGE_FAILED_RETRY_S: seconds an evaluation may wait in all before asking failed judgments again (0: never);
+    ValueError when it is not a number >= 0."""
+    raw = str(environ.get("JUDGE_FAILED_RETRY_S") or "").strip()
+    try:
+        value = float(raw) if raw else FAILED_RETRY_S
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise ValueError(_("JUDGE_FAILED_RETRY_S must be a number of seconds >= 0, got %(value)s.", value=repr(raw)))
+    return value
 
 
 class RequestError(ValueError):
@@ -122,6 +139,7 @@ def _judge_settings(judge: Mapping | None, environ: Mapping[str, str]) -> dict:
                                           overrides.pop("base_url", None))
         config = judge_config({**overrides, "endpoint": endpoint.name}, environ)
         price = prices(environ, batch)
+        failed_retry_s(environ)  # a bad setting is reported now, not when the evaluation ends
     except ValueError as exc:
         raise RequestError(str(exc)) from exc
     problem = config.problem()
@@ -276,11 +294,44 @@ class Pipeline:
                 flush()
         flush()
 
+    def retry_failed(self, evaluation_id: str) -> float | None:
+        """After every judgment was asked: put the judgments that failed for a reason worth retrying (an outage of
+        the judge) back to pending and return the pause to make before judging them, or None when there are none or
+        the evaluation's JUDGE_FAILED_RETRY_S (the sum of its pauses) is spent. The pauses grow: 5 s (or a tenth of
+        the setting, when less), then twice the one before, the last one cut to what is left."""
+        name = f"retry:{evaluation_id}"
+        state = self.store.get_setting(name) or {"waited": 0.0}
+        budget = failed_retry_s(self.environ())
+        left = budget - state["waited"]
+        if left <= 0 or not self.store.reset_judgments(evaluation_id, ("failed",), retryable_only=True):
+            return None
+        pause = min(left, state.get("next") or min(FIRST_RETRY_PAUSE_S, budget / 10))
+        until = time.time() + pause
+        self.store.set_setting(name, {"waited": state["waited"] + pause, "next": 2 * pause, "until": until})
+        return pause
+
+    def retry_wait(self, evaluation_id: str) -> float | None:
+        """Seconds left of the pause before failed judgments are asked again, or None when none is under way."""
+        state = self.store.get_setting(f"retry:{evaluation_id}") or {}
+        left = (state.get("until") or 0) - time.time()
+        return left if left > 0 else None
+
+    def end_status(self, evaluation_id: str) -> tuple[str, str | None]:
+        """The status a run that judged everything it could ends with, and why: "done" when every judgment has an
+        answer, else "incomplete" with how many failed and their commonest reason."""
+        failed = self.store.progress(evaluation_id)["failed"]
+        if not failed:
+            return "done", None
+        return "incomplete", ngettext(
+            "%(num)d judgment failed after every retry; the commonest reason: %(reason)s",
+            "%(num)d judgments failed after every retry; the commonest reason: %(reason)s", failed,
+            reason=self.store.commonest_failure(evaluation_id))
+
     def rescore(self, evaluation_id: str) -> dict:
         """Score a finished evaluation again from what is stored (after human ratings were attached, say) and keep
         the new document with the same status; JobFailed when it cannot be."""
         evaluation = self.store.get_evaluation(evaluation_id, with_result=False)
-        if evaluation is None or evaluation["status"] not in ("done", "cancelled"):
+        if evaluation is None or evaluation["status"] not in FINISHED:
             raise JobFailed(_("Only a finished evaluation can be scored again."))
         upload = self.store.get_upload(evaluation["upload_id"])
         site = Site(self.store, self.uploads)
@@ -295,14 +346,16 @@ class Pipeline:
                           for settings in panel_settings(evaluation["settings"])]
             job.config = job.judges[0]
         document = kind.score(job)
-        self.finish(evaluation_id, document, status=evaluation["status"])
+        self.finish(evaluation_id, document, status=evaluation["status"], error=evaluation["error"])
         return document
 
-    def finish(self, evaluation_id: str, document: dict, status: str = "done") -> None:
-        """Keep a result document: results/<id>.json, then the database with the final status."""
+    def finish(self, evaluation_id: str, document: dict, status: str = "done", error: str | None = None) -> None:
+        """Keep a result document: results/<id>.json, then the database with the final status (and why, when the
+        evaluation is incomplete); the next run gets its own JUDGE_FAILED_RETRY_S again."""
         self._write_result_file(evaluation_id, document)
         self.store.set_result(evaluation_id, document, status=status,
-                              headline=registry.get(document["kind"]).headline(document))
+                              headline=registry.get(document["kind"]).headline(document), error=error)
+        self.store.set_setting(f"retry:{evaluation_id}", None)
 
     def _write_result_file(self, evaluation_id: str, document: dict) -> None:
         """Write results/<id>.json atomically, so a crash never leaves half a file."""
@@ -310,9 +363,10 @@ class Pipeline:
 
 
 def can_resume(evaluation: dict, rerun_failed: bool) -> bool:
-    """Whether a stopped evaluation can be started again: cancelled or failed, or finished when its failed and
-    unparsed judgments are to be asked again (a finished one has nothing else left)."""
-    return evaluation["status"] in ("cancelled", "failed") or (rerun_failed and evaluation["status"] == "done")
+    """Whether a stopped evaluation can be started again: cancelled or failed, or done or incomplete when its failed
+    and unparsed judgments are to be asked again (those have nothing else left)."""
+    return evaluation["status"] in ("cancelled", "failed") or (
+        rerun_failed and evaluation["status"] in ("done", "incomplete"))
 
 
 class Runner(Pipeline):
@@ -368,6 +422,14 @@ class Runner(Pipeline):
         self.start(evaluation_id)
         return True
 
+    def waiting(self, evaluation_id: str) -> str | None:
+        """What a queued or running evaluation waits for, if anything: "retry" (the pause before failed judgments
+        are asked again), "worker" (no thread of this process runs it), else None."""
+        if self.retry_wait(evaluation_id):
+            return "retry"
+        thread = self._threads.get(evaluation_id)
+        return None if thread and thread.is_alive() else "worker"
+
     def wait(self, evaluation_id: str, timeout: float | None = None) -> None:
         """Block until the evaluation's background thread has finished."""
         thread = self._threads.get(evaluation_id)
@@ -375,13 +437,22 @@ class Runner(Pipeline):
             thread.join(timeout)
 
     def run(self, evaluation_id: str, on_progress: Callable[[dict], None] | None = None) -> None:
-        """Run one evaluation to its end in this thread, recording a failure instead of raising."""
-        try:
-            self._run(evaluation_id, on_progress)
-        except Exception as exc:  # the job must end in a visible state, whatever went wrong
-            log.exception("evaluation %s failed", evaluation_id)
-            self.store.set_status(evaluation_id, "failed", _("The evaluation stopped on an internal error: "
-                                                             "%(error)s", error=f"{type(exc).__name__}: {exc}"))
+        """Run one evaluation to its end in this thread, recording a failure instead of raising. While the database
+        cannot be reached (a restart), it tries again every DATABASE_WAIT_S and goes on from where it stood."""
+        while True:
+            try:
+                self._run(evaluation_id, on_progress)
+                return
+            except Exception as exc:  # the job must end in a visible state, whatever went wrong
+                if database_unreachable(exc) and evaluation_id not in self._cancelled:
+                    log.warning("evaluation %s: the database cannot be reached (%s); trying again in %s s",
+                                evaluation_id, type(exc).__name__, DATABASE_WAIT_S)
+                    time.sleep(DATABASE_WAIT_S)
+                    continue
+                log.exception("evaluation %s failed", evaluation_id)
+                self.store.set_status(evaluation_id, "failed", _("The evaluation stopped on an internal error: "
+                                                                 "%(error)s", error=f"{type(exc).__name__}: {exc}"))
+                return
 
     def _run(self, evaluation_id: str, on_progress: Callable[[dict], None] | None) -> None:
         loaded = self.load(evaluation_id)
@@ -389,14 +460,19 @@ class Runner(Pipeline):
             return
         kind, job = loaded
         self.store.set_status(evaluation_id, "running")
+        stop = lambda: evaluation_id in self._cancelled  # noqa: E731
         try:
             if job.config is not None:
                 self._judge_all(kind, job, on_progress)
+                while not stop() and (pause := self.retry_failed(evaluation_id)) is not None:
+                    _wait(pause, stop)
+                    self._judge_all(kind, job, on_progress)
             document = kind.score(job)
         except JobFailed as exc:
             self.store.set_status(evaluation_id, "failed", str(exc))
             return
-        self.finish(evaluation_id, document, status="cancelled" if evaluation_id in self._cancelled else "done")
+        status, error = ("cancelled", None) if stop() else self.end_status(evaluation_id)
+        self.finish(evaluation_id, document, status=status, error=error)
 
     def _judge_all(self, kind: Kind, job: Job, on_progress: Callable[[dict], None] | None) -> None:
         """Plan the judgments once (a resumed run skips this), then judge every one still pending, a block of about
@@ -420,7 +496,8 @@ class Runner(Pipeline):
 
 
 def _wait(seconds: float, should_stop: Callable[[], bool]) -> None:
-    """Sleep between two polls of a batch, waking early when the evaluation is cancelled."""
+    """Sleep (between two polls of a batch, before asking failed judgments again), waking early when the evaluation
+    is cancelled."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and not should_stop():
         time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
@@ -447,4 +524,5 @@ def verdict_fields(verdict: Verdict) -> dict:
             **{d: dims.get(d) for d in DIMENSIONS}, "scores": json.dumps(other) if other else None,
             "answer": verdict.answer, "error": verdict.error,
             "prompt_tokens": verdict.prompt_tokens, "completion_tokens": verdict.completion_tokens,
-            "cached": int(verdict.cached), "attempts": verdict.attempts, "latency_ms": verdict.latency_ms}
+            "cached": int(verdict.cached), "attempts": verdict.attempts, "latency_ms": verdict.latency_ms,
+            "retryable": int(verdict.retryable)}

@@ -14,11 +14,17 @@ of `jobs.Pipeline` as tasks:
   with expiry, renewed while it works) so that two deliveries of one block never judge at once;
 - `psb.score(evaluation_id)`: the final step, once no judgment is pending (kind.score, results/<id>.json,
   set_result), run under a lease and only while the evaluation is running, so exactly one run records the result.
+  Judgments that failed for a reason worth retrying (an outage of the judge) are first put back to pending and
+  `psb.plan` is sent again after a pause, as the thread runner does (jobs.Pipeline.retry_failed).
   Kinds without a judge (mobility, agentbench) run only this step, as one task.
 
 Every task is idempotent and acknowledged late: a task of a worker killed with kill -9 is delivered again after
 CELERY_VISIBILITY_TIMEOUT seconds, judges only what is still pending, and answers the previous delivery received
-were cached before they were recorded, so they are not paid for twice.
+were cached before they were recorded, so they are not paid for twice. Tasks the broker lost (a Redis restarted
+without persistence) are found by a sweep each worker runs every CELERY_SWEEP_S seconds: an evaluation that is
+queued or running, whose blocks hold no lease and of which no task waits in the broker, two sweeps in a row, is
+sent again (`requeue`, which is safe to repeat). A broker or database outage in a task never fails an evaluation:
+the task gives up and the sweep takes the evaluation up again.
 """
 from __future__ import annotations
 
@@ -30,6 +36,7 @@ import threading
 import time
 from typing import Any, Callable, Mapping
 
+import kombu.exceptions
 import redis
 from celery import Celery, Task, signals
 from celery.exceptions import Retry
@@ -39,7 +46,7 @@ from flask import Flask
 from benchmarks import registry
 from benchmarks.kind import JobFailed
 from jobs import Pipeline, Runner, can_resume
-from store import Store
+from store import Store, database_unreachable
 from translations import _
 
 log = logging.getLogger(__name__)
@@ -51,6 +58,26 @@ DEFAULT_VISIBILITY_TIMEOUT = 3600
 STATUS_CHECK_S = 0.5  # how often a running block reads whether its evaluation was cancelled
 ALIVE_S = 30  # workers keep a key alive this long (renewed every ALIVE_S / 3): "a deployment is running"
 RUNNING = ("queued", "running")
+DEFAULT_SWEEP_S = 20.0  # CELERY_SWEEP_S: between two sweeps for evaluations whose tasks were lost
+
+
+def sweep_interval(config: Mapping[str, Any]) -> float:
+    """CELERY_SWEEP_S: seconds between two sweeps for evaluations whose tasks the broker lost (a number > 0)."""
+    raw = _setting(config, "CELERY_SWEEP_S", DEFAULT_SWEEP_S)
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"CELERY_SWEEP_S must be a number of seconds > 0, got {raw!r}")
+    return value
+
+
+def transient(exc: BaseException) -> bool:
+    """An error of the broker or the database being out of reach for now (a restart): a task that meets it gives
+    up without failing its evaluation, which the sweep takes up again."""
+    return isinstance(exc, (redis.exceptions.RedisError, kombu.exceptions.OperationalError)) or \
+        database_unreachable(exc)
 
 
 def _setting(config: Mapping[str, Any], name: str, default: Any) -> Any:
@@ -172,6 +199,7 @@ class CeleryRunner:
         self.redis = client
         self.queue = celery.conf.task_default_queue
         self.lease_s = max(2.0, min(60.0, visibility_timeout_of(celery) / 2))
+        self.sweep_s = DEFAULT_SWEEP_S  # CELERY_SWEEP_S, set by init_app
 
     # -- the web side: the same methods as jobs.Runner ------------------------------------------------------
 
@@ -234,6 +262,17 @@ class CeleryRunner:
         """Run one evaluation to its end in the foreground of this process (the CLI's `flask score`)."""
         self.local.run(evaluation_id, on_progress)
 
+    def waiting(self, evaluation_id: str) -> str | None:
+        """What a queued or running evaluation waits for, if anything: "retry" (the pause before failed judgments
+        are asked again), "worker" (none of its steps holds a lease: every worker busy with other work, none
+        running, or its tasks lost until the next sweep), else None."""
+        if self.pipeline.retry_wait(evaluation_id):
+            return "retry"
+        try:
+            return None if self._leased(evaluation_id) else "worker"
+        except redis.exceptions.RedisError:
+            return "worker"  # no worker gets anything from a broker that cannot be reached
+
     # -- helpers ----------------------------------------------------------------------------------------
 
     def _send(self, task: str, *args: Any, countdown: float | None = None) -> None:
@@ -258,13 +297,26 @@ class CeleryRunner:
 
     def _grid(self, evaluation_id: str, pending: dict[int, int]) -> int:
         """Sessions per block of an evaluation (`pending`: judgments to make per session index): chosen at its
-        first plan and kept in Redis, so that the blocks of a resumed run are the same blocks (and leases) as
-        those of the run before."""
-        key = f"psb:grid:{evaluation_id}"
-        span = max(1, round(BLOCK_JUDGMENTS * len(pending) / max(1, sum(pending.values()))))
-        span = max(span, math.ceil((max(pending, default=0) + 1) / MAX_BLOCKS))
-        self.redis.set(key, span, nx=True, ex=30 * 86400)
-        return int(self.redis.get(key) or span)
+        first plan and kept in the store (plan runs under a lease), so that the blocks of a resumed run, or of one
+        sent again after the broker lost its tasks, are the same blocks (and leases) as those of the run before."""
+        name = f"grid:{evaluation_id}"
+        span = self.store.get_setting(name)
+        if span is None:
+            span = max(1, round(BLOCK_JUDGMENTS * len(pending) / max(1, sum(pending.values()))))
+            span = max(span, math.ceil((max(pending, default=0) + 1) / MAX_BLOCKS))
+            self.store.set_setting(name, span)
+        return int(span)
+
+    def _leased(self, evaluation_id: str) -> bool:
+        """Whether one of the evaluation's steps (plan, a block, score) holds a lease now."""
+        return any(True for _key in self.redis.scan_iter(match=f"psb:lease:*:{evaluation_id}*", count=1000))
+
+    def _in_broker(self) -> bytes:
+        """Every message of this queue the broker holds: waiting in the queue, or delivered to a worker and not
+        acknowledged yet (kombu's `unacked` hash: running, or held for a later time), as one text to search."""
+        waiting = self.redis.lrange(self.queue, 0, -1)
+        delivered = self.redis.hvals("unacked")
+        return b"\n".join(waiting + delivered)
 
     # -- the tasks --------------------------------------------------------------------------------------
 
@@ -353,6 +405,11 @@ class CeleryRunner:
             elif status == "running":
                 if needs_judge and progress["done"] < progress["total"]:
                     return  # blocks are still judging; the last one enqueues this step again
+                if needs_judge and progress["failed"]:
+                    pause = self.pipeline.retry_failed(evaluation_id)
+                    if pause is not None:  # those that failed in an outage are pending again: judged after a pause
+                        self._send("psb.plan", evaluation_id, countdown=pause)
+                        return
             elif not (status == "cancelled" and needs_judge and progress["total"]):
                 return  # done or failed already, or queued for a plan that has not run yet
             loaded = self.pipeline.load(evaluation_id)
@@ -371,7 +428,8 @@ class CeleryRunner:
                 # Still as it was when this step began: a cancelled evaluation resumed meanwhile (queued, or already
                 # running again) must not be finished by the partial result of before.
                 if now == status or (status == "queued" and now == "running"):
-                    self.pipeline.finish(evaluation_id, document, status="done" if now == "running" else now)
+                    end, error = self.pipeline.end_status(evaluation_id) if now == "running" else (now, None)
+                    self.pipeline.finish(evaluation_id, document, status=end, error=error)
 
     # -- workers ----------------------------------------------------------------------------------------
 
@@ -394,6 +452,39 @@ class CeleryRunner:
                     pass
 
         threading.Thread(target=keep_alive, name="workers-alive", daemon=True).start()
+        threading.Thread(target=self._sweep_forever, name="sweep", daemon=True).start()
+
+    def _sweep_forever(self) -> None:
+        while True:
+            time.sleep(self.sweep_s)
+            try:
+                self.sweep()
+            except Exception:  # noqa: BLE001 - the broker or the database may be down: the next sweep tries again
+                log.warning("sweep failed", exc_info=True)
+
+    def sweep(self) -> list[str]:
+        """Send again the evaluations whose tasks were lost: queued or running, no step holding a lease and no task
+        of theirs in the broker, at this sweep and the one before (a task between the queue and its lease is not
+        taken for lost). One worker of the deployment sweeps per CELERY_SWEEP_S; returns the ids sent again."""
+        if not self.redis.set(f"psb:{self.queue}:sweep", os.getpid(), nx=True, px=int(self.sweep_s * 900)):
+            return []  # another worker swept a moment ago
+        suspects = f"psb:{self.queue}:orphans"
+        before = {eid.decode() for eid in self.redis.smembers(suspects)}
+        held = self._in_broker()
+        orphans = [eid for eid in self.store.unfinished_evaluations()
+                   if eid.encode() not in held and not self._leased(eid)]
+        pipe = self.redis.pipeline()
+        pipe.delete(suspects)
+        if orphans:
+            pipe.sadd(suspects, *orphans)
+            pipe.expire(suspects, math.ceil(3 * self.sweep_s))
+        pipe.execute()
+        lost = [eid for eid in orphans if eid in before]
+        for evaluation_id in lost:
+            self.start(evaluation_id)
+        if lost:
+            log.warning("sweep: sent again %d evaluation(s) whose tasks were lost: %s", len(lost), ", ".join(lost))
+        return lost
 
 
 def visibility_timeout_of(celery: Celery) -> float:
@@ -418,6 +509,7 @@ def init_app(app: Flask, broker_url: str, local: Runner) -> CeleryRunner:
     celery.Worker = _unique_node_names(celery.Worker)
     runner = CeleryRunner(local, celery, redis.Redis.from_url(app.config["CELERY"]["broker_url"]))
     celery.psb_runner = runner  # for the worker_ready signal
+    runner.sweep_s = sweep_interval(app.config)
     celery.psb_requeue_on_start = str(_setting(app.config, "CELERY_REQUEUE_ON_START", "1")).lower() not in (
         "0", "false", "no", "off")
 
@@ -428,6 +520,10 @@ def init_app(app: Flask, broker_url: str, local: Runner) -> CeleryRunner:
             except Retry:
                 raise
             except Exception as exc:  # the evaluation must end in a visible state, whatever went wrong
+                if transient(exc):  # the broker or the database is restarting: the sweep takes it up again
+                    log.warning("%s of evaluation %s gave up: %s: %s", task.name, evaluation_id,
+                                type(exc).__name__, exc)
+                    return
                 runner._fail(evaluation_id, exc)
         body.__name__ = body.__qualname__ = step.__name__
         body.__doc__ = step.__doc__

@@ -21,18 +21,21 @@ from typing import Iterable, Iterator
 
 from sqlalchemy import bindparam, create_engine, event, text
 from sqlalchemy.engine import URL, Connection, Engine, make_url
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.sql.elements import TextClause
 
 import store_migrations
 from benchmarks.dialogue.prompts import DIMENSIONS
 
 UNFINISHED = ("queued", "running")
+# An evaluation's own keys in the settings table: its plan marker, people's ratings, its block grid (Celery) and the
+# state of the automatic retries of its failed judgments.
+EVALUATION_SETTINGS = ("planned", "human_ratings", "grid", "retry")
 _JSON_COLUMNS = {"summary", "warnings", "methods", "settings", "result", "tags", "headline"}
 _RESULT_COLUMNS = ("status", "total", *DIMENSIONS, "verdict", "scores", "answer", "error",
-                   "prompt_tokens", "completion_tokens", "cached", "attempts", "latency_ms")
+                   "prompt_tokens", "completion_tokens", "cached", "attempts", "latency_ms", "retryable")
 _ACCUMULATED = ("prompt_tokens", "completion_tokens", "attempts")
-_COUNTER_DEFAULTS = {"prompt_tokens": 0, "completion_tokens": 0, "attempts": 0, "cached": 0}
+_COUNTER_DEFAULTS = {"prompt_tokens": 0, "completion_tokens": 0, "attempts": 0, "cached": 0, "retryable": 0}
 _BATCH = 2000  # rows per executemany, so that a 400,000-row write never builds all its parameters at once
 
 # The columns each record has, in this order (the JSON API shows them so); the ordering column `seq` is not one.
@@ -64,6 +67,23 @@ def _count(con: Connection, evaluation_id: str, status: str, n: int, cached: int
                          " ON CONFLICT (evaluation_id, status) DO UPDATE SET n = judgment_counts.n + excluded.n,"
                          " cached = judgment_counts.cached + excluded.cached"),
                     {"eid": evaluation_id, "status": status, "n": n, "c": cached})
+
+
+def database_unreachable(exc: BaseException) -> bool:
+    """Whether an error says the database cannot be reached for now (a restart, a lost connection, SQLite's lock
+    held too long) rather than a mistake in a query: worth trying again in a moment. Errors of queries run on the
+    driver's cursor (`Store._lookup`, `Store._many`) come unwrapped, the others wrapped by SQLAlchemy."""
+    if isinstance(exc, DBAPIError):
+        if exc.connection_invalidated:
+            return True
+        exc = exc.orig
+    if isinstance(exc, sqlite3.OperationalError):  # also "no such table" and the like: only these two are passing
+        return "database is locked" in str(exc) or "unable to open" in str(exc)
+    try:
+        import psycopg
+    except ImportError:
+        return False
+    return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
 
 
 def new_id() -> str:
@@ -352,7 +372,7 @@ class Store:
             for table in ("judgments", "judgment_counts", "human_ratings", "reviews", "shares"):
                 self._many(con, f"DELETE FROM {table} WHERE evaluation_id = :id", ({"id": e} for e in evaluation_ids))
             self._many(con, "DELETE FROM settings WHERE name = :name",
-                       ({"name": f"{what}:{e}"} for e in evaluation_ids for what in ("planned", "human_ratings")))
+                       ({"name": f"{what}:{e}"} for e in evaluation_ids for what in EVALUATION_SETTINGS))
             self._many(con, "DELETE FROM evaluations WHERE id = :id", ({"id": e} for e in evaluation_ids))
             if upload_id is not None:
                 con.execute(_sql("DELETE FROM sessions WHERE upload_id = :id"), {"id": upload_id})
@@ -375,7 +395,7 @@ class Store:
                             " run_done_at_start = (SELECT COALESCE(SUM(n), 0) FROM judgment_counts"
                             " WHERE evaluation_id = :id AND status <> 'pending'),",
                  "queued": "finished_at = NULL,",
-                 "done": "finished_at = :now,", "failed": "finished_at = :now,",
+                 "done": "finished_at = :now,", "failed": "finished_at = :now,", "incomplete": "finished_at = :now,",
                  "cancelled": "finished_at = :now,"}.get(status, "")
         self._write(f"UPDATE evaluations SET {stamp} status = :status, error = :error WHERE id = :id",
                     {"now": now(), "status": status, "error": error, "id": evaluation_id})
@@ -385,11 +405,12 @@ class Store:
         self._write("UPDATE evaluations SET total = :total WHERE id = :id", {"total": total, "id": evaluation_id})
 
     def set_result(self, evaluation_id: str, document: dict, status: str = "done",
-                   headline: list | None = None) -> None:
-        """Store the result document, its headline scores and the final status in one transaction."""
-        self._write("UPDATE evaluations SET result = :result, headline = :headline, status = :status, error = NULL,"
+                   headline: list | None = None, error: str | None = None) -> None:
+        """Store the result document, its headline scores and the final status (with why, when incomplete) in one
+        transaction."""
+        self._write("UPDATE evaluations SET result = :result, headline = :headline, status = :status, error = :error,"
                     " finished_at = :now WHERE id = :id",
-                    {"result": json.dumps(document, ensure_ascii=False), "status": status, "now": now(),
+                    {"result": json.dumps(document, ensure_ascii=False), "status": status, "now": now(), "error": error,
                      "headline": None if headline is None else json.dumps(headline, ensure_ascii=False),
                      "id": evaluation_id})
 
@@ -505,23 +526,30 @@ class Store:
             " FROM judgments WHERE evaluation_id = :eid GROUP BY method, mode ORDER BY method, mode",
             {"eid": evaluation_id})
 
-    def reset_judgments(self, evaluation_id: str, statuses: tuple[str, ...] = ("failed", "unparsed")) -> int:
-        """Put judgments with these statuses back to pending (to be asked again, keeping the tokens and attempts
-        already spent on them); returns how many."""
+    def reset_judgments(self, evaluation_id: str, statuses: tuple[str, ...] = ("failed", "unparsed"),
+                        retryable_only: bool = False) -> int:
+        """Put judgments with these statuses (only failures worth retrying, when asked) back to pending, to be asked
+        again, keeping the tokens and attempts already spent on them; returns how many."""
         cleared = ", ".join(f"{c} = NULL" for c in ("total", *DIMENSIONS, "verdict", "scores", "answer", "error"))
+        which = "evaluation_id = :eid AND status = :status" + (" AND retryable = 1" if retryable_only else "")
         reset = 0
         with self._writing() as con:
             for status in statuses:
-                found = con.execute(_sql("SELECT COUNT(*), COALESCE(SUM(cached), 0) FROM judgments"
-                                         " WHERE evaluation_id = :eid AND status = :status"),
+                found = con.execute(_sql(f"SELECT COUNT(*), COALESCE(SUM(cached), 0) FROM judgments WHERE {which}"),
                                     {"eid": evaluation_id, "status": status}).one()
-                con.execute(_sql(f"UPDATE judgments SET status = 'pending', {cleared}, cached = 0"
-                                 " WHERE evaluation_id = :eid AND status = :status"),
-                            {"eid": evaluation_id, "status": status})
+                con.execute(_sql(f"UPDATE judgments SET status = 'pending', {cleared}, cached = 0, retryable = 0"
+                                 f" WHERE {which}"), {"eid": evaluation_id, "status": status})
                 _count(con, evaluation_id, "pending", found[0])  # pending first, as every writer does (lock order)
                 _count(con, evaluation_id, status, -found[0], -found[1])
                 reset += found[0]
         return reset
+
+    def commonest_failure(self, evaluation_id: str) -> str | None:
+        """The error most failed judgments of an evaluation share (the first in key order among equals), or None."""
+        row = self._one("SELECT error, COUNT(*) AS n, MIN(session_idx) AS first FROM judgments"
+                        " WHERE evaluation_id = :eid AND status = 'failed' GROUP BY error"
+                        " ORDER BY n DESC, first LIMIT 1", {"eid": evaluation_id})
+        return None if row is None else row["error"] or ""
 
     def failures(self, evaluation_id: str, limit: int = 50) -> list[dict]:
         """Failed and unparsed judgments with their reasons, first ones first."""

@@ -270,6 +270,11 @@ def _reviews(con: Connection, ddl: dict) -> None:
 )""")
 
 
+def _retryable(con: Connection, ddl: dict) -> None:
+    # Whether a failed judgment failed for a reason worth asking again later (an outage), not a refusal (HTTP 400).
+    con.exec_driver_sql("ALTER TABLE judgments ADD COLUMN retryable INTEGER NOT NULL DEFAULT 0")
+
+
 @dataclass(frozen=True)
 class Step:
     """One change of the schema."""
@@ -290,6 +295,7 @@ STEPS = (
     Step(8, "title and tags of evaluations and uploads, headline scores of evaluations", _labels),
     Step(9, "judgments.latency_ms: how long the judge took to answer", _latency),
     Step(10, "reviews: people's reviews of single judgments", _reviews),
+    Step(11, "judgments.retryable: a failure worth asking again later", _retryable),
 )
 LATEST = STEPS[-1].version
 

@@ -52,7 +52,8 @@ def compile_catalogs(folder: Path = CATALOGS) -> list[Path]:
 def status_label(status: str) -> str:
     """Translated name of an evaluation or judgment status."""
     labels = {"queued": _("queued"), "running": _("running"), "done": _("done"), "failed": _("failed"),
-              "cancelled": _("cancelled"), "ok": _("ok"), "unparsed": _("unparsed"), "pending": _("pending")}
+              "cancelled": _("cancelled"), "incomplete": _("incomplete"), "ok": _("ok"), "unparsed": _("unparsed"),
+              "pending": _("pending")}
     return labels.get(status, status)
 
 

@@ -17,6 +17,7 @@ Knobs (safe to set from the test thread while requests are served):
                     substring of the reply under judgment, or a callable(request) -> bool) only
                     requests that match count
     fail_always(kind)   every chat request gets `kind` (None to turn off)
+    fail_for(seconds, kind)  an outage: every chat request of the next `seconds` gets `kind`, then none
     fail_fraction(p, kind, once_per_prompt=True)  a share p of the distinct prompts (chosen by a hash
                     of the messages, so deterministic) get `kind`; once_per_prompt: only their first
                     request, so a retry succeeds
@@ -36,7 +37,8 @@ until just before its answer is sent or its connection dropped, so that a client
 may have passed its slot on, is never counted with the next one), faults ({kind: n} injected),
 last_request (the parsed JSON body), last_authorization, seen_headers (method, path and headers of every
 request, any route), log (one (monotonic start time, reply under
-judgment, fault) per chat request, the latest LOG_SIZE); stats() and GET <url>/_stats return the counts.
+judgment, fault) per chat request, the latest LOG_SIZE), answered ({prompt_hash: n} of the requests answered
+without a fault); stats() and GET <url>/_stats return the counts.
 `python -m tests.judge_server [--latency S] [--fail-fraction P --fail-kind KIND]` serves until
 interrupted and prints its URL first.
 """
@@ -421,6 +423,8 @@ class JudgeServer:
             self._faults: deque[str] = deque()
             self._targeted: list[list] = []  # [remaining, kind, match]
             self._always: str | None = None
+            self._outage: tuple[float, str] | None = None  # (monotonic end, kind)
+            self.answered: dict[str, int] = {}
             self._fraction: tuple[float, str, bool] | None = None
             self._fraction_failed: set[str] = set()
             self.faults: dict[str, int] = {}
@@ -457,6 +461,12 @@ class JudgeServer:
             self._fraction = None if kind is None else (p, kind, once_per_prompt)
             self._fraction_failed.clear()
 
+    def fail_for(self, seconds: float, kind: str) -> None:
+        """An outage: give every chat request of the next `seconds` the fault `kind`."""
+        _check_kind(kind)
+        with self._lock:
+            self._outage = (time.monotonic() + seconds, kind)
+
     def fail_always(self, kind: str | None) -> None:
         """Give every chat request the fault `kind`; None turns it off."""
         if kind is not None:
@@ -489,10 +499,15 @@ class JudgeServer:
                 fault = self._faults.popleft()
             if fault is None:
                 fault = self._fraction_fault(request)
+            if fault is None and self._outage and time.monotonic() < self._outage[0]:
+                fault = self._outage[1]
             if fault is None:
                 fault = self._always
             if fault is not None:
                 self.faults[fault] = self.faults.get(fault, 0) + 1
+            else:
+                digest = prompt_hash(request["body"])
+                self.answered[digest] = self.answered.get(digest, 0) + 1
             self.log.append((time.monotonic(), request["reply"], fault))
         return fault
 

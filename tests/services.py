@@ -73,12 +73,34 @@ class Postgres:
         if self.prefix:
             shutil.chown(folder, POSTGRES_USER)
         self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
+        self.start_server()
+        self._databases = 0
+
+    def start_server(self) -> None:
+        """Start the server on its data folder and port (again, after `stop_server`)."""
         self.process = subprocess.Popen(
             [*self.prefix, str(self.bin / "postgres"), "-D", str(self.data), "-p", str(self.port),
-             "-k", str(folder), "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off",
+             "-k", str(self.folder), "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off",
              "-c", "max_connections=200"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for_port(self.port, self.process, "postgres")
-        self._databases = 0
+
+    def stop_server(self) -> None:
+        """Stop the server (fast shutdown: open connections are closed), keeping its data folder. Through pg_ctl,
+        which waits until the server is gone: a signal would reach `runuser`, not the server, when run as root."""
+        try:
+            self._run("pg_ctl", "stop", "-D", str(self.data), "-m", "fast", "-w", "-t", "20")
+        except subprocess.CalledProcessError:  # not running any more
+            pass
+        try:
+            self.process.wait(20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(10)
+
+    def restart(self) -> None:
+        """Stop the server and start it again on the same data folder and port."""
+        self.stop_server()
+        self.start_server()
 
     def _run(self, binary: str, *args: str) -> None:
         subprocess.run([*self.prefix, str(self.bin / binary), *args], check=True, capture_output=True)
@@ -91,12 +113,8 @@ class Postgres:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{name}"
 
     def stop(self) -> None:
-        """Stop the server (fast shutdown)."""
-        self.process.terminate()
-        try:
-            self.process.wait(20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+        """Stop the server (fast shutdown) and delete its folder."""
+        self.stop_server()
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
@@ -104,21 +122,30 @@ class Redis:
     """One redis-server without persistence, on a free port."""
 
     def __init__(self, folder: Path):
-        binary = shutil.which("redis-server")
-        if binary is None:
+        self.binary = shutil.which("redis-server")
+        if self.binary is None:
             pytest.skip("Redis is not installed (Debian package redis-server)")
         folder.mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
-        self.process = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for_port(self.port, self.process, "redis-server")
+        self.folder, self.port = folder, free_port()
+        self.start()
         self.url = f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        """Start the server on its port (again, after `stop`: empty, since nothing is persisted)."""
+        self.process = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", str(self.folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for_port(self.port, self.process, "redis-server")
 
     def stop(self) -> None:
         """Stop the server."""
         self.process.terminate()
         self.process.wait(10)
+
+    def restart(self) -> None:
+        """Stop the server and start it again on the same port: every key and queued message is gone."""
+        self.stop()
+        self.start()
 
 
 @pytest.fixture(scope="session")

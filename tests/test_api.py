@@ -94,7 +94,7 @@ def test_end_to_end_scores_match_hand_computation(client, app, judge_server):
     body = wait_for(client, created["id"])
     assert body["status"] == "done", body
     assert body["progress"] == {"done": 24, "total": 24, "failed": 0, "unparsed": 0, "cached": 0,
-                                "rate_per_s": None, "eta_s": None}
+                                "rate_per_s": None, "eta_s": None, "waiting": None}
     result = body["result"]
     a, b = result["methods"]["A"], result["methods"]["B"]
     # A: AL = 50, 60, 70 -> AVG 60, slope 10, intercept 40, R2 1; N-AL = 0, .5, 1 -> N-IR .5

@@ -32,7 +32,7 @@ from app import create_app
 from jobs import create_evaluation
 from tests.conftest import ROOT
 from tests.judge_server import JudgeServer
-from tests.services import free_port, postgres_bin
+from tests.services import Redis, free_port, postgres_bin
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("celery") is None, reason="celery is not installed")
 
@@ -42,6 +42,8 @@ VISIBILITY_S = 3  # CELERY_VISIBILITY_TIMEOUT: a killed worker's tasks come back
 LATENCY_S = 0.02
 SESSIONS, ROUNDS, METHODS, MODES = 150, 5, ("A", "B"), 2
 TOTAL = SESSIONS * ROUNDS * len(METHODS) * MODES  # 3,000 judgments
+FAILED_RETRY_S = 3  # JUDGE_FAILED_RETRY_S: pauses of 0.3, 0.6, 1.2 and 0.9 s before asking failed judgments again
+SWEEP_S = 1  # CELERY_SWEEP_S: an evaluation whose tasks were lost is sent again within two sweeps
 
 
 def dialogue(sessions: int, tag: str = "") -> bytes:
@@ -59,7 +61,8 @@ def dialogue(sessions: int, tag: str = "") -> bytes:
 
 def judge_env(server: JudgeServer) -> dict:
     return {"JUDGE_BASE_URL": server.url, "JUDGE_API_KEY": "sk-test", "JUDGE_MODEL": "judge-test",
-            "JUDGE_CONCURRENCY": str(CONCURRENCY), "JUDGE_MAX_RETRIES": "0", "JUDGE_TIMEOUT_S": "10"}
+            "JUDGE_CONCURRENCY": str(CONCURRENCY), "JUDGE_MAX_RETRIES": "0", "JUDGE_TIMEOUT_S": "10",
+            "JUDGE_FAILED_RETRY_S": str(FAILED_RETRY_S)}
 
 
 def prompt_key(request: dict) -> str:
@@ -96,7 +99,8 @@ class Deployment:
         database = {"DATABASE_URL": database_url} if database_url else {"DATABASE": str(folder / "db.sqlite")}
         self.env = {**database, "UPLOAD_FOLDER": str(folder / "uploads"), "RESULTS_FOLDER": str(folder / "results"),
                     "CELERY_BROKER_URL": redis_url, "CELERY_QUEUE": self.queue,
-                    "CELERY_VISIBILITY_TIMEOUT": str(VISIBILITY_S), **(extra or {}), **judge_env(judge)}
+                    "CELERY_VISIBILITY_TIMEOUT": str(VISIBILITY_S), "CELERY_SWEEP_S": str(SWEEP_S),
+                    **(extra or {}), **judge_env(judge)}
         self.app = create_app({**{k: v for k, v in self.env.items() if not k.startswith("JUDGE_")},
                                "TESTING": True, "SECRET_KEY": "test", "JUDGE_KEY_FILE": str(folder / "judge_api_key"),
                                "WTF_CSRF_ENABLED": False, "JUDGE_ENV": judge_env(judge)})
@@ -336,6 +340,48 @@ def test_a_panel_of_judges_is_judged_by_the_workers_each_judgment_once(deploymen
             by_judge["judge-a"]["methods"][method]["avg"] - 10)
 
 
+def test_a_judge_outage_is_retried_by_the_workers_and_leaves_no_hole(deployment):
+    dep = deployment
+    dep.judge.reset()
+    sessions = 10
+    total = sessions * ROUNDS * len(METHODS) * MODES
+    upload_id = dep.upload(dialogue(sessions, " (outage)"))
+    dep.judge.fail_for(1.5, "503")  # the first round and the first retry (after 0.3 s) fall in it
+    evaluation_id = dep.evaluate(upload_id)
+    seen = []
+    body = dep.wait_until(evaluation_id, lambda b: seen.append(b["progress"]) or b["status"] not in (
+        "queued", "running"))
+    assert body["status"] == "done", (body, dep.logs_tail())
+    assert body["failure"] is None and body["progress"]["failed"] == 0
+    rows = dep.store.judgments(evaluation_id)
+    assert len(rows) == total and Counter(r["status"] for r in rows) == {"ok": total}
+    assert len(dep.judge.answered) == total and set(dep.judge.answered.values()) == {1}  # each answered once
+    assert dep.judge.faults["503"] > 0 and dep.judge.requests == total + dep.judge.faults["503"]
+    assert sum(r["attempts"] for r in rows) == dep.judge.requests
+    assert any(p["waiting"] == "retry" and p["rate_per_s"] is None for p in seen)
+
+
+def test_a_judge_outage_longer_than_the_bound_ends_incomplete_on_the_workers(deployment):
+    dep = deployment
+    dep.judge.reset()
+    sessions = 5
+    total = sessions * ROUNDS * len(METHODS) * MODES  # 100
+    upload_id = dep.upload(dialogue(sessions, " (long outage)"))
+    dep.judge.fail_for(120, "503")
+    evaluation_id = dep.evaluate(upload_id)
+    body = dep.wait_finished(evaluation_id)
+    dep.judge.fail_for(0, "503")
+    assert body["status"] == "incomplete", (body, dep.logs_tail())
+    assert (body["progress"]["done"], body["progress"]["failed"]) == (total, total)
+    assert dep.judge.requests == 5 * total  # the first round and 4 retries, one attempt each (JUDGE_MAX_RETRIES 0)
+    reason = "InternalServerError: HTTP 503: Simulated server error 503. (gave up after 1 attempt)"
+    assert body["failure"] == {"failed": total, "reason": reason}
+    assert body["error"] == f"{total} judgments failed after every retry; the commonest reason: {reason}"
+    page = dep.client.get(f"/evaluations/{evaluation_id}").get_data(as_text=True)
+    assert f"Incomplete: {total} judgments failed after every retry." in page
+    assert f"Re-run {total} failed and unparsed" in page
+
+
 def test_workers_killed_mid_run_finish_without_paying_twice(redis_server, tmp_path, reference):
     judge = Judge(LATENCY_S).start()
     judge.reset()
@@ -368,6 +414,43 @@ def test_workers_killed_mid_run_finish_without_paying_twice(redis_server, tmp_pa
     assert max(judge.prompts.values()) <= 2
     bound, why = concurrency_bound()
     assert judge.max_in_flight <= bound, (judge.max_in_flight, why)
+
+
+def test_a_redis_restart_without_persistence_mid_run_is_healed_by_the_sweep(tmp_path, reference):
+    broker = Redis(tmp_path / "redis")  # its own server: this test restarts it
+    judge = Judge(LATENCY_S).start()
+    judge.reset()
+    dep = Deployment(tmp_path / "deployment", broker.url, judge)
+    try:
+        evaluation_id = dep.evaluate(dep.upload(dialogue(SESSIONS)))
+        # no worker yet: the progress says so, instead of a pace
+        time.sleep(0.5)
+        body = dep.status(evaluation_id)
+        assert body["status"] == "queued" and body["progress"]["waiting"] == "worker", body
+        assert body["progress"]["rate_per_s"] is None and body["progress"]["eta_s"] is None
+        page = dep.client.get(f"/evaluations/{evaluation_id}").get_data(as_text=True)
+        assert "Waiting for a worker" in page
+
+        for name in ("w1", "w2"):
+            dep.start_worker(name)
+        dep.wait_until(evaluation_id, lambda b: b["progress"]["done"] >= 0.3 * TOTAL)
+        assert dep.status(evaluation_id)["progress"]["waiting"] is None  # blocks hold their leases
+        broker.restart()  # every queued task, lease and counter is gone
+        body = dep.wait_finished(evaluation_id, 90)
+    finally:
+        dep.stop()
+        judge.stop()
+        broker.stop()
+
+    assert body["status"] == "done", (body, dep.logs_tail())
+    progress = body["progress"]
+    assert (progress["done"], progress["total"], progress["failed"], progress["unparsed"]) == (TOTAL, TOTAL, 0, 0)
+    dep.check_recorded_once(evaluation_id, TOTAL)
+    assert body["result"]["methods"] == reference[SESSIONS]
+    assert len(judge.prompts) == TOTAL
+    # the blocks whose tasks were lost were sent again by a sweep, not by a person nor a new worker
+    assert "sweep: sent again 1 evaluation(s) whose tasks were lost" in dep.log("w1") + dep.log("w2")
+    assert (dep.log("w1") + dep.log("w2")).count("requeued") == 1  # by the first worker, at its start
 
 
 def _get(url: str) -> tuple[int, bytes]:
@@ -486,3 +569,14 @@ def test_gunicorn_with_two_processes_leaves_evaluations_to_the_workers(redis_ser
             server.kill()
         dep.stop()
         judge.stop()
+
+
+@pytest.mark.parametrize("value, expected", [("", 20.0), ("1.5", 1.5), ("0", None), ("-3", None), ("often", None)])
+def test_the_sweep_interval_setting(value, expected):
+    from queue_runner import sweep_interval
+
+    if expected is None:
+        with pytest.raises(ValueError, match="CELERY_SWEEP_S must be a number of seconds > 0"):
+            sweep_interval({"CELERY_SWEEP_S": value})
+    else:
+        assert sweep_interval({"CELERY_SWEEP_S": value}) == expected

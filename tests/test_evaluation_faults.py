@@ -17,7 +17,7 @@ MARK = "[[target]]"
 def judge_env(judge_server):  # noqa: F811 - overrides conftest's with fast retries
     return {"JUDGE_BASE_URL": judge_server.url, "JUDGE_API_KEY": "sk-test", "JUDGE_MODEL": "judge-test",
             "JUDGE_CONCURRENCY": "4", "JUDGE_MAX_RETRIES": "3", "JUDGE_TIMEOUT_S": "0.5",
-            "JUDGE_RETRY_BASE_S": "0.01", "JUDGE_RETRY_MAX_S": "0.05"}
+            "JUDGE_RETRY_BASE_S": "0.01", "JUDGE_RETRY_MAX_S": "0.05", "JUDGE_FAILED_RETRY_S": "0.3"}
 
 
 def start(client, sessions: list[dict], **body) -> str:
@@ -64,7 +64,7 @@ def test_lasting_faults_are_counted_then_rerun(client, judge_server, kind, statu
     judge_server.hook = fault_on_marker(kind)
     evaluation_id = start(client, [targeted("t1"), session_line("ok1", 2, user_profile="other")])
     body = wait_for(client, evaluation_id)
-    assert body["status"] == "done"
+    assert body["status"] == ("incomplete" if status == "failed" else "done")  # unparsed ones were answered
     assert body["progress"][status] == 2 and body["progress"]["done"] == 16
     b = body["result"]["methods"]["B"]
     assert b["judged"] == 6 and b[status] == 2
@@ -194,3 +194,80 @@ def test_progress_reports_pace_while_running(client, judge_server):
     assert progress["rate_per_s"] > 0 and progress["eta_s"] >= 0
     client.post(f"/api/evaluations/{evaluation_id}/cancel")
     wait_for(client, evaluation_id)
+
+
+def test_a_judge_outage_shorter_than_the_bound_leaves_no_hole(make_app, judge_env, judge_server):
+    # JUDGE_FAILED_RETRY_S 5: pauses of 0.5, 1, 2 and 1.5 s. The first round (at 0 s) and the first retry (at about
+    # 0.6 s) fall in the 1.3 s outage; the second retry (at about 1.7 s) is answered.
+    client = make_app({**judge_env, "JUDGE_FAILED_RETRY_S": "5"}).test_client()
+    # a first evaluation loads the modules, so that the judge is asked at once
+    wait_for(client, start(client, [session_line("warm", 1, user_profile="warm")]))
+    judge_server.reset()
+    judge_server.fail_for(1.3, "503")
+    evaluation_id = start(client, [session_line("out1", 2)])
+    seen = []
+    deadline = time.monotonic() + 30
+    while (body := client.get(f"/api/evaluations/{evaluation_id}").get_json())["status"] in ("queued", "running"):
+        seen.append(body["progress"])
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert body["status"] == "done" and body["error"] is None and body["failure"] is None
+    assert (body["progress"]["done"], body["progress"]["failed"], body["progress"]["unparsed"]) == (8, 0, 0)
+    # while it paused, the progress said so instead of a pace
+    assert any(p["waiting"] == "retry" and p["rate_per_s"] is None and p["eta_s"] is None for p in seen), \
+        [(p["waiting"], p["done"]) for p in seen]
+    # each of the 8 judgments answered exactly once; each failed round cost 8 judgments x 4 attempts
+    assert len(judge_server.answered) == 8 and set(judge_server.answered.values()) == {1}
+    assert judge_server.requests > 8 and (judge_server.requests - 8) % 32 == 0, judge_server.requests
+    assert body["result"]["judge"]["attempts"] == judge_server.requests
+
+
+def test_a_judge_outage_longer_than_the_bound_ends_incomplete_then_rerun(make_app, judge_env, judge_server):
+    # JUDGE_FAILED_RETRY_S 0.6: pauses of 0.06, 0.12, 0.24 and 0.18 s, so 5 rounds of 8 judgments x 4 attempts.
+    client = make_app({**judge_env, "JUDGE_FAILED_RETRY_S": "0.6"}).test_client()
+    judge_server.fail_always("503")
+    evaluation_id = start(client, [session_line("out2", 2)])
+    body = wait_for(client, evaluation_id)
+    assert body["status"] == "incomplete"
+    assert (body["progress"]["done"], body["progress"]["failed"]) == (8, 8)
+    assert judge_server.requests == 5 * 8 * 4
+    reason = "InternalServerError: HTTP 503: Simulated server error 503. (gave up after 4 attempts)"
+    assert body["failure"] == {"failed": 8, "reason": reason}
+    assert body["error"] == f"8 judgments failed after every retry; the commonest reason: {reason}"
+    assert body["result"]["judge"]["failed"] == 8
+    page = client.get(f"/evaluations/{evaluation_id}").get_data(as_text=True)
+    assert "Incomplete: 8 judgments failed after every retry. The commonest reason: " in page
+    assert "HTTP 503: Simulated server error 503." in page and "Re-run 8 failed and unparsed" in page
+    assert 'status-incomplete" id="status">incomplete<' in page
+    listed = client.get("/api/evaluations").get_json()
+    assert [e["status"] for e in listed] == ["incomplete"]
+    assert client.post(f"/api/evaluations/{evaluation_id}/resume").status_code == 409
+
+    judge_server.fail_always(None)
+    assert client.post(f"/api/evaluations/{evaluation_id}/rerun-failed").status_code == 202
+    body = wait_for(client, evaluation_id)
+    assert body["status"] == "done" and body["error"] is None and body["progress"]["failed"] == 0
+    assert judge_server.requests == 5 * 8 * 4 + 8
+    assert len(judge_server.answered) == 8 and set(judge_server.answered.values()) == {1}
+
+
+def test_flask_score_exits_non_zero_for_an_incomplete_evaluation(make_app, judge_env, judge_server, tmp_path):
+    app = make_app({**judge_env, "JUDGE_FAILED_RETRY_S": "0"})
+    judge_server.fail_always("503")
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(jsonl(session_line("cli1", 2)))
+    result = app.test_cli_runner().invoke(args=["score", str(path)])
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["judge"]["failed"] == 8  # the result is still written
+    assert "error: the evaluation ended incomplete: 8 judgments failed after every retry" in result.stderr
+    assert judge_server.requests == 8 * 4  # JUDGE_FAILED_RETRY_S 0: no retry after the client's own
+
+
+@pytest.mark.parametrize("value", ["soon", "-1", "inf"])
+def test_a_bad_failed_retry_setting_is_refused_when_the_evaluation_is_created(make_app, judge_env, value):
+    client = make_app({**judge_env, "JUDGE_FAILED_RETRY_S": value}).test_client()
+    resp = client.post("/api/uploads", data={"file": (io.BytesIO(jsonl(session_line())), "x.jsonl")},
+                       content_type="multipart/form-data")
+    created = client.post("/api/evaluations", json={"upload_id": resp.get_json()["id"]})
+    assert created.status_code == 400
+    assert created.get_json()["error"] == f"JUDGE_FAILED_RETRY_S must be a number of seconds >= 0, got '{value}'."

@@ -56,12 +56,12 @@ def naive_interval_alpha(rows: list[list[float]]) -> float:
     return 1 - d_o / d_e
 
 
-def start(client, body: dict) -> dict:
+def start(client, body: dict, status: str = "done") -> dict:
     upload_id = upload(client, marked_sessions()).get_json()["id"]
     resp = client.post("/api/evaluations", json={"upload_id": upload_id, **body})
     assert resp.status_code == 202, resp.get_json()
     done = wait_for(client, resp.get_json()["id"])
-    assert done["status"] == "done", done
+    assert done["status"] == status, done
     return done
 
 
@@ -236,8 +236,9 @@ def test_panel_and_samples_from_the_cli(runner, tmp_path, judge_server):
 
 def test_a_judge_that_fails_is_counted_and_asked_again_on_resume(client, judge_server):
     judge_server.fail_next(3, "400", match=lambda request: request["body"].get("model") == "judge-b")
-    done = start(client, {"judges": [{"model": "judge-a"}, {"model": "judge-b"}]})
-    assert done["progress"]["failed"] == 3
+    done = start(client, {"judges": [{"model": "judge-a"}, {"model": "judge-b"}]}, status="incomplete")
+    assert done["progress"]["failed"] == 3 and done["failure"]["failed"] == 3
+    assert "HTTP 400" in done["failure"]["reason"] and "this error is not retried" in done["failure"]["reason"]
     failed = sum(m["failed"] for m in done["result"]["methods"].values())
     by_b = sum(m["failed"] for m in done["result"]["by_judge"]["judge-b"]["methods"].values())
     assert failed == by_b == 3

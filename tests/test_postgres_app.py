@@ -27,7 +27,7 @@ def test_upload_evaluate_and_read_the_result_on_postgresql(make_app, judge_env, 
     body = wait_for(client, created["id"])
     assert body["status"] == "done", body
     assert body["progress"] == {"done": 24, "total": 24, "failed": 0, "unparsed": 0, "cached": 0,
-                                "rate_per_s": None, "eta_s": None}
+                                "rate_per_s": None, "eta_s": None, "waiting": None}
     a, b = body["result"]["methods"]["A"], body["result"]["methods"]["B"]
     assert [p["value"] for p in a["al_curve"]] == [50, 60, 70]
     assert a["avg"] == pytest.approx(60) and a["slope"] == pytest.approx(10) and a["binary_rate"] == 100

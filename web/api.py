@@ -171,7 +171,7 @@ def _restart(evaluation_id: str, rerun_failed: bool):
     store = get_store()
     evaluation = store.get_evaluation(evaluation_id, with_result=False) or abort(404)
     if not get_runner().resume_one(evaluation_id, rerun_failed=rerun_failed):
-        if evaluation["status"] == "done":
+        if evaluation["status"] in ("done", "incomplete"):
             return jsonify({"error": _("This evaluation has finished: there is nothing left to resume. Ask the "
                                        "judge again for its failed judgments (rerun-failed), or start a new "
                                        "evaluation.")}), 409

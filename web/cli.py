@@ -110,7 +110,7 @@ def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, 
     get_runner().run(evaluation["id"], on_progress=ProgressBar())
     click.echo("", err=True)
     record = get_store().get_evaluation(evaluation["id"])
-    if record["status"] != "done":
+    if record["status"] not in ("done", "incomplete"):
         click.echo(_("error: the evaluation ended %(status)s: %(message)s", status=record["status"],
                      message=record["error"] or ""), err=True)
         sys.exit(1)
@@ -120,6 +120,10 @@ def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, 
         click.echo(_("result written to %(path)s", path=out), err=True)
     else:
         click.echo(text)
+    if record["status"] == "incomplete":  # the result is written, but a script must not take it for a whole one
+        click.echo(_("error: the evaluation ended %(status)s: %(message)s", status=record["status"],
+                     message=record["error"] or ""), err=True)
+        sys.exit(1)
 
 
 def score_command() -> click.Command:

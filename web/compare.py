@@ -19,6 +19,7 @@ from web import get_store
 bp = Blueprint("compare", __name__)
 MAX_EVALUATIONS = MAX_RUNS
 SHORT_ID = 6
+COMPARABLE = ("done", "incomplete")  # finished with every judgment asked (an incomplete one's failures are shown)
 
 
 class CompareError(ValueError):
@@ -51,7 +52,7 @@ def load_runs(ids: list[str]) -> list[dict]:
         raise CompareError(_("Compare evaluations of one kind at a time; these are of kinds %(kinds)s.",
                              kinds=", ".join(sorted(kinds))))
     unfinished = [f"{i} ({status_label(record['status'])})" for i, record in records.items()
-                  if record["status"] != "done" or not record.get("result")]
+                  if record["status"] not in COMPARABLE or not record.get("result")]
     if unfinished:
         raise CompareError(_("Only finished evaluations can be compared; not finished: %(ids)s.",
                              ids=", ".join(unfinished)))
@@ -70,7 +71,7 @@ def load_runs(ids: list[str]) -> list[dict]:
 
 def _candidates() -> list[dict]:
     """Finished evaluations, newest first, to pick from."""
-    return [e for e in get_store().list_evaluations() if e["status"] == "done"]
+    return [e for e in get_store().list_evaluations() if e["status"] in COMPARABLE]
 
 
 @bp.get("/compare")

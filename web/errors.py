@@ -7,9 +7,12 @@ from flask import Flask, jsonify, render_template, request
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
+from store import database_unreachable
 from translations import _
 
 log = logging.getLogger(__name__)
+
+DATABASE_RETRY_AFTER_S = 5  # what a 503 asks a client to wait while the database cannot be reached
 
 
 def _wants_json() -> bool:
@@ -44,6 +47,17 @@ def register(app: Flask) -> None:
 
     @app.errorhandler(Exception)
     def unexpected(exc):
+        if database_unreachable(exc):
+            # The pool checks each connection before use (store.py), so the next request after the database is
+            # back gets a fresh one: no restart of the app is needed.
+            log.warning("database unreachable on %s: %s", request.path, exc)
+            message = _("The database cannot be reached right now (it may be restarting). Nothing was lost; try "
+                        "again in a few seconds.")
+            if _wants_json():
+                response = jsonify({"error": message})
+            else:
+                response = render_template("unavailable.html", message=message)
+            return response, 503, {"Retry-After": str(DATABASE_RETRY_AFTER_S)}
         log.exception("unhandled error on %s", request.path)
         return respond(500, _("Something went wrong on the server; the details are in its log. Nothing you "
                               "uploaded was lost."))

@@ -5,7 +5,7 @@ from datetime import datetime, timezone
 from typing import Mapping
 
 from benchmarks import registry
-from web import get_store
+from web import get_runner, get_store
 
 def upload_json(upload: dict) -> dict:
     """What the API says about an upload."""
@@ -47,13 +47,20 @@ def panel_entries(text: str) -> list[dict]:
 
 
 def evaluation_status(evaluation: dict) -> dict:
-    """Status and progress of an evaluation (no result document), with its pace and time left while running."""
-    progress = get_store().progress(evaluation["id"])
+    """Status and progress of an evaluation (no result document), with its pace and time left while running, or
+    what it waits for instead ("worker", "retry"); and, when it is incomplete, how many judgments failed and why."""
+    store = get_store()
+    progress = store.progress(evaluation["id"])
     if not progress["total"]:  # scored without a judge (mobility, AgentBench): one step, done when it is
         progress["total"] = evaluation["total"] or 1
         progress["done"] = progress["total"] if evaluation["status"] == "done" else 0
-    progress["rate_per_s"], progress["eta_s"] = _speed(evaluation, progress)
+    waiting = get_runner().waiting(evaluation["id"]) if evaluation["status"] in ("queued", "running") else None
+    progress["rate_per_s"], progress["eta_s"] = (None, None) if waiting else _speed(evaluation, progress)
+    progress["waiting"] = waiting
+    failure = None
+    if evaluation["status"] == "incomplete":
+        failure = {"failed": progress["failed"], "reason": store.commonest_failure(evaluation["id"])}
     return {k: evaluation[k] for k in ("id", "upload_id", "kind", "status", "methods", "error", "created_at",
-                                       "started_at", "finished_at")} | {"progress": progress}
+                                       "started_at", "finished_at")} | {"progress": progress, "failure": failure}
 
 

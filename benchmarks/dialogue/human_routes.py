@@ -24,7 +24,7 @@ def finished_evaluation(evaluation_id: str) -> dict:
     evaluation = get_store().get_evaluation(evaluation_id, with_result=False) or abort(404)
     if evaluation["kind"] != "dialogue":
         raise NotAttached(400, _("People's ratings can be attached to dialogue evaluations only."), None)
-    if evaluation["status"] not in ("done", "cancelled"):
+    if evaluation["status"] not in ("done", "incomplete", "cancelled"):
         raise NotAttached(409, _("Attach people's ratings once the evaluation has finished."), None)
     return evaluation
 

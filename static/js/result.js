@@ -61,7 +61,9 @@
         var values = {done: p.done, total: p.total, failed: p.failed, unparsed: p.unparsed,
                       percent: Math.floor(100 * p.done / (p.total || 1))};
         document.getElementById("progress-text").textContent = fillIn(progress.dataset.template, values);
-        if (p.rate_per_s) {
+        if (p.waiting || !p.rate_per_s) {
+          document.getElementById("progress-speed").textContent = p.waiting ? progress.dataset["waiting_" + p.waiting] || "" : "";
+        } else {
           values.rate = p.rate_per_s.toFixed(1);
           values.eta = formatDuration(p.eta_s);
           document.getElementById("progress-speed").textContent = fillIn(progress.dataset.speedTemplate, values);
