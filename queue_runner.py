@@ -28,15 +28,18 @@ the task gives up and the sweep takes the evaluation up again.
 """
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
 import socket
 import threading
 import time
+from datetime import datetime
 from typing import Any, Callable, Mapping
 
 import kombu.exceptions
+from kombu.transport import redis as kombu_redis
 import redis
 from celery import Celery, Task, signals
 from celery.exceptions import Retry
@@ -118,7 +121,25 @@ def celery_config(config: Mapping[str, Any], broker_url: str) -> dict:
         "task_acks_on_failure_or_timeout": True,  # a task that raised has recorded why in the store
         "worker_prefetch_multiplier": 1,  # a worker holds no more tasks than it runs
         "worker_cancel_long_running_tasks_on_connection_loss": True,  # redelivered anyway (acks_late)
+        "broker_transport": RedisTransport,
     }
+
+
+class _RedisChannel(kombu_redis.Channel):
+    def _connparams(self, asynchronous: bool = False) -> dict:
+        # kombu 5.7: after a lost connection the worker collects its transport (client = None), then closes the
+        # channel, whose close restores unacknowledged messages through a new client: AttributeError, which ends
+        # the worker ("Unrecoverable error"). A connection error instead is ignored there, and the worker
+        # reconnects; the sweep takes up what was running.
+        if self.connection.client is None:
+            raise redis.exceptions.ConnectionError("the connection to the broker was closed")
+        return super()._connparams(asynchronous)
+
+
+class RedisTransport(kombu_redis.Transport):
+    """kombu's Redis transport, whose channels survive the loss of the broker (see _RedisChannel)."""
+
+    Channel = _RedisChannel
 
 
 class Lease:
@@ -312,11 +333,13 @@ class CeleryRunner:
         return any(True for _key in self.redis.scan_iter(match=f"psb:lease:*:{evaluation_id}*", count=1000))
 
     def _in_broker(self) -> bytes:
-        """Every message of this queue the broker holds: waiting in the queue, or delivered to a worker and not
-        acknowledged yet (kombu's `unacked` hash: running, or held for a later time), as one text to search."""
+        """The messages of this queue that stand for work to come, as one text to search: waiting in the queue, or
+        delivered and held for a later time (an eta ahead: a pause before a retry). A delivered message without
+        one is running, and its step then holds a lease, or its worker died (kill -9, a lost connection) and it
+        would come back only after CELERY_VISIBILITY_TIMEOUT, which the sweep does not wait for."""
         waiting = self.redis.lrange(self.queue, 0, -1)
-        delivered = self.redis.hvals("unacked")
-        return b"\n".join(waiting + delivered)
+        now = time.time()
+        return b"\n".join(waiting + [raw for raw in self.redis.hvals("unacked") if _eta(raw) > now])
 
     # -- the tasks --------------------------------------------------------------------------------------
 
@@ -485,6 +508,15 @@ class CeleryRunner:
         if lost:
             log.warning("sweep: sent again %d evaluation(s) whose tasks were lost: %s", len(lost), ", ".join(lost))
         return lost
+
+
+def _eta(raw: bytes) -> float:
+    """The time (seconds since the epoch) a message in kombu's `unacked` hash is held for; 0 when none."""
+    try:
+        eta = json.loads(raw)[0]["headers"].get("eta")
+        return datetime.fromisoformat(eta).timestamp() if eta else 0.0
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return 0.0
 
 
 def visibility_timeout_of(celery: Celery) -> float:
