@@ -16,7 +16,8 @@ measures:
 
 With `--storage s3`, run 2 is made a second time with STORAGE_URL on a local S3 server (tests/services.py:
 SeaweedFS, else moto's server), the uploads, result documents and the workers' reads of the file then going
-through S3, and its ratio is printed beside the local-folder run's.
+through S3, and its ratio is printed beside the local-folder run's; the S3 run's wall time over the local one's
+is judged against 1.2.
 
 For 1 and 2 the ideal is judgments x latency / C; each ratio wall / ideal is judged against 1.3. Exits 1 when
 either misses it (or an evaluation does not end done). Every process it starts (judges, Redis, workers) is
@@ -52,6 +53,7 @@ WORKERS = 2
 WORKER_THREADS = 4  # --concurrency of each `celery worker --pool=threads`: block tasks it runs at once
 FAST_JUDGMENTS = 4_000
 MAX_RATIO = 1.3
+MAX_S3_OVER_LOCAL = 1.2  # with --storage s3: the S3 run's wall time over the local-folder run's
 TIMEOUT_S = 1800
 
 
@@ -237,6 +239,11 @@ def main(argv: list[str] | None = None) -> int:
         ok = ok and passed
         print(f"{name + ':':<21} wall {wall:7.2f} s, {done} judged, ratio {ratio:.3f} (limit {MAX_RATIO}) "
               f"{'PASS' if passed else 'FAIL'}")
+    if args.storage == "s3":  # the same workers with their files in S3 against on local folders, this run
+        s3_over_local = rows[-1][1] / rows[-2][1]
+        ok = ok and s3_over_local <= MAX_S3_OVER_LOCAL
+        print(f"S3 / local folders:   {s3_over_local:.3f} (limit {MAX_S3_OVER_LOCAL}) "
+              f"{'PASS' if s3_over_local <= MAX_S3_OVER_LOCAL else 'FAIL'}")
     print(f"0 ms judge, {WORKERS} Celery workers: {fast_done} judgments in {fast_wall:.2f} s = "
           f"{fast_done / fast_wall:.0f} judgments/s")
     print("PASS" if ok else "FAIL")

@@ -1,12 +1,13 @@
 """The shell commands of the documentation, as written, for the tests that run them.
 
 `commands(path, heading)` gives the commands of the ```bash blocks under one heading of a Markdown file: comments
-dropped, lines ending in a backslash joined. `substitute(command, replacements)` swaps the documentation's example
+dropped, lines ending in a backslash joined, a quoted argument kept whole across lines. `substitute(command, replacements)` swaps the documentation's example
 hosts, ports, passwords and folders for the test's; nothing else of a command may change.
 """
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 EXAMPLE_HOSTS = re.compile(r"[\w.-]*\.example\b")  # what a test must have replaced before it runs a command
@@ -38,15 +39,45 @@ def bash_blocks(text: str) -> list[str]:
     return re.findall(r"^```bash\n(.*?)^```", text, flags=re.S | re.M)
 
 
-def commands(path: Path, heading: str) -> list[str]:
-    """The commands of the ```bash blocks under `heading`, one a line, without comments."""
-    out = []
-    for block in bash_blocks(section(path, heading)):
-        for line in block.replace("\\\n", " ").splitlines():
-            line = re.sub(r"\s+#.*$", "", line).strip()  # a comment after a command (none of ours has '#' in it)
-            if line and not line.startswith("#"):
-                out.append(line)
+def block_commands(block: str) -> list[str]:
+    """The commands of one bash block, without comments: lines ending in a backslash are joined, and a quoted
+    argument may span lines (a JSON value)."""
+    out, pending = [], ""
+    for line in block.replace("\\\n", " ").splitlines():
+        if not pending:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+        for text in (re.sub(r"\s+#.*$", "", line), line):  # without a comment after the command, else whole
+            attempt = f"{pending}\n{text}" if pending else text
+            try:
+                shlex.split(attempt)
+            except ValueError:  # a quote still open
+                continue
+            out.append(attempt.strip())
+            pending = ""
+            break
+        else:  # the command goes on on the next line
+            pending = f"{pending}\n{line}" if pending else line
     return out
+
+
+def headings_of_bash_blocks(path: Path) -> list[str]:
+    """The heading each ```bash block of a Markdown file stands under, in order."""
+    found, heading, fenced = [], "", False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            if not fenced and line.strip() == "```bash":
+                found.append(heading)
+            fenced = not fenced
+        elif not fenced and (match := re.match(r"#+ (.*)", line)):
+            heading = match.group(1).strip()
+    return found
+
+
+def commands(path: Path, heading: str) -> list[str]:
+    """The commands of the ```bash blocks under `heading`, without comments."""
+    return [command for block in bash_blocks(section(path, heading)) for command in block_commands(block)]
 
 
 def substitute(command: str, replacements: dict[str, str]) -> str:

@@ -107,6 +107,7 @@ def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, 
     except (RequestError, StartError) as exc:
         click.echo(_("error: %(message)s", message=exc), err=True)
         sys.exit(2)
+    click.echo(_("evaluation %(id)s", id=evaluation["id"]), err=True)  # for `bundle`, the API and the pages
     get_runner().run(evaluation["id"], on_progress=ProgressBar())
     click.echo("", err=True)
     record = get_store().get_evaluation(evaluation["id"])

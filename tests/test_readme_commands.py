@@ -1,0 +1,174 @@
+"""Every shell command of the README, run as written; only hosts, ports, passwords and folders are the test's own.
+
+The team section and the API calls run in tests/test_readme_team.py; the two install commands are what .ci/run
+runs; the benchmark scripts measure for minutes each and are run by hand (bench/). Everything else runs here: the
+judge section's and the security section's servers, each CLI command in order, and the translation commands.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, SHARED_DATA, jsonl, session_line
+from tests.doc_commands import commands, headings_of_bash_blocks
+from tests.services import free_port, wait_for_port
+
+README = ROOT / "README.md"
+RUN_ELSEWHERE = {
+    "Two commands": "the install commands: .ci/run runs the second, a person the first",
+    "Deploying for a team": "tests/test_readme_team.py",
+    "API": "tests/test_readme_team.py",
+    "Benchmarks": "measurements of minutes each, run by hand: each prints its own ratios and PASS or FAIL",
+}
+RUN_HERE = ("The judge", "CLI", "Accounts and API tokens", "Headers, cookies and exports", "Layout")
+PASSWORD = "readme-commands-pw"
+
+
+def test_every_bash_block_of_the_readme_is_run_by_a_test():
+    assert set(headings_of_bash_blocks(README)) == set(RUN_ELSEWHERE) | set(RUN_HERE)
+
+
+def _environment(tmp_path: Path, **extra: str) -> dict:
+    """This machine's environment without its deployment settings, with a store and folders of the test's own."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("JUDGE_", "DATABASE", "CELERY_", "UPLOAD_", "RESULTS_", "STORAGE_", "AWS_", "AUTH",
+                                "HOST", "PORT", "SECRET_", "SETTINGS_", "RATELIMIT", "SECURE_", "TRUSTED_"))}
+    return {**env, "PYTHONPATH": str(ROOT), "INSTANCE_PATH": str(tmp_path / "instance"),
+            "DATABASE": str(tmp_path / "db.sqlite"), "UPLOAD_FOLDER": str(tmp_path / "uploads"),
+            "RESULTS_FOLDER": str(tmp_path / "results"), **extra}
+
+
+def _run(command: str, cwd: Path, env: dict, stdin: str = "") -> subprocess.CompletedProcess:
+    done = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, input=stdin, text=True, capture_output=True,
+                          timeout=300, start_new_session=True)
+    assert done.returncode == 0, f"{command}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+def _get(url: str, headers: dict | None = None) -> tuple[int, str, dict]:
+    request = urllib.request.Request(url, headers=headers or {})
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    try:
+        with urllib.request.build_opener(NoRedirect).open(request, timeout=10) as response:
+            return response.status, response.read().decode(), dict(response.headers)
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(errors="replace"), dict(exc.headers)
+
+
+class Server:
+    """A README command that serves the dashboard, in ROOT, until stopped."""
+
+    def __init__(self, command: str, env: dict, port: int):
+        self.log = Path(env["INSTANCE_PATH"]).parent / f"server-{port}.log"
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with self.log.open("wb") as out:
+            self.process = subprocess.Popen(["bash", "-c", command], cwd=ROOT, env=env, stdout=out,
+                                            stderr=subprocess.STDOUT, start_new_session=True)
+        self.base = f"http://127.0.0.1:{port}"
+        wait_for_port(port, self.process, command)
+
+    def __enter__(self) -> "Server":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(20)
+        except ProcessLookupError:
+            pass
+
+
+def test_the_judge_section_starts_the_dashboard_as_written(tmp_path, judge_server):
+    steps = commands(README, "The judge")
+    assert len(steps) == 3
+    models = [("Qwen2.5-72B-Instruct",), ("gpt-4o",), ("local", "openai", "Qwen2.5-72B-Instruct")]
+    for step, expected in zip(steps, models):
+        port = free_port()
+        command = step.replace("http://localhost:8000/v1", judge_server.url)
+        with Server(command, _environment(tmp_path / str(port), PORT=str(port)), port) as server:
+            status, page, _headers = _get(f"{server.base}/settings")
+            assert status == 200, page[:500]
+            assert all(name in page for name in expected), (step, expected)
+            assert "sk-..." not in page  # a key is never shown back
+
+
+def test_the_security_section_starts_the_dashboard_as_written(tmp_path):
+    create, serve = commands(README, "Accounts and API tokens")
+    env = _environment(tmp_path)
+    _run(create, ROOT, env, stdin=f"{PASSWORD}\n{PASSWORD}\n")
+    port = free_port()
+    with Server(serve, {**env, "PORT": str(port)}, port) as server:  # listens on every address; asked on loopback
+        status, _page, headers = _get(f"{server.base}/evaluations")
+        assert status == 302 and "/login" in headers["Location"]  # accounts are on
+        assert _get(f"{server.base}/login")[0] == 200
+
+    [proxied] = commands(README, "Headers, cookies and exports")
+    port = free_port()
+    with Server(proxied.replace("PORT=5000", f"PORT={port}"), env, port) as server:
+        status, _page, headers = _get(f"{server.base}/login", {"X-Forwarded-Proto": "https"})
+        assert status == 200 and "Secure" in headers["Set-Cookie"]
+
+
+def test_the_translation_commands_leave_the_catalogs_as_they_are(tmp_path):
+    copy = tmp_path / "project"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".git", "uploads", "results", "instance", "docs",
+                                                               "__pycache__", "*.mo", ".pytest_cache"))
+    for command in commands(README, "Layout"):
+        _run(command, copy, dict(os.environ))
+
+    def entries(path: Path) -> str:  # without the header, whose dates change at every run
+        return path.read_text(encoding="utf-8").split("\n\n", 1)[1]
+
+    for catalog in ("messages.pot", "zh/LC_MESSAGES/messages.po", "ko/LC_MESSAGES/messages.po"):
+        assert entries(copy / "translations" / catalog) == entries(ROOT / "translations" / catalog), catalog
+
+
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"the CLI's examples use real data from {SHARED_DATA}")
+def test_the_cli_section_runs_as_written(tmp_path, judge_server):
+    from tests.test_agentbench import custom_for, dumps, overall
+    from tests.test_agentbench_pipeline import outputs_zip
+    from tests.test_conversation_pipeline import sample_zip
+    from tests.test_mobility_pipeline import synthetic
+
+    # The files the examples name, in a working folder beside a link to ../shared (as from the project folder).
+    work = tmp_path / "work"
+    work.mkdir()
+    (tmp_path / "shared").symlink_to(SHARED_DATA.parent)
+    shutil.copy(ROOT / "sample_data.jsonl", work)
+    (work / "log.jsonl").write_bytes(jsonl(*(session_line(f"s{i}", 3, ("Base", "Ours")) for i in range(4))))
+    (work / "generated.json").write_text(json.dumps(synthetic(seed=2)))
+    (work / "RecLLMSim.zip").write_bytes(sample_zip())
+    (work / "outputs.zip").write_bytes(outputs_zip())
+    (work / "overall.json").write_bytes(dumps(overall(custom_for("os-std", 0.42))))
+    (work / "judges.json").write_text(json.dumps([{"model": "judge-a", "temperature": 0.7},
+                                                  {"model": "judge-b", "temperature": 0.7}]))
+    endpoints = {"local": {"base_url": judge_server.url, "models": ["judge-test"]}}
+    env = _environment(tmp_path, JUDGE_BASE_URL=judge_server.url, JUDGE_API_KEY="sk-test", JUDGE_MODEL="judge-test",
+                       JUDGE_ENDPOINTS=json.dumps(endpoints), JUDGE_MAX_RETRIES="0")
+
+    evaluations: list[str] = []
+    outputs = {}
+    for step in commands(README, "CLI"):
+        if "EVAL_ID" in step:
+            step = step.replace("EVAL_ID", evaluations[0], 1).replace("EVAL_ID", evaluations[1], 1)
+        done = outputs[step] = _run(step, work, env, stdin=f"{PASSWORD}\n{PASSWORD}\n")
+        evaluations += re.findall(r"^evaluation (\w+)$", done.stderr, flags=re.M)
+        if " score " in step and "--out" not in step:
+            document = json.loads(done.stdout)
+            assert document["kind"] in ("dialogue", "mobility", "conversation", "agentbench"), step
+    assert json.loads((work / "result.json").read_text())["methods"].keys() == {"Base", "Ours"}
+    assert (work / "site" / "index.html").is_file()
+    assert "alice" in outputs["flask --app app users list"].stdout
