@@ -53,7 +53,9 @@ def test_failed_lines_are_recorded_as_failed_and_asked_again_in_a_new_batch(make
     batch_server.fault_every(8, "500")
     evaluation_id = start(client, {"batch": True})
     body = wait_for(client, evaluation_id)
-    assert body["status"] == "done" and body["progress"]["failed"] == 6
+    # a batch's failed lines are not asked again by themselves: the evaluation ends incomplete, saying so
+    assert body["status"] == "incomplete" and body["progress"]["failed"] == 6
+    assert body["error"].startswith("6 judgments failed after every retry")
     batch_server.line_fault = None
     assert client.post(f"/api/evaluations/{evaluation_id}/rerun-failed").status_code == 202
     body = wait_for(client, evaluation_id)
