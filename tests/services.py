@@ -119,21 +119,23 @@ class Postgres:
 
 
 class Redis:
-    """One redis-server without persistence, on a free port."""
+    """One redis-server on a free port: without persistence, or with its append-only file (`appendonly yes`, as a
+    deployment runs it) when `persistent`."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, persistent: bool = False):
         self.binary = shutil.which("redis-server")
         if self.binary is None:
             pytest.skip("Redis is not installed (Debian package redis-server)")
         folder.mkdir(parents=True, exist_ok=True)
-        self.folder, self.port = folder, free_port()
+        self.folder, self.port, self.persistent = folder, free_port(), persistent
         self.start()
         self.url = f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
-        """Start the server on its port (again, after `stop`: empty, since nothing is persisted)."""
+        """Start the server on its port (again, after `stop`: empty, unless it is persistent)."""
         self.process = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "yes" if self.persistent else "no", "--appendfsync", "always",
              "--dir", str(self.folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for_port(self.port, self.process, "redis-server")
 
@@ -143,7 +145,8 @@ class Redis:
         self.process.wait(10)
 
     def restart(self) -> None:
-        """Stop the server and start it again on the same port: every key and queued message is gone."""
+        """Stop the server and start it again on the same port: without persistence, every key and queued message
+        is gone; with it, they are back."""
         self.stop()
         self.start()
 

@@ -3,8 +3,9 @@
 Web A and web B (gunicorn, two processes each) and two Celery workers, each in its own working folder with its own
 empty `instance/`, share only DATABASE_URL (PostgreSQL), CELERY_BROKER_URL (Redis), STORAGE_URL (an S3 server) and
 the judge settings. The workers are started with the README's exact `celery` line. Sign in on A, upload and start
-on A, watch the progress on B; one worker is killed with kill -9 and Redis is restarted (empty: no persistence)
-during the run; the result is read on B. Every judgment is in the store exactly once, the metrics are those of the
+on A, watch the progress on B; one worker is killed with kill -9 and Redis is restarted during the run (empty,
+without persistence; with its append-only file, the tasks delivered to the workers then wait in it for a
+visibility timeout of an hour); the result is read on B. Every judgment is in the store exactly once, the metrics are those of the
 in-process runner (`python app.py`) on the same file, at most JUDGE_CONCURRENCY calls were paid twice per fault,
 and the judge never saw more than JUDGE_CONCURRENCY calls at once.
 """
@@ -105,9 +106,10 @@ def _reference(folder: Path, data: bytes) -> dict:
         return record["result"]["methods"]
 
 
-def test_two_webs_and_two_workers_share_only_the_services(tmp_path, postgres_server, s3_server):
+@pytest.mark.parametrize("persistent", [False, True], ids=["redis-without-persistence", "redis-appendonly"])
+def test_two_webs_and_two_workers_share_only_the_services(tmp_path, postgres_server, s3_server, persistent):
     database_url, bucket = postgres_server.url(), s3_server.bucket()
-    redis = Redis(tmp_path / "redis")
+    redis = Redis(tmp_path / "redis", persistent)
     judge = Judge(0.02).start()
     judge.reset()
     shared = {**{k: v for k, v in os.environ.items()
