@@ -1,4 +1,4 @@
-# The image of the web and worker services of docker-compose.yml (README: "Deploying for a team").
+# The image of the web and worker services of docker-compose.yml (docs/team-deployment.md).
 FROM python:3.11-slim
 WORKDIR /app
 COPY requirements.txt .

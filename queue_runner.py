@@ -1,4 +1,4 @@
-"""Evaluations on Celery workers with a Redis broker, when CELERY_BROKER_URL is set (README: "Deploying for a team").
+"""Evaluations on Celery workers with a Redis broker, when CELERY_BROKER_URL is set (docs/team-deployment.md).
 
 Without a broker nothing here is imported: `jobs.Runner` runs evaluations on threads of the server, as always.
 

@@ -244,7 +244,7 @@ def paired_difference(
     return PairedDifference(float(diffs.mean()), ci, significant, int(a.size), p_value)
 
 
-# --- Jensen-Shannon (the mobility benchmark, DESIGN.md section 5) --------------------------------
+# --- Jensen-Shannon (the mobility benchmark, docs/metrics.md) -----------------------------------
 #
 # `official_*` reproduce AgentSociety's DailyMobility evaluation code operation for operation:
 # numpy.histogram(x, bins=50, density=True) over each array's own range, + 1e-10, normalised to sum 1,

@@ -1,8 +1,9 @@
-"""The shell commands of the documentation, as written, for the tests that run them.
+"""The shell commands of the documentation (README.md and docs/*.md), as written, for the tests that run them.
 
 `commands(path, heading)` gives the commands of the ```bash blocks under one heading of a Markdown file: comments
-dropped, lines ending in a backslash joined, a quoted argument kept whole across lines. `substitute(command, replacements)` swaps the documentation's example
-hosts, ports, passwords and folders for the test's; nothing else of a command may change.
+dropped, lines ending in a backslash joined, a quoted argument kept whole across lines. `substitute(command,
+replacements)` swaps the documentation's example hosts, ports, passwords and folders for the test's; nothing else
+of a command may change. `pages()` lists the documentation's files, `bash_blocks_of(path)` every ```bash block of one.
 """
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ import re
 import shlex
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 EXAMPLE_HOSTS = re.compile(r"[\w.-]*\.example\b")  # what a test must have replaced before it runs a command
 
 
@@ -60,6 +64,16 @@ def block_commands(block: str) -> list[str]:
         else:  # the command goes on on the next line
             pending = f"{pending}\n{line}" if pending else line
     return out
+
+
+def pages() -> list[Path]:
+    """The documentation's Markdown files: README.md and every page of docs/."""
+    return [README, *sorted(DOCS.glob("*.md"))]
+
+
+def bash_blocks_of(path: Path) -> list[str]:
+    """The bodies of every ```bash block of a Markdown file, in order."""
+    return bash_blocks(path.read_text(encoding="utf-8"))
 
 
 def headings_of_bash_blocks(path: Path) -> list[str]:

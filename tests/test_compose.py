@@ -1,8 +1,8 @@
-"""docker-compose.yml, the Dockerfile and the README's systemd units run what the README's team section runs.
+"""docker-compose.yml, the Dockerfile and the systemd units of docs/team-deployment.md run what that page runs.
 
 The compose file is validated against the Compose specification's JSON schema (the copy check-jsonschema ships),
-its commands are the README's, word for word, and it sets every variable the README exports; web and workers share
-no volume and run as a non-root user. The systemd units start the README's commands too.
+its commands are the page's, word for word, and it sets every variable the page exports; web and workers share
+no volume and run as a non-root user. The page's systemd units start its commands too.
 """
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import sys
 import yaml
 
 from tests.conftest import ROOT
-from tests.doc_commands import commands, section
+from tests.doc_commands import DOCS, commands, section
 
-README = ROOT / "README.md"
+PAGE = DOCS / "team-deployment.md"
 TEAM = "Deploying for a team"
 
 
@@ -24,8 +24,8 @@ def _compose() -> dict:
     return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 
 
-def _readme_command(program: str) -> list[str]:
-    [line] = [c for c in commands(README, TEAM) if c.startswith(program)]
+def _docs_command(program: str) -> list[str]:
+    [line] = [c for c in commands(PAGE, TEAM) if c.startswith(program)]
     return shlex.split(line)
 
 
@@ -35,16 +35,16 @@ def test_the_compose_file_follows_the_compose_specification():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_the_compose_services_run_the_readme_commands():
+def test_the_compose_services_run_the_documented_commands():
     services = _compose()["services"]
-    assert services["web"]["command"] == _readme_command("gunicorn ")
-    assert services["worker"]["command"] == _readme_command("celery ")
-    assert services["storage"]["command"] == _readme_command("flask --app app storage check")
+    assert services["web"]["command"] == _docs_command("gunicorn ")
+    assert services["worker"]["command"] == _docs_command("celery ")
+    assert services["storage"]["command"] == _docs_command("flask --app app storage check")
 
 
-def test_the_compose_services_have_every_setting_the_readme_exports():
+def test_the_compose_services_have_every_setting_the_docs_export():
     exported = set()
-    for line in commands(README, TEAM):
+    for line in commands(PAGE, TEAM):
         if line.startswith("export "):
             exported |= {word.split("=", 1)[0] for word in shlex.split(line)[1:]}
     assert {"DATABASE_URL", "CELERY_BROKER_URL", "STORAGE_URL", "SETTINGS_KEY"} <= exported
@@ -62,12 +62,12 @@ def test_web_and_workers_share_no_volume_and_run_as_a_non_root_user():
     assert re.search(r"^USER 10001$", dockerfile, re.M) and services["web"]["user"] == "10001"
 
 
-def test_the_systemd_units_start_the_readme_commands():
-    units = re.findall(r"^```ini\n(.*?)^```", section(README, TEAM), flags=re.S | re.M)
+def test_the_systemd_units_start_the_documented_commands():
+    units = re.findall(r"^```ini\n(.*?)^```", section(PAGE, TEAM), flags=re.S | re.M)
     starts = [shlex.split(line.split("=", 1)[1]) for unit in units for line in unit.splitlines()
               if line.startswith("ExecStart=")]
     assert len(starts) == 2
     for start, program in zip(starts, ("gunicorn ", "celery ")):
-        expected = _readme_command(program)
+        expected = _docs_command(program)
         assert start[0].endswith("/" + expected[0]) and start[1:] == expected[1:]
     assert all("EnvironmentFile=/etc/psb.env" in unit and "Restart=always" in unit for unit in units)

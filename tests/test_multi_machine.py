@@ -2,12 +2,12 @@
 
 Web A and web B (gunicorn, two processes each) and two Celery workers, each in its own working folder with its own
 empty `instance/`, share only DATABASE_URL (PostgreSQL), CELERY_BROKER_URL (Redis), STORAGE_URL (an S3 server) and
-the judge settings. The workers are started with the README's exact `celery` line. Sign in on A, upload and start
-on A, watch the progress on B; one worker is killed with kill -9 and Redis is restarted during the run (empty,
-without persistence; with its append-only file, the tasks delivered to the workers then wait in it for a
-visibility timeout of an hour); the result is read on B. Every judgment is in the store exactly once, the metrics are those of the
-in-process runner (`python app.py`) on the same file, at most JUDGE_CONCURRENCY calls were paid twice per fault,
-and the judge never saw more than JUDGE_CONCURRENCY calls at once.
+the judge settings. The workers are started with the exact `celery` line of docs/team-deployment.md. Sign in on A,
+upload and start on A, watch the progress on B; one worker is killed with kill -9 and Redis is restarted during the
+run (empty, without persistence; with its append-only file, the tasks delivered to the workers then wait in it for
+a visibility timeout of an hour); the result is read on B. Every judgment is in the store exactly once, the metrics
+are those of the in-process runner (`python app.py`) on the same file, at most JUDGE_CONCURRENCY calls were paid
+twice per fault, and the judge never saw more than JUDGE_CONCURRENCY calls at once.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from app import create_app
 from jobs import create_evaluation
 from store import Store
 from tests.conftest import ROOT
-from tests.doc_commands import commands
+from tests.doc_commands import DOCS, commands
 from tests.services import Redis, free_port, wait_for_port
 from tests.test_celery import Judge, dialogue
 
@@ -40,7 +40,7 @@ PASSWORD = "multi-machine-pw-1"
 
 
 def _worker_command() -> str:
-    [line] = [c for c in commands(ROOT / "README.md", "Deploying for a team") if c.startswith("celery ")]
+    [line] = [c for c in commands(DOCS / "team-deployment.md", "Deploying for a team") if c.startswith("celery ")]
     return line
 
 

@@ -1,4 +1,4 @@
-"""The JSON API (DESIGN.md section 6)."""
+"""The JSON API (docs/api.md)."""
 from __future__ import annotations
 
 from flask import Blueprint, abort, current_app, jsonify, request, url_for

@@ -1,6 +1,6 @@
 """AgentBench (THUDM, v0.2 client) uploads: validating and reading overall.json, result.json, summary.csv and ZIPs.
 
-Accepted uploads (DESIGN.md section 3):
+Accepted uploads (docs/formats.md):
 
 - one `overall.json`, as the AgentBench client writes it when a task is finished:
   `{"total": n, "validation": {status: fraction, ..., "average_history_length", "max_history_length",

@@ -1,4 +1,4 @@
-"""The agentbench result document: `score(run)` turns a Run into the document of DESIGN.md section 7.
+"""The agentbench result document: `score(run)` turns a Run into the document of docs/result-documents.md.
 
 How results are keyed (-std / -dev) and how the overall score (OA) is computed: see benchmarks.agentbench.tasks.
 """
@@ -9,7 +9,7 @@ from benchmarks.agentbench.tasks import (STANDARD_TASKS, STATUS_GROUPS, TASK_NAM
 
 
 def score(run: Run) -> dict:
-    """The agentbench result document of DESIGN.md section 7 (agents sorted, tasks in standard order)."""
+    """The agentbench result document of docs/result-documents.md (agents sorted, tasks in standard order)."""
     agents: dict[str, dict] = {}
     all_keys: set[str] = set()
     for agent in sorted({t.agent for t in run.tasks}):

@@ -1,6 +1,6 @@
 """The conversation benchmark (RecLLMSim, Human-vs-Agent): upload format, validation and statistics.
 
-An upload holds conversations between a user and an assistant (DESIGN.md section 3): the RecLLMSim
+An upload holds conversations between a user and an assistant (docs/formats.md): the RecLLMSim
 JSON, one object per conversation with a `history` of turns `{role, content, content_zh, intent,
 intent_zh, hallucination, satisfaction}`. Simulated users ("agent") carry a `rating` object of numeric
 fields; real people ("human") carry a `questionnaire` instead. Accepted as a single JSON object, a
@@ -18,7 +18,7 @@ Questionnaire answers are mapped to numbers: Detail 详细/一般/简略 -> 2/1/
 assistant forget something said earlier?": 是 (yes) -> 1, 否 (no) -> 0, so for Memorization a higher
 mean means *more* forgetting.
 
-`statistics` computes the DESIGN.md section 7 document (without "kind"); the Jensen-Shannon arithmetic
+`statistics` computes the docs/result-documents.md document (without "kind"); the Jensen-Shannon arithmetic
 is benchmarks.stats.js_divergence_bits.
 """
 from __future__ import annotations
@@ -534,7 +534,7 @@ def _fidelity(agent: list[Conversation], human: list[Conversation]) -> dict:
 
 
 def statistics(conversations: list[Conversation]) -> dict:
-    """The conversation result document of DESIGN.md section 7, without "kind".
+    """The conversation result document of docs/result-documents.md, without "kind".
 
     Every per-source section has both "agent" and "human" keys (empty, or None, without data).
     Fidelity compares simulated with real users by JS divergence in bits (0 = same distribution,

@@ -1,6 +1,6 @@
 """The dialogue benchmark (PersonaSteer / ALOE / RLPA style): upload format and validation.
 
-A dialogue upload is JSON Lines, one session per line (DESIGN.md section 3). PersonaSteer rounds
+A dialogue upload is JSON Lines, one session per line (docs/formats.md). PersonaSteer rounds
 carry `user_message` and `responses` ({method: reply}); ALOE rounds carry `user` and `assistant`
 (a reply, or {"preferred", "rejected"}) and are normalised to the same shape.
 """

@@ -1,4 +1,4 @@
-"""Dialogue benchmark metrics (DESIGN.md section 5): AL(k) curves, binary rates, CIs, comparisons.
+"""Dialogue benchmark metrics (docs/metrics.md): AL(k) curves, binary rates, CIs, comparisons.
 
 Choices the design leaves open:
 - A judgment counts only when its status is "ok" and its value is valid (fine: total a finite
@@ -230,7 +230,7 @@ def score_methods(
     n_boot: int = 1000,
     seed: int = 0,
 ) -> tuple[dict, list]:
-    """Score judgments into per-method metrics (DESIGN.md §7) and pairwise comparisons."""
+    """Score judgments into per-method metrics (docs/result-documents.md) and pairwise comparisons."""
     frame = _frame(records)
     valid_all = _valid_mask(frame)
     weights = _WeightCache(n_boot, seed)

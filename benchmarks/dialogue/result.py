@@ -1,4 +1,4 @@
-"""The dialogue result document (DESIGN.md section 7) from stored judgments."""
+"""The dialogue result document (docs/result-documents.md) from stored judgments."""
 from __future__ import annotations
 
 from collections.abc import Iterable

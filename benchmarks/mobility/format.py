@@ -1,9 +1,9 @@
 """The mobility benchmark (AgentSociety DailyMobility): upload format, validation and the two scores.
 
-A mobility upload is one JSON object with four arrays, one entry per simulated user (DESIGN.md
-section 3): `gyration_radius` (metres), `daily_location_numbers`, `intention_sequences` (a code 1-7
+A mobility upload is one JSON object with four arrays, one entry per simulated user (docs/formats.md):
+`gyration_radius` (metres), `daily_location_numbers`, `intention_sequences` (a code 1-7
 per half-hour slot) and `intention_proportions` (the share of each intention). It is scored against a
-reference set by Jensen-Shannon in two variants (DESIGN.md section 5): `official`, which reproduces
+reference set by Jensen-Shannon in two variants (docs/metrics.md): `official`, which reproduces
 AgentSociety's evaluation code exactly, and `strict`, the documented divergence with its defects fixed.
 The Jensen-Shannon arithmetic itself lives in benchmarks.stats.
 

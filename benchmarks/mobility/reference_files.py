@@ -1,7 +1,7 @@
 """Reference sets of the mobility benchmark: the official dataset layout, the four-key JSON, downloads.
 
 The AgentSociety DailyMobility dataset keeps its reference ("ground truth") as four NumPy files in a
-`groundtruth/` folder (DESIGN.md section 3); the same arrays may come as headerless CSV files, as a ZIP
+`groundtruth/` folder (docs/formats.md); the same arrays may come as headerless CSV files, as a ZIP
 of such a folder, or as the four-key JSON of an upload. Every loader checks the arrays as an upload's
 are checked (benchmarks.mobility.check_arrays) and raises ReferenceError with a readable message.
 """

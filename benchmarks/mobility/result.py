@@ -1,4 +1,4 @@
-"""The mobility result document (DESIGN.md section 7) from a generated set and its reference."""
+"""The mobility result document (docs/result-documents.md) from a generated set and its reference."""
 from __future__ import annotations
 
 from benchmarks.mobility import format as mobility

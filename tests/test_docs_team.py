@@ -1,12 +1,13 @@
-"""The README's "Deploying for a team", run as written: its commands, with only hosts, ports, passwords and
-folders swapped for the test's own (a PostgreSQL and a Redis started here, the local judge, temporary folders).
+"""docs/team-deployment.md ("Deploying for a team"), run as written: its commands, with only hosts, ports,
+passwords and folders swapped for the test's own (a PostgreSQL and a Redis started here, the local judge, temporary
+folders).
 
-The database is created with the README's `sudo -u postgres createuser/createdb`, the bucket (on the S3 server of
+The database is created with the page's `sudo -u postgres createuser/createdb`, the bucket (on the S3 server of
 the fixtures) with its `flask --app app storage check --create`, the first admin with its
 `flask --app app users create`, the web with its `gunicorn` line and two workers with its `celery` line (one
 in the project folder, one in another folder with the project on PYTHONPATH, as on a second machine). Then the
-README's API calls (section "API", with the token header it asks for when accounts are on) upload
-`sample_data.jsonl` and evaluate it on the workers, and its `flask --app app jobs requeue` runs.
+API calls of docs/api.md (with the token header it asks for when accounts are on) upload `sample_data.jsonl` and
+evaluate it on the workers, and the team page's `flask --app app jobs requeue` runs.
 """
 from __future__ import annotations
 
@@ -24,17 +25,18 @@ import pytest
 import requests
 
 from tests.conftest import ROOT
-from tests.doc_commands import commands, substitute
+from tests.doc_commands import DOCS, commands, substitute
 from tests.services import Postgres, Redis, free_port, wait_for_port
 
-README = ROOT / "README.md"
+TEAM = DOCS / "team-deployment.md"
+API = DOCS / "api.md"
 INSTALLS = ("sudo apt-get install", "pip install")  # done by .ci/run before the tests
 PASSWORD = "correct-horse-battery-9"
 
 
 def _needs_sudo() -> None:
     if shutil.which("sudo") is None or os.geteuid() != 0:
-        pytest.skip("the README creates the database with `sudo -u postgres`: run as root with sudo installed")
+        pytest.skip("the team page creates the database with `sudo -u postgres`: run as root with sudo installed")
 
 
 class Shell:
@@ -80,17 +82,17 @@ class Shell:
 
 
 def _sign_in(base: str) -> str:
-    """Sign in as the README's admin through the sign-in form and create an API token on the account page."""
+    """Sign in as the team page's admin through the sign-in form and create an API token on the account page."""
     session = requests.Session()
     csrf = re.search(r'name="csrf_token" value="([^"]+)"', session.get(f"{base}/login").text).group(1)
     page = session.post(f"{base}/login", data={"csrf_token": csrf, "name": "alice", "password": PASSWORD})
     assert page.status_code == 200 and "/login" not in page.url, page.text[:500]
     csrf = re.search(r'name="csrf_token" value="([^"]+)"', session.get(f"{base}/account").text).group(1)
-    page = session.post(f"{base}/account/tokens", data={"csrf_token": csrf, "name": "readme"})
+    page = session.post(f"{base}/account/tokens", data={"csrf_token": csrf, "name": "docs"})
     return re.search(r'class="new-token">(psb_[^<]+)<', page.text).group(1)
 
 
-def test_the_team_deployment_runs_as_the_readme_says(tmp_path, judge_server, s3_server):
+def test_the_team_deployment_runs_as_the_docs_say(tmp_path, judge_server, s3_server):
     _needs_sudo()
     postgres, redis = Postgres(), Redis(tmp_path / "redis")
     web_port = free_port()
@@ -101,11 +103,11 @@ def test_the_team_deployment_runs_as_the_readme_says(tmp_path, judge_server, s3_
         "=KEY_ID": "=" + s3_server.environ["AWS_ACCESS_KEY_ID"],
         "=SECRET_ACCESS_KEY": "=" + s3_server.environ["AWS_SECRET_ACCESS_KEY"],
         "0.0.0.0:8000": f"127.0.0.1:{web_port}",
-        # Debian's client tools find a server by host and port; the README's server is the local default one
+        # Debian's client tools find a server by host and port; the page's server is the local default one
         "createuser ": f"createuser -h 127.0.0.1 -p {postgres.port} ",
         "createdb ": f"createdb -h 127.0.0.1 -p {postgres.port} ",
     }
-    steps = [c for c in commands(README, "Deploying for a team") if not c.startswith(INSTALLS)]
+    steps = [c for c in commands(TEAM, "Deploying for a team") if not c.startswith(INSTALLS)]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_", "DATABASE", "CELERY_", "UPLOAD_",
                                                                    "RESULTS_", "AUTH", "STORAGE_", "SECRET_", "SETTINGS_",
                                                                    "AWS_", "RATELIMIT"))}
@@ -129,12 +131,12 @@ def test_the_team_deployment_runs_as_the_readme_says(tmp_path, judge_server, s3_
                            shell.start(step, tmp_path / "worker-b.log", cwd=machine_b, env={"PYTHONPATH": str(ROOT)})]
             else:
                 shell.run(step)
-        assert web is not None and workers is not None, "the README's team section lost its gunicorn or celery line"
+        assert web is not None and workers is not None, "the team page lost its gunicorn or celery line"
         wait_for_port(web_port, web, "gunicorn")
         base = f"http://127.0.0.1:{web_port}"
 
         token = _sign_in(base)
-        api = [substitute(c, {"http://127.0.0.1:5000": base}) for c in commands(README, "API")]
+        api = [substitute(c, {"http://127.0.0.1:5000": base}) for c in commands(API, "API")]
         auth = f"curl -sS -H 'Authorization: Bearer {token}' "
         upload = json.loads(shell.run(api[0].replace("curl ", auth, 1)).stdout)
         assert upload["kind"] == "dialogue", upload
@@ -150,7 +152,7 @@ def test_the_team_deployment_runs_as_the_readme_says(tmp_path, judge_server, s3_
         assert state["progress"]["done"] == state["progress"]["total"] > 0 and state["progress"]["failed"] == 0
         assert judge_server.requests >= state["progress"]["total"]  # judged by the workers, on the local judge
 
-        assert s3_server.keys("psb"), "nothing was kept in the README's bucket"
+        assert s3_server.keys("psb"), "nothing was kept in the team page's bucket"
         [requeue_step] = [step for step in steps if step.startswith("flask --app app jobs requeue")]
         requeue = shell.run(requeue_step)
         assert requeue.stdout.strip() == ""  # nothing is left to enqueue again
@@ -166,11 +168,11 @@ def test_the_team_deployment_runs_as_the_readme_says(tmp_path, judge_server, s3_
             postgres.stop()
 
 
-def test_every_command_of_the_team_section_is_run_here():
-    """A command added to the section must be handled by the test above (or be an install command)."""
+def test_every_command_of_the_team_page_is_run_here():
+    """A command added to the page must be handled by the test above (or be an install command)."""
     known = ("sudo apt-get install", "pip install", "sudo -u postgres createuser", "sudo -u postgres createdb",
              'python -c "from cryptography.fernet', "export ", "flask --app app storage check",
              "flask --app app users create", "gunicorn ", "celery ", "flask --app app jobs requeue")
-    left = [c for c in commands(README, "Deploying for a team") if not c.startswith(known)]
+    left = [c for c in commands(TEAM, "Deploying for a team") if not c.startswith(known)]
     assert left == []
-    assert shlex.split(commands(README, "API")[0])[0] == "curl"
+    assert shlex.split(commands(API, "API")[0])[0] == "curl"

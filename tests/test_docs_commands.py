@@ -1,8 +1,10 @@
-"""Every shell command of the README, run as written; only hosts, ports, passwords and folders are the test's own.
+"""Every shell command of the documentation (README.md and docs/*.md), run as written; only hosts, ports, passwords
+and folders are the test's own.
 
-The team section and the API calls run in tests/test_readme_team.py; the two install commands are what .ci/run
-runs; the benchmark scripts measure for minutes each and are run by hand (bench/). Everything else runs here: the
-judge section's and the security section's servers, each CLI command in order, and the translation commands.
+The team deployment and the API calls run in tests/test_docs_team.py; the README's two install commands are what
+.ci/run runs; the benchmark scripts measure for minutes each and are run by hand (bench/). Everything else runs
+here: the judge page's and the security page's servers, each CLI command in order, and the translation commands.
+The first test fails when a ```bash block of any page is run by none of these.
 """
 from __future__ import annotations
 
@@ -19,22 +21,30 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, SHARED_DATA, jsonl, session_line
-from tests.doc_commands import commands, headings_of_bash_blocks
+from tests.doc_commands import DOCS, README, bash_blocks, bash_blocks_of, commands, pages, section
 from tests.services import free_port, wait_for_port
 
-README = ROOT / "README.md"
+JUDGE, CLI, SECURITY, LAYOUT = DOCS / "judge.md", DOCS / "cli.md", DOCS / "security.md", DOCS / "layout.md"
+# (page, heading) -> who runs the ```bash blocks under that heading, when not this module
 RUN_ELSEWHERE = {
-    "Two commands": "the install commands: .ci/run runs the second, a person the first",
-    "Deploying for a team": "tests/test_readme_team.py",
-    "API": "tests/test_readme_team.py",
-    "Benchmarks": "measurements of minutes each, run by hand: each prints its own ratios and PASS or FAIL",
+    (README, "Two commands"): "the install commands: .ci/run runs the second, a person the first",
+    (DOCS / "team-deployment.md", "Deploying for a team"): "tests/test_docs_team.py",
+    (DOCS / "api.md", "API"): "tests/test_docs_team.py",
+    (DOCS / "benchmarks.md", "Benchmarks"): "measurements of minutes each, run by hand: each prints its own ratios "
+                                            "and PASS or FAIL",
 }
-RUN_HERE = ("The judge", "CLI", "Accounts and API tokens", "Headers, cookies and exports", "Layout")
-PASSWORD = "readme-commands-pw"
+RUN_HERE = ((JUDGE, "The judge"), (CLI, "CLI"), (SECURITY, "Accounts and API tokens"),
+            (SECURITY, "Headers, cookies and exports"), (LAYOUT, "Translations"))
+PASSWORD = "docs-commands-pw"
 
 
-def test_every_bash_block_of_the_readme_is_run_by_a_test():
-    assert set(headings_of_bash_blocks(README)) == set(RUN_ELSEWHERE) | set(RUN_HERE)
+def test_every_bash_block_of_the_documentation_is_run_by_a_test():
+    run = {(page, block) for page, heading in [*RUN_ELSEWHERE, *RUN_HERE]
+           for block in bash_blocks(section(page, heading))}
+    every = {(page, block) for page in pages() for block in bash_blocks_of(page)}
+    left = sorted(f"{page.relative_to(README.parent)}: {block.splitlines()[0]}" for page, block in every - run)
+    assert left == [], "```bash blocks no test runs (add them to RUN_HERE or RUN_ELSEWHERE, and run them)"
+    assert run <= every
 
 
 def _environment(tmp_path: Path, **extra: str) -> dict:
@@ -69,7 +79,7 @@ def _get(url: str, headers: dict | None = None) -> tuple[int, str, dict]:
 
 
 class Server:
-    """A README command that serves the dashboard, in ROOT, until stopped."""
+    """A documentation command that serves the dashboard, in ROOT, until stopped."""
 
     def __init__(self, command: str, env: dict, port: int):
         self.log = Path(env["INSTANCE_PATH"]).parent / f"server-{port}.log"
@@ -92,7 +102,7 @@ class Server:
 
 
 def test_the_judge_section_starts_the_dashboard_as_written(tmp_path, judge_server):
-    steps = commands(README, "The judge")
+    steps = commands(JUDGE, "The judge")
     assert len(steps) == 3
     models = [("Qwen2.5-72B-Instruct",), ("gpt-4o",), ("local", "openai", "Qwen2.5-72B-Instruct")]
     for step, expected in zip(steps, models):
@@ -106,7 +116,7 @@ def test_the_judge_section_starts_the_dashboard_as_written(tmp_path, judge_serve
 
 
 def test_the_security_section_starts_the_dashboard_as_written(tmp_path):
-    create, serve = commands(README, "Accounts and API tokens")
+    create, serve = commands(SECURITY, "Accounts and API tokens")
     env = _environment(tmp_path)
     _run(create, ROOT, env, stdin=f"{PASSWORD}\n{PASSWORD}\n")
     port = free_port()
@@ -115,7 +125,7 @@ def test_the_security_section_starts_the_dashboard_as_written(tmp_path):
         assert status == 302 and "/login" in headers["Location"]  # accounts are on
         assert _get(f"{server.base}/login")[0] == 200
 
-    [proxied] = commands(README, "Headers, cookies and exports")
+    [proxied] = commands(SECURITY, "Headers, cookies and exports")
     port = free_port()
     with Server(proxied.replace("PORT=5000", f"PORT={port}"), env, port) as server:
         status, _page, headers = _get(f"{server.base}/login", {"X-Forwarded-Proto": "https"})
@@ -126,7 +136,7 @@ def test_the_translation_commands_leave_the_catalogs_as_they_are(tmp_path):
     copy = tmp_path / "project"
     shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".git", "uploads", "results", "instance", "docs",
                                                                "__pycache__", "*.mo", ".pytest_cache"))
-    for command in commands(README, "Layout"):
+    for command in commands(LAYOUT, "Translations"):
         _run(command, copy, dict(os.environ))
 
     def entries(path: Path) -> str:  # without the header, whose dates change at every run
@@ -161,7 +171,7 @@ def test_the_cli_section_runs_as_written(tmp_path, judge_server):
 
     evaluations: list[str] = []
     outputs = {}
-    for step in commands(README, "CLI"):
+    for step in commands(CLI, "CLI"):
         if "EVAL_ID" in step:
             step = step.replace("EVAL_ID", evaluations[0], 1).replace("EVAL_ID", evaluations[1], 1)
         done = outputs[step] = _run(step, work, env, stdin=f"{PASSWORD}\n{PASSWORD}\n")
