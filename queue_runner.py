@@ -66,14 +66,7 @@ DEFAULT_SWEEP_S = 20.0  # CELERY_SWEEP_S: between two sweeps for evaluations who
 
 def sweep_interval(config: Mapping[str, Any]) -> float:
     """CELERY_SWEEP_S: seconds between two sweeps for evaluations whose tasks the broker lost (a number > 0)."""
-    raw = _setting(config, "CELERY_SWEEP_S", DEFAULT_SWEEP_S)
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        value = math.nan
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"CELERY_SWEEP_S must be a number of seconds > 0, got {raw!r}")
-    return value
+    return _seconds(config, "CELERY_SWEEP_S", DEFAULT_SWEEP_S)
 
 
 def transient(exc: BaseException) -> bool:
@@ -90,16 +83,21 @@ def _setting(config: Mapping[str, Any], name: str, default: Any) -> Any:
     return value
 
 
-def visibility_timeout(config: Mapping[str, Any]) -> float:
-    """Seconds after which the broker hands a task that was not acknowledged (its worker died) to another worker."""
-    raw = _setting(config, "CELERY_VISIBILITY_TIMEOUT", DEFAULT_VISIBILITY_TIMEOUT)
+def _seconds(config: Mapping[str, Any], name: str, default: float) -> float:
+    """A setting that is a number of seconds > 0; ValueError naming it otherwise."""
+    raw = _setting(config, name, default)
     try:
         value = float(raw)
     except (TypeError, ValueError):
         value = math.nan
     if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"CELERY_VISIBILITY_TIMEOUT must be a number of seconds > 0, got {raw!r}")
+        raise ValueError(f"{name} must be a number of seconds > 0, got {raw!r}")
     return value
+
+
+def visibility_timeout(config: Mapping[str, Any]) -> float:
+    """Seconds after which the broker hands a task that was not acknowledged (its worker died) to another worker."""
+    return _seconds(config, "CELERY_VISIBILITY_TIMEOUT", DEFAULT_VISIBILITY_TIMEOUT)
 
 
 def celery_config(config: Mapping[str, Any], broker_url: str) -> dict:
