@@ -15,15 +15,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
+import blobs
 import judge_batch
 import judge_endpoints
 from benchmarks import registry
 from benchmarks.dialogue.prompts import DIMENSIONS
 from benchmarks.judge_keys import judge_of, panel_settings
-import blobs
 from benchmarks.kind import Job, JobFailed, Kind, Site, StartError, StartRequest, as_flag
 from evaluator import PLACEHOLDER_API_KEY, Judge, JudgeConfig, Verdict
-
 from judge_settings import prices
 from store import JudgeCache, Store, database_unreachable, new_id
 from translations import _, ngettext

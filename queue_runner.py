@@ -39,12 +39,12 @@ from datetime import datetime
 from typing import Any, Callable, Mapping
 
 import kombu.exceptions
-from kombu.transport import redis as kombu_redis
 import redis
 from celery import Celery, Task, signals
 from celery.exceptions import Retry
 from celery.utils.nodenames import default_nodename, host_format
 from flask import Flask
+from kombu.transport import redis as kombu_redis
 
 from benchmarks import registry
 from benchmarks.kind import JobFailed

@@ -11,8 +11,14 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from benchmarks.stats import (DEFAULT_LEVEL, DEFAULT_N_BOOT, as_float, percentile_interval, resample_indices,
-                              resample_weights)
+from benchmarks.stats import (
+    DEFAULT_LEVEL,
+    DEFAULT_N_BOOT,
+    as_float,
+    percentile_interval,
+    resample_indices,
+    resample_weights,
+)
 
 LEVELS = ("interval", "nominal")
 

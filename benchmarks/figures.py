@@ -8,7 +8,6 @@ from pathlib import Path
 import plotly
 from plotly.colors import qualitative
 
-
 PALETTE = qualitative.Plotly + qualitative.D3
 PLOTLY_JS_FILE = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"  # served by the app, no CDN
 

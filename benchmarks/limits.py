@@ -20,9 +20,9 @@ import struct
 import sys
 import zipfile
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, fields
 from itertools import chain, compress
 from pathlib import Path
-from dataclasses import dataclass, fields
 
 from benchmarks.problems import Problem
 from translations import _

@@ -1,6 +1,6 @@
 """Real PostgreSQL, Redis and S3 servers for the tests, started on free loopback ports in temporary folders and
 stopped at the end: Debian's PostgreSQL and Redis; for S3, SeaweedFS when a `weed` binary is on PATH, else moto's
-standalone server (`moto_server`, from requirements.txt). A test that needs one is skipped, with the reason, when
+standalone server (`moto_server`, from requirements-dev.txt). A test that needs one is skipped, with the reason, when
 its binaries are missing."""
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 validation messages, status grouping, newest-run selection, the overall score and the published leaderboard."""
 from __future__ import annotations
 
-import io
 import codecs
+import io
 import json
 import zipfile
 

@@ -8,8 +8,15 @@ import pytest
 import scipy.stats
 
 from benchmarks import agreement as ag
-from benchmarks.agreement import (bootstrap_agreement, bootstrap_alpha, bootstrap_kappa, bootstrap_spearman,
-                                  cohen_kappa, krippendorff_alpha, spearman)
+from benchmarks.agreement import (
+    bootstrap_agreement,
+    bootstrap_alpha,
+    bootstrap_kappa,
+    bootstrap_spearman,
+    cohen_kappa,
+    krippendorff_alpha,
+    spearman,
+)
 
 NAN = float("nan")
 

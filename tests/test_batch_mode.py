@@ -10,7 +10,6 @@ import time
 import pytest
 
 import jobs
-
 from tests.batch_server import BatchServer, batch_server  # noqa: F401  (fixture)
 from tests.conftest import jsonl, session_line, wait_for
 

@@ -22,12 +22,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_agentbench_pipeline import OA_A, outputs_zip
-from tests.test_conversation_annotation import items as conversation_items
-from tests.browser_support import (CHROMIUM, SAMPLE, PageWatch, csp_violations, dashboard_server, launch_chromium,
-                                   new_context)
+from tests.browser_support import (
+    CHROMIUM,
+    SAMPLE,
+    PageWatch,
+    csp_violations,
+    dashboard_server,
+    launch_chromium,
+    new_context,
+)
 from tests.conftest import ROOT, jsonl, session_line
 from tests.judge_server import JudgeServer
+from tests.test_agentbench_pipeline import OA_A, outputs_zip
+from tests.test_conversation_annotation import items as conversation_items
 
 if not CHROMIUM.exists() and __name__ != "__main__":
     pytest.skip(f"browser tests need Chromium at {CHROMIUM} (Debian package `chromium`; CI's .ci/run installs it)",

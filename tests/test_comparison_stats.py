@@ -11,7 +11,6 @@ from scipy import stats as sp_stats
 from benchmarks import comparisons as cmp
 from benchmarks.stats import resample_indices
 
-
 # --- holm --------------------------------------------------------------------------------------
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.conversation import format as conv
 from benchmarks import stats
+from benchmarks.conversation import format as conv
 from benchmarks.conversation.format import Conversation, intent_label, read_any, statistics, validate
 from benchmarks.limits import Limits
 

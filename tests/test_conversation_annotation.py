@@ -9,11 +9,11 @@ import zipfile
 import pytest
 from markupsafe import escape
 
+from benchmarks.agreement import label_agreement as agreement
 from benchmarks.conversation import format as conversation
 from benchmarks.conversation import prompts as conversation_prompts
 from benchmarks.conversation.annotation import summarise
 from benchmarks.conversation.prompts import parse_annotation
-from benchmarks.agreement import label_agreement as agreement
 from tests.conftest import SHARED_DATA, wait_for
 
 SAMPLE = SHARED_DATA / "human_vs_agent" / "sample"

@@ -47,6 +47,14 @@ def test_every_bash_block_of_the_documentation_is_run_by_a_test():
     assert run <= every
 
 
+def test_ci_runs_the_readmes_install_and_test_command_as_written():
+    install_and_run, install_and_test = commands(README, "Two commands")
+    assert install_and_run == "pip install -r requirements.txt && python app.py"
+    assert install_and_test == "pip install -r requirements-dev.txt && python -m pytest"
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert ci[ci.index("# The README's test command:") + 1] == install_and_test
+
+
 def _environment(tmp_path: Path, **extra: str) -> dict:
     """This machine's environment without its deployment settings, with a store and folders of the test's own."""
     env = {k: v for k, v in os.environ.items()
@@ -135,7 +143,8 @@ def test_the_security_section_starts_the_dashboard_as_written(tmp_path):
 def test_the_translation_commands_leave_the_catalogs_as_they_are(tmp_path):
     copy = tmp_path / "project"
     shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".git", "uploads", "results", "instance", "docs",
-                                                               "__pycache__", "*.mo", ".pytest_cache"))
+                                                               "__pycache__", "*.mo", ".pytest_cache",
+                                                               ".mypy_cache", ".ruff_cache"))
     for command in commands(LAYOUT, "Translations"):
         _run(command, copy, dict(os.environ))
 

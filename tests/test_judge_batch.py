@@ -3,11 +3,10 @@
 requests, per-line and batch-level failures, a restart between submit and collect, splitting, and the key."""
 from __future__ import annotations
 
-from dataclasses import replace
-
 import gc
 import json
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -17,8 +16,18 @@ from benchmarks.conversation.prompts import prompt as annotation_prompt
 from benchmarks.dialogue.prompts import DialogueContext
 from benchmarks.dialogue.prompts import prompt as dialogue_prompt
 from evaluator import Judge, JudgeConfig, Prompt, Verdict
-from judge_batch import BatchError, BatchLimits, BatchProgress, abandon, cancel, collect, finished, pending_keys, \
-    poll, submit
+from judge_batch import (
+    BatchError,
+    BatchLimits,
+    BatchProgress,
+    abandon,
+    cancel,
+    collect,
+    finished,
+    pending_keys,
+    poll,
+    submit,
+)
 from tests.batch_server import BatchServer, batch_server  # noqa: F401  (fixture)
 from tests.test_evaluator import DictCache
 

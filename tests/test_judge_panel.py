@@ -153,7 +153,6 @@ def test_self_consistency_samples_sd_and_flip_rate(client, judge_server):
         figures = consistency["by_judge"]["judge-test"][method]
         assert figures["fine_sd"] == pytest.approx(4.0) and figures["flip_rate"] == pytest.approx(1.0)
         assert figures["fine_replies"] == figures["binary_replies"] == replies
-        totals = [t for t, _k in cells(method)]
         keeps = [k for _t, k in cells(method)]
         # The metrics are computed on the mean of the samples: +0, +4, -4 average out; verdicts 2 of 3.
         assert result["methods"][method]["avg"] == pytest.approx(al_avg(method))

@@ -12,7 +12,6 @@ twice per fault, and the judge never saw more than JUDGE_CONCURRENCY calls at on
 from __future__ import annotations
 
 import io
-import json
 import os
 import re
 import signal

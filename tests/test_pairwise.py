@@ -9,7 +9,7 @@ import json
 import pytest
 
 from benchmarks.comparisons import bradley_terry
-from benchmarks.dialogue.pairwise_mode import (pair_method, pair_of, pair_prompt, pairwise_result, _pair_fields)
+from benchmarks.dialogue.pairwise_mode import _pair_fields, pair_method, pair_of, pair_prompt, pairwise_result
 from benchmarks.dialogue.prompts import DialogueContext
 from benchmarks.judge_keys import mode_key
 from tests.conftest import jsonl, session_line, wait_for

@@ -5,9 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from app import create_app
-
 import accounts
+from app import create_app
 from tests.conftest import jsonl, session_line, wait_for
 from tests.test_api import scored_session, upload
 

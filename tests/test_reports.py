@@ -12,7 +12,7 @@ from tests.conftest import wait_for
 from tests.test_agentbench import OA_A
 from tests.test_agentbench_pipeline import outputs_zip
 from tests.test_conversation_pipeline import own_conversation
-from tests.test_mobility_pipeline import add_reference, synthetic, upload_generated
+from tests.test_mobility_pipeline import add_reference, synthetic
 
 
 def finished(client, data: bytes, name: str, **start) -> dict:

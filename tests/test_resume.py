@@ -168,8 +168,8 @@ def test_a_plan_cut_short_is_completed_by_the_next_run(client, app, judge_server
 
 
 def test_a_finished_evaluation_is_not_resumed_but_its_failures_can_be_asked_again(client, judge_server):
-    from tests.test_api import upload
     from tests.conftest import wait_for
+    from tests.test_api import upload
 
     upload_id = upload(client, jsonl(session_line("done-1", 2), session_line("done-2", 2))).get_json()["id"]
     done = wait_for(client, client.post("/api/evaluations", json={"upload_id": upload_id}).get_json()["id"])

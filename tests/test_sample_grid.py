@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+
 from markupsafe import escape as html_escape
 
 from tests.conftest import jsonl, session_line, wait_for

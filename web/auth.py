@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from flask import (Blueprint, Flask, abort, current_app, g, jsonify, redirect, render_template, request,
-                   url_for)
+from flask import Blueprint, Flask, abort, current_app, g, jsonify, redirect, render_template, request, url_for
 from flask_limiter import Limiter
 from flask_login import LoginManager, UserMixin, current_user, login_user, logout_user
 

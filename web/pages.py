@@ -6,13 +6,22 @@ import gzip
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from flask import (Blueprint, Response, abort, current_app, redirect, render_template, request,
-                   send_from_directory, url_for)
+from flask import (
+    Blueprint,
+    Response,
+    abort,
+    current_app,
+    redirect,
+    render_template,
+    request,
+    send_from_directory,
+    url_for,
+)
 
-from benchmarks import figures, registry
-from evaluator import JudgeConfig, test_connection
 import chunked_uploads
 import housekeeping
+from benchmarks import figures, registry
+from evaluator import JudgeConfig, test_connection
 from ingest import InvalidUpload, ingest
 from jobs import RequestError, create_evaluation, judge_config
 from judge_settings import VARIABLES

@@ -7,6 +7,7 @@ from typing import Mapping
 from benchmarks import registry
 from web import get_runner, get_store
 
+
 def upload_json(upload: dict) -> dict:
     """What the API says about an upload."""
     return {k: upload[k] for k in ("id", "kind", "filename", "size", "summary", "warnings", "created_at")}

@@ -21,8 +21,20 @@ from __future__ import annotations
 
 import secrets
 
-from flask import (Blueprint, Flask, Response, abort, current_app, g, has_request_context, jsonify, redirect,
-                   render_template, request, url_for)
+from flask import (
+    Blueprint,
+    Flask,
+    Response,
+    abort,
+    current_app,
+    g,
+    has_request_context,
+    jsonify,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
 
 from store import new_id
 from translations import _

@@ -34,10 +34,21 @@ from typing import BinaryIO
 
 from benchmarks import limits as hard_limits
 from benchmarks.agentbench.logs import is_number, member_lines, read_errors, read_samples
-from benchmarks.agentbench.tasks import (HISTORY_KEYS, MAIN_METRICS, STATUS_GROUP_NAMES, STATUS_GROUPS, STATUSES,
-                                         Run, TaskResult, group_fractions, ordered_tasks, task_key, task_keys)
+from benchmarks.agentbench.tasks import (
+    HISTORY_KEYS,
+    MAIN_METRICS,
+    STATUS_GROUP_NAMES,
+    STATUS_GROUPS,
+    STATUSES,
+    Run,
+    TaskResult,
+    group_fractions,
+    ordered_tasks,
+    task_key,
+    task_keys,
+)
 from benchmarks.conversation.format import _ZIP_MAGIC, _member_name
-from benchmarks.jsonl import json_reason, decode_file
+from benchmarks.jsonl import decode_file, json_reason
 from benchmarks.limits import SETTINGS, LimitError, Limits, ZipReader
 from benchmarks.problems import Problem, Report, describe
 from translations import _

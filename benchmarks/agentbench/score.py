@@ -4,8 +4,17 @@ How results are keyed (-std / -dev) and how the overall score (OA) is computed: 
 """
 from __future__ import annotations
 
-from benchmarks.agentbench.tasks import (STANDARD_TASKS, STATUS_GROUPS, TASK_NAMES, WEIGHTS, Run, TaskResult,
-                                         ordered_tasks, overall_score, task_keys)
+from benchmarks.agentbench.tasks import (
+    STANDARD_TASKS,
+    STATUS_GROUPS,
+    TASK_NAMES,
+    WEIGHTS,
+    Run,
+    TaskResult,
+    ordered_tasks,
+    overall_score,
+    task_keys,
+)
 
 
 def score(run: Run) -> dict:

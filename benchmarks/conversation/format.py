@@ -33,7 +33,7 @@ from typing import BinaryIO
 
 from benchmarks import limits as hard_limits
 from benchmarks import stats
-from benchmarks.jsonl import json_reason, decode_file
+from benchmarks.jsonl import decode_file, json_reason
 from benchmarks.limits import SETTINGS, LimitError, Limits
 from benchmarks.problems import Problem, Report, describe
 from translations import _

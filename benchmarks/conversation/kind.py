@@ -10,11 +10,11 @@ from benchmarks.conversation import annotation, figures, transcripts
 from benchmarks.conversation.format import Conversation, read_any, statistics
 from benchmarks.conversation.prompts import ANNOTATION_PROMPT_VERSION, ANNOTATION_SCALES
 from benchmarks.judge_usage import judge_summary
-from benchmarks.kind import (Job, Kind, Plan, Site, StartError, StartRequest, as_flag, open_file,
-                             upload_stem)
+from benchmarks.kind import Job, Kind, Plan, Site, StartError, StartRequest, as_flag, open_file, upload_stem
 from benchmarks.problems import Report
 from evaluator import Prompt
-from translations import _, lazy_gettext as _l
+from translations import _
+from translations import lazy_gettext as _l
 
 FIDELITY_COLUMNS = ("turns", "user_message_length", "intents")
 

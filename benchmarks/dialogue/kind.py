@@ -8,16 +8,17 @@ import click
 
 from benchmarks.dialogue import figures, prompts, triage, views
 from benchmarks.dialogue.format import iter_sessions_with_offsets, validate
-from benchmarks.dialogue.records import CHUNK, COLUMNS, judgment_frame, reply_lengths
 from benchmarks.dialogue.pairwise_mode import PAIR_MODES, pair_method, pair_prompt, pairs
 from benchmarks.dialogue.prompts import MODES, DialogueContext
+from benchmarks.dialogue.records import CHUNK, COLUMNS, judgment_frame, reply_lengths
 from benchmarks.dialogue.result import build_result
 from benchmarks.figures import method_colours
 from benchmarks.judge_keys import mode_key, panel_settings, sample_version, split_mode
 from benchmarks.kind import Job, Kind, Plan, Site, StartError, StartRequest, as_flag
 from benchmarks.problems import Report
 from evaluator import JudgeConfig, Prompt
-from translations import _, lazy_gettext as _l
+from translations import _
+from translations import lazy_gettext as _l
 
 CSV_COLUMNS = ("avg", "ci95_avg_low", "ci95_avg_high", "slope", "intercept", "r2", "n_ir", "n_r2", "binary_rate",
                "ci95_binary_rate_low", "ci95_binary_rate_high", "binary_avg", "binary_n_ir", "binary_n_r2",

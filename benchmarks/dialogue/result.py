@@ -11,7 +11,8 @@ from benchmarks.dialogue.pairwise_mode import PAIR_MODES, pairwise_result
 from benchmarks.dialogue.panel import by_judge, cells, panel_records
 from benchmarks.dialogue.prompts import PROMPT_VERSION
 from benchmarks.dialogue.records import ReplyLengths, as_records, judgment_frame
-from benchmarks.dialogue.reviews import applied, counts as review_counts
+from benchmarks.dialogue.reviews import applied
+from benchmarks.dialogue.reviews import counts as review_counts
 from benchmarks.judge_keys import judge_labels, split_mode
 from benchmarks.judge_usage import judge_summary, usage_totals
 from evaluator import JudgeConfig

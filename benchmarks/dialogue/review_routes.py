@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, jsonify, redirect, request, url_for
 
-from benchmarks.dialogue import human_file, reviews
+from benchmarks.dialogue import reviews
 from benchmarks.dialogue.human_routes import NotAttached, finished_evaluation, rescore
 from translations import _
 from web import get_store

@@ -1,8 +1,8 @@
 """Plotly figures (plain JSON) of a mobility result: reference against generated distributions."""
 from __future__ import annotations
 
-from benchmarks.mobility.format import INTENTIONS
 from benchmarks.figures import AXIS, PALETTE, base_layout, method_colours, plain
+from benchmarks.mobility.format import INTENTIONS
 from translations import _
 
 REFERENCE_COLOUR, GENERATED_COLOUR = "#627d98", "#ef553b"

@@ -21,9 +21,9 @@ from typing import BinaryIO
 
 import numpy as np
 
-from benchmarks import stats
 from benchmarks import limits as hard_limits
-from benchmarks.jsonl import UTF8_BOM, json_reason, _wrong_encoding, format_size
+from benchmarks import stats
+from benchmarks.jsonl import UTF8_BOM, _wrong_encoding, format_size, json_reason
 from benchmarks.problems import MAX_PROBLEMS, Problem, Report, describe, short_json
 from translations import _, ngettext
 

@@ -8,14 +8,14 @@ import click
 
 from benchmarks import limits
 from benchmarks.figures import run_style
-from benchmarks.kind import (Job, JobFailed, Kind, Plan, Site, StartError, StartRequest, open_file,
-                             upload_stem)
+from benchmarks.kind import Job, JobFailed, Kind, Plan, Site, StartError, StartRequest, open_file, upload_stem
 from benchmarks.mobility import figures, reference_sets
 from benchmarks.mobility.format import KEYS
-from benchmarks.mobility.upload_files import CSV_HEAD, PARQUET_MAGIC, is_zip, load_upload, read_upload
 from benchmarks.mobility.result import build_result
+from benchmarks.mobility.upload_files import CSV_HEAD, PARQUET_MAGIC, is_zip, load_upload, read_upload
 from benchmarks.problems import Report
-from translations import _, lazy_gettext as _l
+from translations import _
+from translations import lazy_gettext as _l
 
 
 class MobilityKind(Kind):

@@ -21,10 +21,10 @@ from typing import BinaryIO
 import numpy as np
 
 from benchmarks import limits as hard_limits
-from benchmarks.mobility import format as mobility
 from benchmarks.jsonl import UTF8_BOM, format_size
 from benchmarks.kind import StoredFile, open_file
 from benchmarks.limits import LimitError, ZipReader
+from benchmarks.mobility import format as mobility
 from benchmarks.mobility.format import KEYS, MobilityData
 from translations import _
 
