@@ -18,7 +18,7 @@ import translations
 from benchmarks import limits as hard_limits
 from benchmarks import registry
 from jobs import Runner
-from judge_settings import JudgeSettings
+from judge import JudgeSettings
 from store import Store
 from web import api, auth, bundle, cli, compare, compression, errors, exports, manage, pages, security_headers, share
 

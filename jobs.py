@@ -16,14 +16,12 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
 import blobs
-import judge_batch
-import judge_endpoints
 from benchmarks import registry
 from benchmarks.dialogue.prompts import DIMENSIONS
-from benchmarks.judge_keys import judge_of, panel_settings
 from benchmarks.kind import Job, JobFailed, Kind, Site, StartError, StartRequest, as_flag
-from evaluator import PLACEHOLDER_API_KEY, Judge, JudgeConfig, Verdict
-from judge_settings import prices
+from judge import PLACEHOLDER_API_KEY, Judge, JudgeConfig, Verdict, judge_of, panel_settings, prices
+from judge import batch as judge_batch
+from judge import endpoints as judge_endpoints
 from store import JudgeCache, Store, database_unreachable, new_id
 from translations import _, ngettext
 

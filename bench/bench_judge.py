@@ -36,10 +36,10 @@ MAX_RATIO = 1.3
 MAX_CPU_MS = 0.7
 # Layer name -> substrings of the file paths whose functions' own time counts for it (the first match wins).
 LAYERS = (
-    ("HTTP client (aiohttp, judge_http.py)", ("aiohttp", "yarl", "multidict", "judge_http.py", "http/cookies")),
+    ("HTTP client (aiohttp, judge/http.py)", ("aiohttp", "yarl", "multidict", "judge/http.py", "http/cookies")),
     ("event loop (asyncio, sockets)", ("asyncio", "selectors", "socket", "_socket", "select.epoll")),
     ("database (SQLAlchemy, sqlite3, store.py)", ("sqlalchemy", "sqlite3", "store.py")),
-    ("judge engine (evaluator.py, json, hashing)", ("evaluator.py", "json", "hashlib", "_hashlib")),
+    ("judge engine (judge/, json, hashing)", ("judge/", "json", "hashlib", "_hashlib")),
     ("dialogue kind (prompts, parsing, scoring)", ("benchmarks",)),
     ("jobs.py", ("jobs.py",)),
 )

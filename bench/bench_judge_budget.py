@@ -2,7 +2,7 @@
 
 Run: python bench/bench_judge_budget.py [--processes N] [--items M] [--concurrency C] [--repeat R]
 [--redis-url URL]. N worker processes each build a Judge with JUDGE_CONCURRENCY=C and JUDGE_REDIS_URL
-(judge_budget.RedisLimiter) against one local judge server with 0.1 s latency, wait until all are ready,
+(judge.budget.RedisLimiter) against one local judge server with 0.1 s latency, wait until all are ready,
 then judge M items each at the same moment. Together they can never have more than C calls in flight,
 so the ideal is N x M x latency / C; the wall time (from the start signal to the last process done) is
 divided by that ideal, measured in the same run, and judged against 1.3 (the best of R runs, default 2,
@@ -42,7 +42,7 @@ def worker(spec_json: str) -> None:
     """A worker process: one Judge through the Redis budget; on each "go <salt>" judge the items, print the statuses."""
     from benchmarks.dialogue import prompts
     from benchmarks.dialogue.prompts import DialogueContext
-    from evaluator import Judge, JudgeConfig
+    from judge import Judge, JudgeConfig
 
     spec = json.loads(spec_json)
     config = JudgeConfig.from_env({"JUDGE_BASE_URL": spec["url"], "JUDGE_CONCURRENCY": str(spec["concurrency"]),

@@ -9,7 +9,7 @@ The life of an upload, and which method answers each step:
 1. detect    `sniff(head, filename, path)`: is this file of the kind? (first kind in registry order wins)
 2. validate  `validate(stream, filename, options)` -> Report: streaming, problems located by line or path
 3. start     `start(upload, request)` -> Plan: what an evaluation records (methods, settings, units of work)
-4. run       `plan(job)` -> judgment keys, `requests(job, pending)` -> (key, evaluator.Prompt) judge calls
+4. run       `plan(job)` -> judgment keys, `requests(job, pending)` -> (key, judge.Prompt) judge calls
              (kinds with a judge),
              then `score(job)` -> the result document (every kind; a kind without a judge has one pure step)
 5. show      `upload_context`, `result_context`, `figures`, `csv`, `downloads`, `views`, `compare`, with the
@@ -30,7 +30,7 @@ import jinja2
 from benchmarks.problems import Report
 
 if TYPE_CHECKING:
-    from evaluator import Prompt
+    from judge import Prompt
 
 
 class StartError(ValueError):
@@ -169,7 +169,7 @@ class Kind(ABC):
         return ()
 
     def requests(self, job: Job, pending: set) -> Iterator[tuple[tuple, Prompt]]:
-        """Judge calls for the pending keys, as (key, evaluator.Prompt), built lazily."""
+        """Judge calls for the pending keys, as (key, judge.Prompt), built lazily."""
         return iter(())
 
     @abstractmethod

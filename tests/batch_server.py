@@ -1,4 +1,4 @@
-"""The local judge server with the OpenAI Batch API, for the tests of judge_batch, and the `batch_server` fixture.
+"""The local judge server with the OpenAI Batch API, for the tests of judge.batch, and the `batch_server` fixture.
 
 `BatchServer` is a `JudgeServer` (its chat endpoint, knobs and counters unchanged) that also serves:
     POST /v1/files                  multipart upload (fields `file` and `purpose`, which must be "batch")

@@ -179,11 +179,11 @@ class Deployment:
 
 def concurrency_bound() -> tuple[int, str]:
     """The most calls the judge may see at once: JUDGE_CONCURRENCY per deployment once the Redis-wide budget
-    (judge_budget.py) is in place, JUDGE_CONCURRENCY per worker process before."""
-    from evaluator import JudgeConfig
+    (judge/budget.py) is in place, JUDGE_CONCURRENCY per worker process before."""
+    from judge import JudgeConfig
 
     if "budget_url" in JudgeConfig.__dataclass_fields__:  # the workers' CELERY_BROKER_URL turns it on
-        return CONCURRENCY, "deployment-wide budget (judge_budget.py)"
+        return CONCURRENCY, "deployment-wide budget (judge/budget.py)"
     return CONCURRENCY * WORKERS, "per-process budget: concurrency x workers"
 
 

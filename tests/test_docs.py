@@ -82,7 +82,7 @@ PRODUCT_MODULES = sorted(path for path in ROOT.rglob("*.py")
 # queue_runner's _setting(config, "X", default), which reads the app's config, else the environment.
 READ_BY_NAME = re.compile(r"""(?:\benviron(?:\(\))?\.get\(|\benviron\[|\bgetenv\(|\b_setting\(\s*[\w.]+\s*,)\s*"""
                           r"""["']([A-Z][A-Z0-9_]*)["']""")
-# Variables read through a table or a helper (evaluator._env(environ, "JUDGE_BASE_URL", "OPENAI_BASE_URL"),
+# Variables read through a table or a helper (judge.config._env(environ, "JUDGE_BASE_URL", "OPENAI_BASE_URL"),
 # judge_settings.VARIABLES, limits.SETTINGS, ...): any string literal in the namespaces the settings live in.
 NAMESPACED = re.compile(r"""["']((?:JUDGE|OPENAI|LIMIT|CELERY|AWS)_[A-Z0-9_]+)["']""")
 NOT_ENVIRONMENT = {

@@ -10,13 +10,13 @@ from dataclasses import replace
 
 import pytest
 
-import judge_batch
 from benchmarks.conversation.prompts import ConversationContext
 from benchmarks.conversation.prompts import prompt as annotation_prompt
 from benchmarks.dialogue.prompts import DialogueContext
 from benchmarks.dialogue.prompts import prompt as dialogue_prompt
-from evaluator import Judge, JudgeConfig, Prompt, Verdict
-from judge_batch import (
+from judge import Judge, JudgeConfig, Prompt, Verdict
+from judge import batch as judge_batch
+from judge.batch import (
     BatchError,
     BatchLimits,
     BatchProgress,

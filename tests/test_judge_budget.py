@@ -1,4 +1,4 @@
-"""The judge budget shared through Redis by every process of a deployment (judge_budget.py): JUDGE_CONCURRENCY
+"""The judge budget shared through Redis by every process of a deployment (judge/budget.py): JUDGE_CONCURRENCY
 bounds the calls in flight over several OS processes, a process killed with kill -9 gives its slots back
 when its leases expire, a 429 seen by one process pauses the others, a waiting acquire can be cancelled;
 and where the Redis URL comes from. Real Redis (tests/services.py), real processes, the local judge server."""
@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 import redis
 
-import judge_budget
-from evaluator import EndpointLimiter, Judge, JudgeConfig, endpoint_limiter
-from judge_budget import BudgetKeys, RedisLimiter
+from judge import EndpointLimiter, Judge, JudgeConfig, endpoint_limiter
+from judge import budget as judge_budget
+from judge.budget import BudgetKeys, RedisLimiter
 
 ROOT = Path(__file__).resolve().parent.parent
 LATENCY_S = 0.05

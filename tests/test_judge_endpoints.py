@@ -8,9 +8,9 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-import judge_endpoints
 from benchmarks.dialogue.prompts import DialogueContext, prompt
-from evaluator import Judge, JudgeConfig
+from judge import Judge, JudgeConfig
+from judge import endpoints as judge_endpoints
 from tests.conftest import jsonl, session_line, wait_for
 from tests.judge_server import JudgeServer
 

@@ -10,7 +10,7 @@ import pytest
 import scipy.stats
 
 from benchmarks.dialogue.panel import majority
-from benchmarks.judge_keys import judge_labels, mode_key, split_mode
+from judge import judge_labels, mode_key, split_mode
 from tests.conftest import jsonl, session_line, wait_for
 from tests.test_api import upload
 from tests.test_conversation_pipeline import own_conversation

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from benchmarks.dialogue.prompts import DialogueContext, prompt
-from evaluator import Judge, JudgeConfig
+from judge import Judge, JudgeConfig
 from tests.judge_server import JudgeServer
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="the openssl command is needed for a test "

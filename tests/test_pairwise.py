@@ -11,7 +11,7 @@ import pytest
 from benchmarks.comparisons import bradley_terry
 from benchmarks.dialogue.pairwise_mode import _pair_fields, pair_method, pair_of, pair_prompt, pairwise_result
 from benchmarks.dialogue.prompts import DialogueContext
-from benchmarks.judge_keys import mode_key
+from judge import mode_key
 from tests.conftest import jsonl, session_line, wait_for
 from tests.test_api import upload
 

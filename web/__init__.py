@@ -6,7 +6,7 @@ from flask import current_app
 from benchmarks.kind import Site
 from blobs import Blobs
 from jobs import Runner
-from judge_settings import JudgeSettings
+from judge import JudgeSettings
 from store import Store
 
 

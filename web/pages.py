@@ -21,10 +21,9 @@ from flask import (
 import chunked_uploads
 import housekeeping
 from benchmarks import figures, registry
-from evaluator import JudgeConfig, test_connection
 from ingest import InvalidUpload, ingest
 from jobs import RequestError, create_evaluation, judge_config
-from judge_settings import VARIABLES
+from judge import VARIABLES, JudgeConfig, test_connection
 from translations import COOKIE, LANGUAGES, _
 from web import get_judge_settings, get_runner, get_site, get_store, get_uploads, security_headers
 from web.payloads import evaluation_status, panel_entries, start_options, upload_options

@@ -19,7 +19,7 @@ from benchmarks.agreement import label_agreement
 from benchmarks.conversation import prompts
 from benchmarks.conversation.format import SOURCES, Conversation, hallucination
 from benchmarks.conversation.prompts import ANNOTATION_SCALES, ConversationContext
-from evaluator import Prompt
+from judge import Prompt
 
 METHOD = "assistant"  # the `method` column of annotation judgments
 ANNOTATE = "annotate"  # their `mode` column

@@ -9,10 +9,9 @@ import click
 from benchmarks.conversation import annotation, figures, transcripts
 from benchmarks.conversation.format import Conversation, read_any, statistics
 from benchmarks.conversation.prompts import ANNOTATION_PROMPT_VERSION, ANNOTATION_SCALES
-from benchmarks.judge_usage import judge_summary
 from benchmarks.kind import Job, Kind, Plan, Site, StartError, StartRequest, as_flag, open_file, upload_stem
 from benchmarks.problems import Report
-from evaluator import Prompt
+from judge import Prompt, judge_summary
 from translations import _
 from translations import lazy_gettext as _l
 

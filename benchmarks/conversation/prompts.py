@@ -5,7 +5,7 @@ each single option (a dish, a destination...) is described; Practical Utility ("
 much the answers would help with the same problem in real life; Diversity is the variety of the
 options over the whole conversation. Hallucination: anything the assistant states that is made up,
 factually wrong or contradicts the conversation. The answer lines keep their English labels in both
-languages so that one parser reads them. `prompt(ctx, language)` is what the judge engine (evaluator.Judge)
+languages so that one parser reads them. `prompt(ctx, language)` is what the judge engine (judge.Judge)
 is asked; ANNOTATION_PROMPT_VERSION is part of its cache key.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from evaluator import LANGUAGES, Prompt
+from judge import LANGUAGES, Prompt
 from translations import _
 
 ANNOTATION_PROMPT_VERSION = "psb-annotate-2026.11-1"

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from benchmarks.conversation import annotation, figures, prompts
 from benchmarks.conversation.format import hallucination, read_one, satisfaction, user_intents
 from benchmarks.kind import Site, open_file
-from evaluator import JudgeConfig
+from judge import JudgeConfig
 
 PER_PAGE = 50
 

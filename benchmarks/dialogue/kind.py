@@ -13,10 +13,9 @@ from benchmarks.dialogue.prompts import MODES, DialogueContext
 from benchmarks.dialogue.records import CHUNK, COLUMNS, judgment_frame, reply_lengths
 from benchmarks.dialogue.result import build_result
 from benchmarks.figures import method_colours
-from benchmarks.judge_keys import mode_key, panel_settings, sample_version, split_mode
 from benchmarks.kind import Job, Kind, Plan, Site, StartError, StartRequest, as_flag
 from benchmarks.problems import Report
-from evaluator import JudgeConfig, Prompt
+from judge import JudgeConfig, Prompt, mode_key, panel_settings, sample_version, split_mode
 from translations import _
 from translations import lazy_gettext as _l
 

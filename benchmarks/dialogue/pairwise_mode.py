@@ -1,7 +1,7 @@
 """Pairwise mode (MT-Bench style, from the user's point of view): which of two methods' replies at the same round
 would this user rather keep chatting with, asked in both orders.
 
-A pairwise judgment is stored like any other (benchmarks/judge_keys.py): its `method` is the pair,
+A pairwise judgment is stored like any other (judge/keys.py): its `method` is the pair,
 `pair_method(a, b)` with a before b in the evaluation's methods, and its question "pair_ab" (a's conversation
 shown first) or "pair_ba" (b's first). The answer's verdict is 1 when the conversation shown first is preferred,
 2 for the second, 0 for a tie. Every pair is asked in both orders; a preference that flips with the order counts
@@ -17,8 +17,7 @@ from itertools import combinations
 
 from benchmarks.comparisons import bradley_terry, pair_outcome, position_consistent, win_rates
 from benchmarks.dialogue.prompts import DialogueContext
-from benchmarks.judge_keys import split_mode
-from evaluator import LANGUAGES, Prompt
+from judge import LANGUAGES, Prompt, split_mode
 from translations import _
 
 PAIRWISE_PROMPT_VERSION = "psb-pairwise-2026.11-1"

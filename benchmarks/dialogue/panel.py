@@ -1,6 +1,6 @@
 """A dialogue evaluation's judgments seen per judge, per reply (cell), and as the panel's.
 
-A stored judgment's mode names its question, judge and sample (benchmarks/judge_keys.py). Each judge's records
+A stored judgment's mode names its question, judge and sample (judge/keys.py). Each judge's records
 keep only its own judgments with the plain question as mode, so the metrics (metrics.score_methods) read them as
 they read a single judge's; repeated samples of a reply are averaged there.
 
@@ -15,7 +15,7 @@ from collections import defaultdict
 
 from benchmarks.dialogue.prompts import DIMENSIONS, MODES
 from benchmarks.dialogue.records import as_records, judgment_frame
-from benchmarks.judge_keys import split_mode
+from judge import split_mode
 from lazy_modules import lazy
 
 pd = lazy("pandas")

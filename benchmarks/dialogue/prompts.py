@@ -3,7 +3,7 @@
 Each reply of each method at each round gets two judgments. "fine": five dimensions scored 0-20 and a
 \\boxed{} total 0-100. "binary": would this user keep chatting, \\boxed{1} or \\boxed{0}. The answer lines
 keep their English labels in both languages so that one parser reads them. `prompt(mode, ctx, language)`
-is what the judge engine (evaluator.Judge) is asked; PROMPT_VERSION is part of its cache key.
+is what the judge engine (judge.Judge) is asked; PROMPT_VERSION is part of its cache key.
 DIMENSIONS are also columns of the judgments table (store.py, web/exports.py) and MODES the values of
 its `mode` column for this kind.
 """
@@ -14,7 +14,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from evaluator import LANGUAGES, Prompt
+from judge import LANGUAGES, Prompt
 from translations import _
 
 PROMPT_VERSION = "psb-judge-2026.11-1"

@@ -13,9 +13,7 @@ from benchmarks.dialogue.prompts import PROMPT_VERSION
 from benchmarks.dialogue.records import ReplyLengths, as_records, judgment_frame
 from benchmarks.dialogue.reviews import applied
 from benchmarks.dialogue.reviews import counts as review_counts
-from benchmarks.judge_keys import judge_labels, split_mode
-from benchmarks.judge_usage import judge_summary, usage_totals
-from evaluator import JudgeConfig
+from judge import JudgeConfig, judge_labels, judge_summary, split_mode, usage_totals
 from lazy_modules import lazy
 
 pd = lazy("pandas")

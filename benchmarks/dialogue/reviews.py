@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from benchmarks.judge_keys import split_mode
+from judge import split_mode
 from lazy_modules import lazy
 from translations import _
 

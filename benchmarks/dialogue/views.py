@@ -7,8 +7,8 @@ from benchmarks.dialogue import figures
 from benchmarks.dialogue.format import read_session
 from benchmarks.dialogue.prompts import DIMENSIONS, MODES
 from benchmarks.figures import method_colours, run_style
-from benchmarks.judge_keys import judge_labels, split_mode
 from benchmarks.kind import Site, list_arg
+from judge import judge_labels, split_mode
 
 PER_PAGE = 20
 MAX_PER_PAGE = 200

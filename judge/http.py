@@ -80,9 +80,9 @@ class ChatClient:
         except ValueError:
             answer = None
         if not isinstance(answer, dict):
-            response = httpx2.Response(status, headers=list(headers.items()), content=content,
-                                       request=self._request(data))
-            raise openai.APIResponseValidationError(response, content.decode("utf-8", "replace")[:500],
+            invalid = httpx2.Response(status, headers=list(headers.items()), content=content,
+                                      request=self._request(data))
+            raise openai.APIResponseValidationError(invalid, content.decode("utf-8", "replace")[:500],
                                                     message="the judge's answer is not a JSON object")
         return answer
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from evaluator import JudgeConfig
+from judge.config import JudgeConfig
 
 
 def endpoint_label(base_url: str | None) -> str:

@@ -41,31 +41,22 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
-from evaluator import (
-    DEFAULT_BASE_URL,
-    MAX_WAIT_S,
-    Judge,
-    JudgeConfig,
-    Prompt,
-    Verdict,
-    _describe_error,
-    _duplicate,
-    _is_retryable,
-    _make_client,
-    _safe_url,
-    _scrub,
-    _verdict_from_response,
-    backoff_s,
-    retry_after_s,
-)
+from judge.cache import CachedAnswers, endpoint_url
+from judge.config import JudgeConfig
+from judge.engine import make_client
+from judge.prompt import Prompt, Verdict, duplicate_verdict, verdict_from_response
+from judge.retry import MAX_WAIT_S, backoff_s, describe_error, is_retryable, retry_after_s, safe_url, scrub
 from lazy_modules import lazy
 
-openai = lazy("openai")
+if TYPE_CHECKING:
+    import openai
+else:
+    openai = lazy("openai")
 
-ENDPOINT = "/v1/chat/completions"
-COMPLETION_WINDOW = "24h"
+ENDPOINT: Final = "/v1/chat/completions"
+COMPLETION_WINDOW: Final = "24h"
 STATE_VERSION = 1
 # A batch in one of these states changes no more.
 FINAL_STATUSES = frozenset({"completed", "failed", "expired", "cancelled"})
@@ -153,27 +144,9 @@ class BatchError(Exception):
 # The cache, as Judge uses it
 
 
-def _endpoint(config: JudgeConfig) -> str:
-    """The endpoint's base URL, as Judge computes it."""
-    return (config.base_url or DEFAULT_BASE_URL).rstrip("/")
-
-
-class _Judgments:
-    """Judge's cache key, cache lookup and cache store, without the client and call budget a Judge sets up."""
-
-    cache_key = Judge.cache_key
-    _lookup = Judge._lookup
-    _store = Judge._store
-
-    def __init__(self, config: JudgeConfig, cache: Any) -> None:
-        self.config = config
-        self.cache = cache
-        self._endpoint = _endpoint(config)
-
-
 def cache_key(config: JudgeConfig, prompt: Prompt) -> str:
     """The key under which Judge(config) caches the answer to `prompt`; also the request's custom_id in a batch."""
-    return _Judgments(config, None).cache_key(prompt)
+    return CachedAnswers(config).cache_key(prompt)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -185,20 +158,20 @@ def _open(config: JudgeConfig) -> openai.OpenAI:
     problem = config.problem()
     if problem:
         raise ValueError(problem)
-    return _make_client(_endpoint(config), config, 4).with_options(max_retries=config.max_retries)
+    return make_client(endpoint_url(config), config, 4).with_options(max_retries=config.max_retries)
 
 
 def _api_error(exc: BaseException, config: JudgeConfig) -> BatchError:
     """A BatchError for a failed API call, its message scrubbed."""
-    return BatchError(_describe_error(exc, _endpoint(config), config.api_key, config.timeout_s),
-                      getattr(exc, "status_code", None), _is_retryable(exc))
+    return BatchError(describe_error(exc, endpoint_url(config), config.api_key, config.timeout_s),
+                      getattr(exc, "status_code", None), is_retryable(exc))
 
 
 def _check_state(config: JudgeConfig, state: Mapping) -> None:
     """Refuse a state of another version or another endpoint (its batches live there, and the key is not for it)."""
     if not isinstance(state, Mapping) or state.get("version") != STATE_VERSION:
         raise ValueError(f"not a judge batch state of version {STATE_VERSION}")
-    here = _safe_url(_endpoint(config))
+    here = safe_url(endpoint_url(config))
     if state.get("endpoint") != here:
         raise ValueError(f"these batches were sent to {state.get('endpoint')}, not to {here}")
 
@@ -229,7 +202,7 @@ def _update(entry: dict, batch: Any, config: JudgeConfig) -> None:
     if counts is not None:
         entry["request_counts"] = {"total": counts.total, "completed": counts.completed, "failed": counts.failed}
     errors = (batch.errors.data if batch.errors is not None else None) or []
-    entry["errors"] = [_scrub(_batch_error_text(e), config.api_key) for e in errors]
+    entry["errors"] = [scrub(_batch_error_text(e), config.api_key) for e in errors]
 
 
 def _batch_error_text(error: Any) -> str:
@@ -284,7 +257,7 @@ def _create_batch(client: openai.OpenAI, config: JudgeConfig, file_id: str, meta
                 found = _batch_on_file(client, file_id)
                 if found is not None:
                     return found
-            if not _is_retryable(exc) or retry >= config.max_retries:
+            if not is_retryable(exc) or retry >= config.max_retries:
                 raise
             headers = exc.response.headers if isinstance(exc, openai.APIStatusError) else None
             wait = retry_after_s(headers)
@@ -312,9 +285,9 @@ def submit(
     """
     limits = limits or BatchLimits()
     client = _open(config)
-    judgments = _Judgments(config, cache)
+    judgments = CachedAnswers(config, cache)
     key_scrub = config.api_key
-    state: dict = {"version": STATE_VERSION, "endpoint": _safe_url(_endpoint(config)), "model": config.model,
+    state: dict = {"version": STATE_VERSION, "endpoint": safe_url(endpoint_url(config)), "model": config.model,
                    "submitted_at": int(time.time()), "batches": []}
     tags = {"source": "personasteer-bench", "submission": uuid.uuid4().hex, **dict(metadata or {})}
     ready: list[tuple[Key, Verdict]] = []
@@ -325,7 +298,7 @@ def submit(
     def refuse(custom_id: str, keys: list[Key], error: str) -> None:
         verdict = Verdict("failed", error=error, attempts=0)
         refused[custom_id] = verdict
-        ready.extend((key, verdict if i == 0 else _duplicate(verdict)) for i, key in enumerate(keys))
+        ready.extend((key, verdict if i == 0 else duplicate_verdict(verdict)) for i, key in enumerate(keys))
 
     def send(chunk: _Chunk) -> str | None:
         """Upload a chunk and create its batch; None, else why it failed (its keys then have failed verdicts)."""
@@ -337,8 +310,8 @@ def submit(
             file_id = uploaded.id
             batch = _create_batch(client, config, file_id, {**tags, "part": part})
         except Exception as exc:  # noqa: BLE001 - the reason goes into the failed verdicts
-            reason = _describe_error(exc, _endpoint(config), key_scrub, config.timeout_s)
-            error = _scrub(f"the batch could not be sent: {reason}", key_scrub)
+            reason = describe_error(exc, endpoint_url(config), key_scrub, config.timeout_s)
+            error = scrub(f"the batch could not be sent: {reason}", key_scrub)
             if file_id is not None:
                 try:
                     client.files.delete(file_id)
@@ -366,9 +339,9 @@ def submit(
                 placed[custom_id].append(key)
                 continue
             if custom_id in refused:
-                ready.append((key, _duplicate(refused[custom_id])))
+                ready.append((key, duplicate_verdict(refused[custom_id])))
                 continue
-            cached = judgments._lookup(prompt, custom_id)
+            cached = judgments.lookup(prompt, custom_id)
             if cached is not None:
                 ready.append((key, cached))
                 continue
@@ -473,7 +446,7 @@ def _outcome(line: Mapping, secret: str | None) -> tuple[str, Any]:
     response = line.get("response")
     if isinstance(error, Mapping) and error:
         text = ": ".join(str(error[part]) for part in ("code", "message") if error.get(part)) or "no reason given"
-        return "error", _scrub(f"the batch could not answer this request ({text})", secret)
+        return "error", scrub(f"the batch could not answer this request ({text})", secret)
     if isinstance(response, Mapping):
         status = response.get("status_code")
         body = response.get("body")
@@ -481,7 +454,7 @@ def _outcome(line: Mapping, secret: str | None) -> tuple[str, Any]:
             return "answer", body
         detail = body.get("error") if isinstance(body, Mapping) else None
         message = detail.get("message") if isinstance(detail, Mapping) else None
-        return "error", _scrub(f"the batch's request failed: HTTP {status}: {message or body}", secret)
+        return "error", scrub(f"the batch's request failed: HTTP {status}: {message or body}", secret)
     return "error", "the batch returned neither an answer nor an error for this request"
 
 
@@ -516,13 +489,13 @@ def _missing_reason(entry: Mapping) -> str:
 
 def _answer_verdict(prompt: Prompt, body: Mapping, secret: str | None) -> Verdict:
     try:
-        return _verdict_from_response(prompt.parse, body, 1)
+        return verdict_from_response(prompt.parse, body, 1)
     except Exception as exc:  # noqa: BLE001 - as Judge: a bad answer is a failed judgment, not a crash
-        return Verdict("failed", error=_scrub(f"the batch's answer could not be read: {type(exc).__name__}: {exc}",
+        return Verdict("failed", error=scrub(f"the batch's answer could not be read: {type(exc).__name__}: {exc}",
                                               secret), attempts=1)
 
 
-def _request_verdicts(judgments: _Judgments, custom_id: str, keys: list[Key], outcome: tuple[str, Any],
+def _request_verdicts(judgments: CachedAnswers, custom_id: str, keys: list[Key], outcome: tuple[str, Any],
                       prompt_for: PromptFor) -> Iterator[tuple[Key, Verdict]]:
     """The verdicts of one request's keys; a parsed answer goes to the cache first."""
     same: list[tuple[Key, Prompt]] = []  # keys whose prompt is still the one that was sent
@@ -539,14 +512,14 @@ def _request_verdicts(judgments: _Judgments, custom_id: str, keys: list[Key], ou
     kind, value = outcome
     if kind == "answer":
         verdict = _answer_verdict(same[0][1], value, judgments.config.api_key)
-        judgments._store([(custom_id, verdict)])
+        judgments.store([(custom_id, verdict)])
     else:
         verdict = Verdict("failed", error=value, attempts=1)
     for i, (key, _prompt) in enumerate(same):
-        yield key, verdict if i == 0 else _duplicate(verdict)
+        yield key, verdict if i == 0 else duplicate_verdict(verdict)
 
 
-def _entry_verdicts(client: openai.OpenAI, judgments: _Judgments, entry: Mapping,
+def _entry_verdicts(client: openai.OpenAI, judgments: CachedAnswers, entry: Mapping,
                     prompt_for: PromptFor) -> Iterator[tuple[Key, Verdict]]:
     """The verdicts of an ended batch's keys: its output file's, its error file's, then those of requests in neither."""
     requests = entry["requests"]
@@ -577,7 +550,7 @@ def collect(config: JudgeConfig, state: dict, cache: Any, prompt_for: PromptFor)
     BatchError when a call fails; then no batch is marked collected and a later call reads the same files again.
     """
     _check_state(config, state)
-    judgments = _Judgments(config, cache)
+    judgments = CachedAnswers(config, cache)
     results: list[tuple[Key, Verdict]] = []
     ended: list[dict] = []
     waiting = [entry for entry in state["batches"] if not entry.get("collected")]
@@ -623,6 +596,6 @@ def abandon(state: dict, reason: str) -> list[tuple[Key, Verdict]]:
             continue
         for keys in entry["requests"].values():
             verdict = Verdict("failed", error=reason, attempts=1)
-            results.extend((key, verdict if i == 0 else _duplicate(verdict)) for i, key in enumerate(keys))
+            results.extend((key, verdict if i == 0 else duplicate_verdict(verdict)) for i, key in enumerate(keys))
         entry["collected"] = True
     return results

@@ -9,8 +9,8 @@ from typing import Mapping
 
 from cryptography.fernet import Fernet, InvalidToken
 
-import judge_endpoints
-from evaluator import JudgeConfig
+from judge import endpoints as judge_endpoints
+from judge.config import JudgeConfig
 from shared_secrets import read_if_there
 from translations import _
 

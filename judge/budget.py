@@ -1,6 +1,6 @@
 """A deployment-wide budget of judge calls in flight per endpoint, kept in Redis.
 
-`evaluator.endpoint_limiter` hands out a `RedisLimiter` instead of the in-process `EndpointLimiter` when a
+`judge.endpoint_limiter` hands out a `RedisLimiter` instead of the in-process `EndpointLimiter` when a
 Redis URL is configured (`JudgeConfig.budget_url`: JUDGE_REDIS_URL, else a redis:// CELERY_BROKER_URL). Then
 `JUDGE_CONCURRENCY` bounds the calls in flight to one endpoint over every process and machine that uses
 that Redis, and a 429 (or a Retry-After) seen by one process pauses them all.
@@ -28,7 +28,6 @@ import hashlib
 import logging
 import os
 import random
-import re
 import socket
 import threading
 import time
@@ -37,6 +36,8 @@ import weakref
 from dataclasses import dataclass
 
 import redis
+
+from judge.retry import safe_url
 
 log = logging.getLogger(__name__)
 
@@ -111,11 +112,6 @@ return current - now
 
 class BudgetUnavailable(RuntimeError):
     """Redis could not be reached for longer than UNREACHABLE_GIVE_UP_S while waiting for a slot."""
-
-
-def safe_url(url: str) -> str:
-    """The URL without its user:password@ part."""
-    return re.sub(r"(?<=://)[^/@\s]*@", "", url)
 
 
 def is_redis_url(url: str | None) -> bool:
@@ -236,7 +232,7 @@ def _hub(url: str) -> _Hub:
 class RedisLimiter:
     """The slots of calls in flight to one endpoint, shared through Redis by every process that uses it.
 
-    Same contract as evaluator.EndpointLimiter: acquire(cancel) -> bool, release(), wake(), set_capacity(n),
+    Same contract as judge.EndpointLimiter: acquire(cancel) -> bool, release(), wake(), set_capacity(n),
     plus backoff(seconds). `capacity` is the one this process last set; `in_use` counts the slots this
     process holds.
     """

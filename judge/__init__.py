@@ -1,0 +1,40 @@
+"""The LLM judge: what the rest of the dashboard uses of it, in one place.
+
+A kind asks for a judgment with a `Prompt` and gets a `Verdict`; `Judge` makes the calls that `JudgeConfig`
+describes. Each module has one job:
+
+    config.py     JudgeConfig and the variables it is read from
+    prompt.py     Prompt, Verdict, and how a chat completion becomes a Verdict
+    retry.py      error text without the API key, what is retried, Retry-After, backoff
+    limiter.py    the budget of calls in flight per endpoint within one process
+    budget.py     the same budget shared by every process of a deployment, on Redis (loaded only when configured)
+    cache.py      the cache key of a judgment, a cached verdict, keeping answers (Judge and batch mode)
+    engine.py     Judge: the calls' event loop, retries, cache use; test_connection
+    http.py       one judge call POSTed with aiohttp (loaded when a judge first runs)
+    batch.py      batch mode: an evaluation's judgments through the OpenAI Batch API
+    endpoints.py  the named endpoints of JUDGE_ENDPOINTS and the choice of one
+    settings.py   the settings page's values layered over the environment, keys encrypted, prices
+    keys.py       how a judgment's mode names its question, judge and sample
+    usage.py      the `judge` block of a result document: settings, calls, tokens, cost
+
+`batch` and `endpoints` are exported as modules (`batch.submit`, `endpoints.parse`); `budget` and `http` are not
+imported here, so that redis and aiohttp are loaded only by the processes that need them.
+"""
+from __future__ import annotations
+
+from judge import batch, endpoints
+from judge.config import DEFAULT_BASE_URL, LANGUAGES, PLACEHOLDER_API_KEY, JudgeConfig
+from judge.engine import Judge, test_connection
+from judge.keys import judge_labels, judge_of, mode_key, panel_settings, sample_version, split_mode
+from judge.limiter import EndpointLimiter, endpoint_limiter
+from judge.prompt import Parser, Prompt, Verdict
+from judge.retry import MAX_WAIT_S, backoff_s, retry_after_s
+from judge.settings import VARIABLES, JudgeSettings, prices
+from judge.usage import judge_summary, usage_totals
+
+__all__ = [
+    "DEFAULT_BASE_URL", "LANGUAGES", "MAX_WAIT_S", "PLACEHOLDER_API_KEY", "VARIABLES",
+    "EndpointLimiter", "Judge", "JudgeConfig", "JudgeSettings", "Parser", "Prompt", "Verdict",
+    "backoff_s", "batch", "endpoint_limiter", "endpoints", "judge_labels", "judge_of", "judge_summary", "mode_key",
+    "panel_settings", "prices", "retry_after_s", "sample_version", "split_mode", "test_connection", "usage_totals",
+]

@@ -1,0 +1,421 @@
+"""The LLM judge engine: Judge runs the calls (bounded concurrency, retries, cache use); test_connection.
+
+Knows nothing about Flask, nor about any benchmark kind's prompts: a kind asks for a judgment with a
+`Prompt` (the chat messages, the parser of the answer and a prompt version) built by its own prompts
+module (benchmarks/dialogue/prompts.py, benchmarks/conversation/prompts.py), and gets a `Verdict`.
+
+One judgment is one chat completion, POSTed by judge.http.ChatClient on an event loop that `Judge.run` drives
+(one thread, hundreds of calls in flight; judge/http.py says why not through the SDK's request pipeline), which
+raises the openai SDK's exception types. `Judge` retries
+timeouts, connection errors, 408/409/429 and 5xx itself with exponential backoff and full jitter,
+honouring Retry-After, so that it can count attempts and so that a call waiting to be retried does not
+hold one of the endpoint's concurrency slots. All `Judge`s of one process that call the same endpoint
+share one budget of calls in flight (`endpoint_limiter`); with a Redis URL configured (`budget_url`) the
+budget, and the backoff after a 429, are shared by every process of the deployment (judge/budget.py).
+Answers that parse are cached under a key over the endpoint, the model, the messages, the sampling
+settings and the prompt's version.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import math
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from judge.cache import CachedAnswers
+from judge.config import DEFAULT_BASE_URL, PLACEHOLDER_API_KEY, JudgeConfig
+from judge.limiter import endpoint_limiter
+from judge.prompt import Prompt, Verdict, answer_text, duplicate_verdict, verdict_from_response
+from judge.retry import MAX_WAIT_S, backoff_s, describe_error, is_retryable, retry_after_s
+from lazy_modules import lazy
+from translations import ngettext
+
+httpx2 = lazy("httpx2")  # the openai SDK's HTTP client
+if TYPE_CHECKING:
+    import openai
+else:
+    openai = lazy("openai")
+
+
+LOOKAHEAD = 256  # requests whose cache entries run() reads in one query
+_STOP_POLL_S = 0.1  # how often run() checks should_stop() while it waits for calls
+KEEP_EVERY_S = 0.005  # at most one cache write per this long in a run
+# run() takes finished judgments in waves this long: each hand-over between the loop and run() costs CPU, and no
+# call waits for one (places are given back on the loop, where the tasks waiting for them are).
+WAVE_S = 0.005
+CONNECTION_PROMPT = "Reply with the word OK."
+CONNECTION_MAX_TOKENS = 16
+
+
+def make_client(endpoint: str, config: JudgeConfig, connections: int) -> openai.OpenAI:
+    """An SDK client without the SDK's own retries (the connection test and the Batch API use it)."""
+    return openai.OpenAI(
+        base_url=endpoint,
+        api_key=config.api_key or PLACEHOLDER_API_KEY,
+        timeout=config.timeout_s,
+        max_retries=0,
+        http_client=openai.DefaultHttpxClient(
+            limits=httpx2.Limits(max_connections=max(100, connections),
+                                 max_keepalive_connections=max(20, connections)),
+        ),
+    )
+
+
+class Judge(CachedAnswers):
+    """Calls the judge model; `cache` is any object with get(key) -> dict | None and put(key, value) (and, to read
+    and write many keys in one query, get_many(keys) and put_many({key: value})).
+
+    `sleep(seconds)` and `rng` (anything with uniform(a, b)) replace the backoff's waiting and jitter
+    in tests; by default a wait ends early when the run it belongs to is stopped.
+    """
+
+    def __init__(self, config: JudgeConfig, cache: Any = None, *, sleep: Callable[[float], None] | None = None,
+                 rng: Any = None) -> None:
+        problem = config.problem()
+        if problem:
+            raise ValueError(problem)
+        super().__init__(config, cache)
+        # Items beyond the endpoint's budget wait for a slot or sleep in backoff without holding one.
+        self.workers = 2 * config.concurrency + 4
+        self._limiter = endpoint_limiter(self.endpoint, config.concurrency, config.budget_url)
+        self._sleep = sleep
+        self._rng = rng if rng is not None else random.Random()
+
+    def __enter__(self) -> Judge:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _reads_ahead(self) -> bool:
+        """Whether run() reads the cache LOOKAHEAD requests at a time (a cache with get_many, in use)."""
+        return self.cache is not None and self.config.use_cache and hasattr(self.cache, "get_many")
+
+    def _keyed(self, items: Iterable[tuple[object, Prompt]],
+               answered: dict[str, Verdict]) -> Iterator[tuple[object, Prompt, str, dict | None | bool]]:
+        """(tag, prompt, cache key, cache entry) per item. With a cache that has get_many, its entries are read
+        LOOKAHEAD items at a time in one query (one query per item costs more than the rest of a cached judgment),
+        and `answered`, the answers this run got since the previous read, is emptied at each read, which sees them.
+        Otherwise the entry is False: read it when the item comes."""
+        source = iter(items)
+        ahead = self._reads_ahead()
+        while chunk := list(itertools.islice(source, LOOKAHEAD if ahead else 1)):
+            keyed = [(tag, prompt, self.cache_key(prompt)) for tag, prompt in chunk]
+            hits = self.cache.get_many([key for _tag, _prompt, key in keyed]) if ahead else {}
+            answered.clear()
+            for tag, prompt, key in keyed:
+                yield tag, prompt, key, hits.get(key) if ahead else False
+
+    def _body(self, prompt: Prompt) -> dict:
+        """The chat completion request of a prompt."""
+        c = self.config
+        return {"model": c.model, "messages": prompt.messages, "temperature": c.temperature,
+                "max_tokens": c.max_tokens}
+
+    def _retry_wait(self, exc: BaseException, retry: int) -> float:
+        """Seconds to wait before retry number `retry` (0-based): what the server asked for, else backoff."""
+        headers = exc.response.headers if isinstance(exc, openai.APIStatusError) else None
+        asked = retry_after_s(headers)
+        if asked is None:
+            asked = backoff_s(retry, self.config.retry_base_s, self.config.retry_max_s, self._rng)
+        return min(asked, MAX_WAIT_S)
+
+    def _report_pause(self, exc: BaseException, wait: float | None) -> None:
+        """Tell the limiter that the endpoint asked every caller to slow down (a 429, or any Retry-After).
+
+        `wait` is this call's own wait before its retry (None when it is not retried): the shared pause
+        lasts what the server asked for, else (a 429 without Retry-After) that wait.
+        """
+        if not isinstance(exc, openai.APIStatusError):
+            return
+        asked = retry_after_s(exc.response.headers)
+        if asked is None and exc.status_code != 429:
+            return
+        seconds = min(asked, MAX_WAIT_S) if asked is not None else wait
+        if seconds:
+            self._limiter.backoff(seconds)
+
+    def _failure(self, exc: BaseException, attempts: int) -> Verdict:
+        """A failed verdict whose error says why and after how many attempts."""
+        c = self.config
+        reason = describe_error(exc, self.endpoint, c.api_key, c.timeout_s)
+        if is_retryable(exc):
+            error = ngettext("%(reason)s (gave up after %(num)d attempt)",
+                             "%(reason)s (gave up after %(num)d attempts)", attempts, reason=reason)
+        else:
+            error = ngettext("%(reason)s (%(num)d attempt; this error is not retried)",
+                             "%(reason)s (%(num)d attempts; this error is not retried)", attempts, reason=reason)
+        return Verdict("failed", error=error, attempts=attempts, retryable=is_retryable(exc))
+
+    def judge(self, prompt: Prompt) -> Verdict:
+        """One judgment: the cache first (unless use_cache is off), else calls with retries."""
+        return next(verdict for _tag, verdict in self.run([(None, prompt)]))
+
+    def run(
+        self,
+        items: Iterable[tuple[object, Prompt]],
+        should_stop: Callable[[], bool] = lambda: False,
+    ) -> Iterator[tuple[object, Verdict]]:
+        """Judge (tag, Prompt) items concurrently; yield (tag, verdict) as they complete.
+
+        The calls run on an event loop of this thread, which runs while run() waits for answers: calls in
+        flight are bounded by the endpoint's limiter (config.concurrency, shared with every Judge of the
+        process on that endpoint, or of the deployment with a Redis budget), whose slot is held for the HTTP
+        call only. Answers are cached before they are yielded, together (at most one write every KEEP_EVERY_S);
+        at most config.concurrency of this run's calls are ever in flight or answered and not yet cached, so a
+        process killed mid-run pays again for no more than that. Up to `self.workers` items are pending at
+        once (in a call, waiting for a slot or waiting to retry) and `items` is pulled only when fewer are (up
+        to LOOKAHEAD items ahead with a cache that reads many keys at once, see _keyed). Identical requests
+        pending at the same time share one call. The cache is read and written on the calling thread only, so
+        it need not be thread-safe. Once should_stop() is true no item is pulled and no call starts: calls in
+        flight finish and are yielded, while items waiting for a slot or a retry are dropped without a
+        verdict, so they stay pending for the next run.
+        """
+        answered: dict[str, Verdict] = {}  # parsed answers since the last look-ahead read of the cache
+        source = self._keyed(items, answered)
+        calls = _Calls(self)
+        pending: dict[asyncio.Task, tuple[str, list[object]]] = {}
+        by_key: dict[str, asyncio.Task] = {}
+        exhausted = False
+
+        def stopping() -> bool:
+            if not calls.stop.is_set() and should_stop():
+                calls.halt()
+            return calls.stop.is_set()
+
+        try:
+            ready: list[tuple[object, Verdict]] = []
+            while True:
+                while not exhausted and len(pending) < self.workers and not stopping():
+                    try:
+                        tag, prompt, key, hit = next(source)
+                    except StopIteration:
+                        exhausted = True
+                        break
+                    if key in by_key:
+                        pending[by_key[key]][1].append(tag)
+                    elif key in answered:  # answered by this run after its chunk's cache read
+                        yield tag, duplicate_verdict(answered[key])
+                    elif (cached := self.lookup(prompt, key, hit)) is not None:
+                        yield tag, cached
+                    else:
+                        task = calls.start(prompt, key)
+                        pending[task] = (key, [tag])
+                        by_key[key] = task
+                yield from ready
+                ready = []
+                if not pending:
+                    return
+                for task in calls.wait(stopping):
+                    key, tags = pending.pop(task)
+                    del by_key[key]
+                    verdict = None if task.cancelled() else task.result()
+                    if verdict is None:
+                        continue  # dropped after should_stop()
+                    if verdict.status == "ok" and self._reads_ahead():
+                        answered[key] = verdict
+                    ready.append((tags[0], verdict))
+                    ready.extend((tag, duplicate_verdict(verdict)) for tag in tags[1:])
+        finally:
+            calls.close()
+
+    def close(self) -> None:
+        """Nothing to release: each run() opens and closes its own connections."""
+
+
+class _Calls:
+    """The calls of one Judge.run(): its event loop, HTTP client and stop event.
+
+    `room` bounds this run's calls in flight plus its answers not cached yet (config.concurrency): a call takes a
+    place before it takes a slot of the endpoint's limiter, gives the slot back when its HTTP call ends, and its
+    place once its answer is cached. Answers are cached together, at most every KEEP_EVERY_S, on the loop (so on
+    the thread that runs run()), and a judgment is finished only once its answer is kept.
+    """
+
+    def __init__(self, judge: Judge) -> None:
+        self.judge = judge
+        self.stop = threading.Event()
+        from judge.http import ChatClient  # aiohttp and the SDK's exceptions, loaded when a judge first runs
+
+        self.loop = asyncio.new_event_loop()
+        c = judge.config
+        self.client = self.loop.run_until_complete(ChatClient.open(judge.endpoint, c.api_key or PLACEHOLDER_API_KEY,
+                                                                   c.timeout_s, judge.workers))
+        self.room = asyncio.Semaphore(c.concurrency)
+        self.paid: set[asyncio.Task] = set()  # tasks whose call has started: a halt lets them finish
+        self.tasks: set[asyncio.Task] = set()
+        self.finished: list[asyncio.Task] = []
+        self._arrived: asyncio.Future | None = None
+        self._unkept: list[tuple[str, Verdict]] = []  # answers waiting for the next cache write
+        self._kept: asyncio.Future | None = None  # done when they are written
+        self._last_write = -math.inf
+        self._waiter: ThreadPoolExecutor | None = None  # waits for the limiter when no slot is free at once
+
+    def start(self, prompt: Prompt, key: str) -> asyncio.Task:
+        """Schedule the judgment of one prompt (it starts when the loop runs)."""
+        task = self.loop.create_task(self._judge(prompt, key))
+        self.tasks.add(task)
+        task.add_done_callback(self._done)
+        return task
+
+    def _done(self, task: asyncio.Task) -> None:
+        self.tasks.discard(task)
+        self.paid.discard(task)
+        self.finished.append(task)
+        if self._arrived is not None and not self._arrived.done():
+            self._arrived.set_result(None)
+
+    def wait(self, stopping: Callable[[], bool]) -> list[asyncio.Task]:
+        """Run the loop until some judgments have finished (checking should_stop() first and every _STOP_POLL_S);
+        those."""
+        stopping()
+        while not self.finished:
+            arrived = self._arrived = self.loop.create_future()
+            timer = self.loop.call_later(
+                _STOP_POLL_S, lambda: arrived.done() or arrived.set_result(None))  # type: ignore[func-returns-value]
+            try:
+                self.loop.run_until_complete(arrived)
+            finally:
+                timer.cancel()
+                self._arrived = None
+            if not self.finished:
+                stopping()
+        if self.tasks:  # others may end within the wave: one hand-over to run() for all of them
+            self.loop.run_until_complete(asyncio.sleep(WAVE_S))
+        finished, self.finished = self.finished, []
+        return finished
+
+    async def _judge(self, prompt: Prompt, key: str) -> Verdict | None:
+        """Attempts until an answer, a final failure or max_retries retries; None when the run stops first."""
+        judge, task = self.judge, asyncio.current_task()
+        body = judge._body(prompt)
+        attempts = 0
+        while True:
+            async with self.room:
+                if self.stop.is_set() or not await self._slot():
+                    return None
+                attempts += 1
+                self.paid.add(task)  # type: ignore[arg-type]
+                error, started = None, time.monotonic()
+                try:
+                    verdict = verdict_from_response(prompt.parse, await self.client.complete(body), attempts)
+                except Exception as exc:  # noqa: BLE001 - every failure becomes a retry or a "failed" verdict
+                    error = exc
+                finally:
+                    judge._limiter.release()
+                latency_ms = round(1000 * (time.monotonic() - started))
+                if error is None:
+                    verdict.latency_ms = latency_ms
+                    if verdict.status == "ok" and judge.cache is not None:
+                        await self._keep(key, verdict)
+                    return verdict
+            self.paid.discard(task)
+            if not is_retryable(error) or attempts > judge.config.max_retries:
+                judge._report_pause(error, None)
+                return replace(judge._failure(error, attempts), latency_ms=latency_ms)
+            if self.stop.is_set():
+                return None
+            wait = judge._retry_wait(error, attempts - 1)
+            judge._report_pause(error, wait)
+            if judge._sleep is not None:
+                judge._sleep(wait)
+            else:
+                await asyncio.sleep(wait)  # cancelled by halt()
+
+    async def _slot(self) -> bool:
+        """A slot of the endpoint's limiter: at once when one is free, else waited for on a thread (the limiter
+        blocks); False once the run stops."""
+        limiter = self.judge._limiter
+        if getattr(limiter, "try_acquire", None) and limiter.try_acquire():  # type: ignore[union-attr]
+            return True
+        if self._waiter is None:
+            self._waiter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge-slot")
+        future = self._waiter.submit(limiter.acquire, self.stop)
+        try:
+            return await asyncio.wrap_future(future, loop=self.loop)
+        except asyncio.CancelledError:  # the thread may still take a slot for this cancelled call: give it back
+            future.add_done_callback(
+                lambda f: not f.cancelled() and f.exception() is None and f.result() and limiter.release())
+            raise
+
+    async def _keep(self, key: str, verdict: Verdict) -> None:
+        """Cache an answer with the others that arrive before the next write (at most one write per KEEP_EVERY_S,
+        since each is a database transaction)."""
+        if self._kept is None:
+            self._kept = self.loop.create_future()
+            self.loop.call_at(max(self.loop.time(), self._last_write + KEEP_EVERY_S), self._write)
+        self._unkept.append((key, verdict))
+        await asyncio.shield(self._kept)
+
+    def _write(self) -> None:
+        """Write the answers waiting to be kept; their judgments then finish (or raise the write's error)."""
+        batch, kept = self._unkept, self._kept
+        self._unkept, self._kept = [], None
+        self._last_write = self.loop.time()
+        try:
+            self.judge.store(batch)
+        except Exception as exc:  # noqa: BLE001 - the run raises it from the judgments that waited
+            if kept is not None:
+                kept.set_exception(exc)
+            return
+        if kept is not None:
+            kept.set_result(None)
+
+    def halt(self) -> None:
+        """Stop: no call starts any more; judgments whose call has not started (waiting for a place, a slot or a
+        retry) are dropped, calls in flight finish."""
+        self.stop.set()
+        self.judge._limiter.wake()
+        for task in list(self.tasks):
+            if task not in self.paid:
+                task.cancel()
+
+    def close(self) -> None:
+        """Halt, keep the answers that arrived, then close the connections and the loop."""
+        self.halt()
+        try:
+            if self.tasks:
+                for task in self.tasks:
+                    task.cancel()  # the consumer left: nobody will read these answers
+                self.loop.run_until_complete(asyncio.wait(list(self.tasks)))
+            if self._unkept:
+                self._write()
+            self.loop.run_until_complete(self.client.close())
+        finally:
+            if self._waiter is not None:
+                self._waiter.shutdown(wait=True, cancel_futures=True)
+            self.loop.close()
+
+
+def test_connection(config: JudgeConfig) -> dict:
+    """One tiny real chat completion (no retries, no cache): {ok, model, answer, latency_s, error}."""
+    result: dict[str, Any] = {"ok": False, "model": config.model, "answer": "", "latency_s": 0.0,
+                              "error": config.problem()}
+    if result["error"]:
+        return result
+    endpoint = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
+    client = make_client(endpoint, config, 1)
+    start = time.perf_counter()
+    try:
+        response = client.chat.completions.create(
+            model=config.model, messages=[{"role": "user", "content": CONNECTION_PROMPT}],
+            temperature=config.temperature, max_tokens=CONNECTION_MAX_TOKENS,
+        )
+    except Exception as exc:  # noqa: BLE001 - the reason is the result
+        result["error"] = describe_error(exc, endpoint, config.api_key, config.timeout_s)
+    else:
+        result.update(ok=True, model=getattr(response, "model", None) or config.model,
+                      answer=answer_text(response.model_dump())[:200])
+    finally:
+        result["latency_s"] = round(time.perf_counter() - start, 3)
+        client.close()
+    return result
+
+
+test_connection.__test__ = False  # type: ignore[attr-defined]  # a helper, not a pytest test
