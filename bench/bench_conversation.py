@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app import DEFAULT_UPLOAD_MB  # noqa: E402
-from benchmarks import conversation  # noqa: E402
+from benchmarks.conversation import format as conversation  # noqa: E402
 
 SAMPLE = ROOT.parent / "shared" / "data" / "human_vs_agent" / "sample"
 MAX_RATIO = 3.0

@@ -31,7 +31,7 @@ from scipy.spatial.distance import jensenshannon
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks import mobility  # noqa: E402
+from benchmarks.mobility import format as mobility  # noqa: E402
 from benchmarks.mobility.format import KEYS, MobilityData  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "dailymobility"

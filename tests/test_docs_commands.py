@@ -2,7 +2,7 @@
 and folders are the test's own.
 
 The team deployment and the API calls run in tests/test_docs_team.py; the README's two install commands are what
-.ci/run runs; the benchmark scripts measure for minutes each and are run by hand (bench/). Everything else runs
+.ci/run runs; the benchmark scripts run at small sizes in tests/test_bench_scripts.py. Everything else runs
 here: the judge page's and the security page's servers, each CLI command in order, and the translation commands.
 The first test fails when a ```bash block of any page is run by none of these.
 """
@@ -30,8 +30,8 @@ RUN_ELSEWHERE = {
     (README, "Two commands"): "the install commands: .ci/run runs the second, a person the first",
     (DOCS / "team-deployment.md", "Deploying for a team"): "tests/test_docs_team.py",
     (DOCS / "api.md", "API"): "tests/test_docs_team.py",
-    (DOCS / "benchmarks.md", "Benchmarks"): "measurements of minutes each, run by hand: each prints its own ratios "
-                                            "and PASS or FAIL",
+    (DOCS / "benchmarks.md", "Benchmarks"): "tests/test_bench_scripts.py, at small sizes (the full runs take minutes "
+                                            "each and are judged by hand)",
 }
 RUN_HERE = ((JUDGE, "The judge"), (CLI, "CLI"), (SECURITY, "Accounts and API tokens"),
             (SECURITY, "Headers, cookies and exports"), (LAYOUT, "Translations"))

@@ -1,0 +1,50 @@
+"""Every benchmark command of docs/benchmarks.md runs to its report, at small sizes.
+
+The documented commands measure for minutes each and are judged by hand; here each one runs as written plus the
+size options below, so that a script that no longer starts, or crashes half way, fails the suite. At these sizes
+fixed costs dominate and a ratio may miss its target: the test asks for the whole report (a last line PASS or FAIL,
+exit status 0 or 1 to match), not for the verdict.
+"""
+from __future__ import annotations
+
+import shlex
+import subprocess
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.doc_commands import DOCS, commands
+
+SMALL = {
+    "bench/bench_judge.py": "--sessions 5 --repeat 1",
+    "bench/bench_judge_faults.py": "--repeat 1",
+    "bench/bench_cache.py": "--sessions 10 --repeat 1",
+    "bench/bench_evaluation_memory.py": "--sessions 50",
+    "bench/bench_result_page.py": "--sessions 50",
+    "bench/bench_mobility.py": "--users 2000 --repeat 1 --validate-users 2000",
+    "bench/bench_mobility_npz.py": "--users 2000",
+    "bench/bench_agentbench.py": "--agents 2 --samples 5",
+    "bench/bench_validate.py": "--mb 1 --small-mb 0.5 --repeat 1",
+    "bench/bench_conversation.py": "--files 50 --mb 1",
+    "bench/bench_judge_budget.py": "--processes 2 --items 50 --repeat 1",
+    "bench/bench_celery.py": "--judgments 400 --storage s3",
+}
+DOCUMENTED = commands(DOCS / "benchmarks.md", "Benchmarks")
+
+
+def test_every_documented_benchmark_has_its_small_sizes_here():
+    assert sorted(shlex.split(command)[1] for command in DOCUMENTED) == sorted(SMALL)
+
+
+@pytest.mark.parametrize("command", DOCUMENTED, ids=lambda command: shlex.split(command)[1])
+def test_the_benchmark_runs_to_its_report(command):
+    script = shlex.split(command)[1]
+    done = subprocess.run(f"{command} {SMALL[script]}", shell=True, cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    output = done.stdout + done.stderr
+    assert "Traceback" not in output, output[-3000:]
+    lines = done.stdout.strip().splitlines()
+    verdict = lines[-1] if lines else ""
+    if verdict.startswith("SKIP"):  # a bench on the real data of ../shared, when it is absent
+        pytest.skip(verdict)
+    assert (verdict, done.returncode) in (("PASS", 0), ("FAIL", 1)), output[-3000:]
