@@ -42,15 +42,34 @@ def method_colours(methods: list[str]) -> dict[str, str]:
     return {name: METHOD_PALETTE[slots[name]] for name in methods}
 
 
-AXIS = {"gridcolor": "#e4e7eb", "zeroline": False}
+AXIS = {"gridcolor": "#e4e7eb", "zeroline": False, "automargin": True}
+# Legends: beside the plot, where Plotly widens the right margin to hold it (charts as wide as the page); or, in
+# narrow cards, a horizontal one at the foot of the figure (not of the plot area), under the x axis's title.
+LEGEND = {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"}
+LEGEND_BELOW = {"orientation": "h", "x": 0, "xanchor": "left", "y": 0, "yanchor": "bottom", "yref": "container"}
+
+
+def legend_height(entries: int) -> int:
+    """A figure height (px) whose plot area holds a legend of this many entries without scrolling."""
+    return max(450, 22 * entries + 160)
 
 
 def base_layout(title: str, x_title: str, y_title: str, y_range: list[float]) -> dict:
     """A chart's title, axes, legend and margins."""
     return {"title": {"text": title}, "xaxis": {**AXIS, "title": {"text": x_title}, "dtick": 1},
             "yaxis": {**AXIS, "title": {"text": y_title}, "range": y_range}, "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
-            "legend": {"orientation": "h", "y": -0.2}, "paper_bgcolor": "#fff", "plot_bgcolor": "#fff",
+            "legend": LEGEND_BELOW, "paper_bgcolor": "#fff", "plot_bgcolor": "#fff",
             "font": {"family": "system-ui, sans-serif"}}
+
+
+def polar(categories: int, radial: dict, rotation: int = 0) -> dict:
+    """A radar's polar axes: the radial axis and its tick labels halfway between the first two categories (over
+    neither's label), and the circle kept off the plot area's foot, where the lowest category's label goes (Plotly
+    leaves labels out of its margins, and a legend under the chart would cover it)."""
+    return {"domain": {"x": [0, 1], "y": [0.14, 1]},
+            "radialaxis": {"gridcolor": "#e4e7eb", "angle": rotation + 180 / categories, "tickangle": 0,
+                           "tickfont": {"size": 10, "color": "#616e7c"}, **radial},
+            "angularaxis": {"gridcolor": "#e4e7eb", "rotation": rotation, "direction": "counterclockwise"}}
 
 
 def count_axis(most: float, ticks: int = 8) -> dict:

@@ -216,6 +216,10 @@ class Kind(ABC):
         """The few numbers a list of evaluations shows for a result: [name, value] pairs (a method, an agent)."""
         return []
 
+    def participants(self, evaluation: dict) -> list[str]:
+        """The methods or agents an evaluation measures (a row of `evaluation_list`), for lists; none by default."""
+        return []
+
     def run_label(self, result: dict) -> str:
         """What a run was measured with (a judge model, a reference set), for compare and lists."""
         return "—"

@@ -14,7 +14,7 @@ from benchmarks import registry
 from pipeline import housekeeping
 from translations import _
 from web import get_store
-from web.exports import STATIC, report_html
+from web.exports import offline_css, report_html
 
 bp = Blueprint("bundle", __name__)
 INDEX_POLICY = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
@@ -44,7 +44,7 @@ def files(records: list[dict]) -> dict[str, str]:
         out[f"{record['id']}.json"] = json.dumps(record["result"], ensure_ascii=False, indent=1)
     out["index.html"] = render_template(
         "bundle_index.html", rows=[rows[r["id"]] for r in records if r["id"] in rows], policy=INDEX_POLICY,
-        css=(STATIC / "css" / "style.css").read_text(encoding="utf-8"), by_kind={k.name: k for k in registry.kinds()})
+        css=offline_css(), by_kind={k.name: k for k in registry.kinds()})
     return out
 
 

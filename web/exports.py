@@ -1,6 +1,7 @@
 """Downloads of a result: the JSON document, its tables as CSV (cells neutralised by common/safe_csv.py), the report."""
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -88,6 +89,13 @@ def export_report(evaluation_id: str):
                              "Content-Security-Policy": policy})
 
 
+def offline_css() -> str:
+    """The stylesheet with its font inline (a report's policy allows data: fonts only)."""
+    font = base64.b64encode((STATIC / "fonts" / "language-names.woff2").read_bytes()).decode("ascii")
+    return (STATIC / "css" / "style.css").read_text(encoding="utf-8").replace(
+        'url("../fonts/language-names.woff2")', f'url("data:font/woff2;base64,{font}")')
+
+
 def report_html(record: dict) -> tuple[str, str]:
     """The offline report of a finished evaluation and the policy to serve it with: the kind's own report template
     when it has one, else its result page as a share link shows it, with every link into the app left out."""
@@ -95,7 +103,7 @@ def report_html(record: dict) -> tuple[str, str]:
     scripts = {"plotly_js": figures.PLOTLY_JS_FILE.read_text(encoding="utf-8"),
                "result_js": (STATIC / "js" / "result.js").read_text(encoding="utf-8")}
     meta_policy, header_policy = security_headers.report_policy(*scripts.values())  # its inline scripts only
-    inline = {"css": (STATIC / "css" / "style.css").read_text(encoding="utf-8"), "csp": meta_policy, **scripts}
+    inline = {"css": offline_css(), "csp": meta_policy, **scripts}
     if kind.offline_report:
         body = render_template(kind.template("report"), evaluation=record, result=record["result"], **inline,
                                **kind.report_context(record))

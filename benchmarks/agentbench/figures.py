@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from benchmarks.agentbench.tasks import STANDARD_TASKS, STATUS_GROUPS, WEIGHTS
-from benchmarks.figures import AXIS, method_colours
+from benchmarks.figures import AXIS, LEGEND_BELOW, method_colours, polar
 from translations import _
 
 STATUS_COLOURS = {"completed": "#2f9e44", "context_limit": "#f08c00", "invalid_format": "#e8590c",
@@ -66,12 +66,8 @@ def radar_figure(result: dict, models: list[dict]) -> dict:
               for name, agent in result["agents"].items()]
     traces += [trace(m["model"], [m["scores"][k] / WEIGHTS[k] for k in STANDARD_TASKS], "dot") for m in models]
     layout = {"title": {"text": _("Score / W per task (1 = the average model of the paper)")},
-              # the radial axis and its tick labels halfway between the first two tasks, covering neither
-              "polar": {"radialaxis": {"rangemode": "tozero", "gridcolor": "#e4e7eb",
-                                       "angle": 90 + 180 / len(STANDARD_TASKS), "tickangle": 0,
-                                       "tickfont": {"size": 10, "color": "#7b8794"}},
-                        "angularaxis": {"gridcolor": "#e4e7eb", "rotation": 90, "direction": "counterclockwise"}},
-              "legend": {"orientation": "h", "y": -0.15}, "margin": {"l": 60, "r": 60, "t": 60, "b": 40},
+              "polar": polar(len(STANDARD_TASKS), {"rangemode": "tozero"}, rotation=90),
+              "legend": LEGEND_BELOW, "margin": {"l": 60, "r": 60, "t": 60, "b": 40},
               "paper_bgcolor": "#fff", "font": {"family": "system-ui, sans-serif"}}
     return {"data": traces, "layout": layout}
 

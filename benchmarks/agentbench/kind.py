@@ -101,6 +101,10 @@ class AgentBenchKind(Kind):
         """Each agent's OA recomputed from the paired samples of the eight tasks, and its paired difference."""
         return by_sample.oa_rows(pairs)
 
+    def participants(self, evaluation: dict) -> list[str]:
+        """The agents found, once scored (their names are the headline's)."""
+        return [name for name, _score in evaluation.get("headline") or []]
+
     def headline(self, result: dict) -> list[list]:
         """Each agent's overall score."""
         return [[name, agent["oa"]] for name, agent in result["agents"].items()]

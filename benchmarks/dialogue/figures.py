@@ -3,7 +3,7 @@ the same curves of several evaluations overlaid (one colour per method, one dash
 from __future__ import annotations
 
 from benchmarks.dialogue.prompts import DIMENSIONS
-from benchmarks.figures import base_layout, method_colours, plain, run_style
+from benchmarks.figures import LEGEND, LEGEND_BELOW, base_layout, legend_height, method_colours, plain, polar, run_style
 from translations import _
 
 
@@ -55,9 +55,8 @@ def radar_figure(result: dict, colours: dict[str, str]) -> dict:
         values = [None if m["dimensions"][d] is None else 5 * m["dimensions"][d] for d in DIMENSIONS]
         traces.append({"type": "scatterpolar", "name": name, "fill": "toself", "opacity": 0.6,
                        "r": values + values[:1], "theta": theta + theta[:1], "line": {"color": colours[name]}})
-    layout = {"title": {"text": _("Dimension scores (0-100)")}, "legend": {"orientation": "h"},
-              "polar": {"radialaxis": {"range": [0, 100], "gridcolor": "#e4e7eb"},
-                        "angularaxis": {"gridcolor": "#e4e7eb"}},
+    layout = {"title": {"text": _("Dimension scores (0-100)")}, "legend": LEGEND_BELOW,
+              "polar": polar(len(DIMENSIONS), {"range": [0, 100]}),
               "margin": {"l": 90, "r": 90, "t": 60, "b": 40}, "paper_bgcolor": "#fff",
               "font": {"family": "system-ui, sans-serif"}}
     return {"data": traces, "layout": layout}
@@ -149,9 +148,7 @@ def overlay_figure(runs: list[dict], colours: dict[str, str], key: str, title: s
                 "customdata": [p.get("n") for p in points],
                 "hovertemplate": "k=%{x}: %{y:.1f} (n=%{customdata})<extra>%{fullData.name}</extra>"})
     layout = base_layout(title, _("Round k"), y_title, [0, 100])
-    # One legend line per trace under the x-axis title, and room for it (the result page's charts have fewer).
-    layout["legend"] = {**layout.get("legend", {}), "orientation": "h", "y": -0.18, "yanchor": "top"}
-    layout["height"] = 400 + 22 * len(traces)
+    layout.update(legend=LEGEND, height=legend_height(len(traces)))
     return {"data": traces, "layout": layout}
 
 

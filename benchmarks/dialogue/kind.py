@@ -320,6 +320,10 @@ class DialogueKind(Kind):
         """A page of sessions with every reply and judgment (`page`, `per_page`, `q` in the query)."""
         return views.session_page(record, args, site)
 
+    def participants(self, evaluation: dict) -> list[str]:
+        """The methods scored."""
+        return list(evaluation.get("methods") or [])
+
     def headline(self, result: dict) -> list[list]:
         """Each method's average AL."""
         return [[name, method["avg"]] for name, method in result["methods"].items()]

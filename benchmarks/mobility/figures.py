@@ -1,7 +1,7 @@
 """Plotly figures (plain JSON) of a mobility result: reference against generated distributions."""
 from __future__ import annotations
 
-from benchmarks.figures import AXIS, PALETTE, base_layout, method_colours, plain
+from benchmarks.figures import AXIS, LEGEND, PALETTE, base_layout, legend_height, method_colours, plain
 from benchmarks.mobility.format import INTENTIONS
 from translations import _
 
@@ -24,7 +24,7 @@ def metric_labels() -> dict[str, str]:
 
 def _layout(title: str, x_title: str, y_title: str, **extra) -> dict:
     return {"title": {"text": title}, "xaxis": {**AXIS, "title": {"text": x_title}},
-            "yaxis": {**AXIS, "title": {"text": y_title}}, "legend": {"orientation": "h", "y": -0.25},
+            "yaxis": {**AXIS, "title": {"text": y_title}}, "legend": LEGEND,
             "margin": {"l": 60, "r": 20, "t": 50, "b": 60}, "paper_bgcolor": "#fff", "plot_bgcolor": "#fff",
             "font": {"family": "system-ui, sans-serif"}, **extra}
 
@@ -53,7 +53,7 @@ def slots_figure(slots: dict) -> dict:
                            "x": [t / 2 for t in range(len(rows))], "y": [row[code - 1] for row in rows],
                            "line": {"color": colour, "dash": dash, "width": 2}})
     return {"data": traces, "layout": _layout(_("Share of each intention by half-hour slot"), _("Hour of the day"),
-                                              _("Share of users"))}
+                                              _("Share of users"), height=legend_height(len(traces)))}
 
 
 def proportions_figure(proportions: dict) -> dict:

@@ -1,6 +1,6 @@
 """The boundary between the core and the benchmark kinds, read from the code itself.
 
-Every product module (each .py outside tests/, bench/ and docs/) is parsed with `ast`; every import counts, those
+Every product module (each .py outside tests/, bench/, docs/ and vendor/) is parsed with `ast`; every import counts, those
 inside functions and under `if TYPE_CHECKING` too. The tests fail, naming file and line, when a kind package imports
 the web app, the pipeline, the storage or another kind's package; when the core imports a kind package; and when
 product modules import each other in a circle. The layers are the data below (docs/layout.md says them in words).
@@ -11,7 +11,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-NOT_PRODUCT = ("tests", "bench", "docs")
+NOT_PRODUCT = ("tests", "bench", "docs", "vendor")
 
 # -- the layers --------------------------------------------------------------------------------------------------
 # A kind is a package under benchmarks/ with a kind.py (benchmarks/<name>/kind.py); the rest of benchmarks/ is the plug-in API

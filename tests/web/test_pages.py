@@ -241,3 +241,21 @@ def test_upload_page_says_rounds_per_session_once_when_every_session_has_as_many
     uneven = upload(client, jsonl(session_line("a", 3), session_line("b", 2))).get_json()["id"]
     assert "(3 per session)" in client.get(f"/uploads/{even}").get_data(as_text=True)
     assert "(2 to 3 per session)" in client.get(f"/uploads/{uneven}").get_data(as_text=True)
+
+
+def test_evaluations_list_names_methods_or_agents_and_nothing_for_other_kinds(client):
+    """The "Methods or agents" column: a dialogue run's methods, an AgentBench run's agents, a dash for a mobility
+    run (its file's name is not a method)."""
+    from tests.benchmarks.agentbench.test_agentbench_pipeline import evaluate, outputs_zip, upload
+    from tests.benchmarks.mobility.test_mobility_pipeline import add_reference, synthetic, upload_generated
+
+    evaluate(client, upload(client, outputs_zip(), "outputs.zip").get_json()["id"])
+    add_reference(client, json.dumps(synthetic(seed=1)).encode(), "ref.json", "synthetic")
+    mobility = upload_generated(client, synthetic(seed=2), "my_agent.json")
+    assert wait_for(client, client.post("/api/evaluations", json={"upload_id": mobility["id"], "reference": "synthetic"})
+                    .get_json()["id"])["status"] == "done"
+    evaluate(client, upload(client, jsonl(session_line("s1", methods=("Alpha", "Beta"))), "log.jsonl").get_json()["id"])
+    html = client.get("/evaluations").get_data(as_text=True)
+    cells = {row.split("</a>")[0].rsplit(">", 1)[-1]: re.findall(r"<td>([^<]*)</td>", row)[1]
+             for row in html.split("<tr>")[2:]}
+    assert cells == {"log.jsonl": "Alpha, Beta", "outputs.zip": "agent-a, agent-b", "my_agent.json": "—"}
