@@ -20,6 +20,9 @@ SCHEMES = {"http", "https", "mailto"}
 REL = "nofollow noopener noreferrer"
 HEADING = "md-heading"  # a Markdown heading is shown as a bold paragraph: the page's own outline stays as it is
 MAX_JSON = 1_000_000  # longer text is not tried as JSON (parsing it would cost more than it helps)
+# Longer text is shown as written: some inputs (thousands of "[") take markdown-it-py superlinear time, about 0.5 s
+# at this length, and a page shows dozens of replies.
+MAX_MARKDOWN = 16_000
 
 
 @lru_cache(maxsize=1)
@@ -59,12 +62,15 @@ def clean(fragment: str) -> str:
 
 
 def render(text: object, table_label: str = "Table") -> Markup:
-    """A reply as safe HTML in a `div.rich`: pretty JSON in <pre><code>, else sanitised Markdown; tables in a
-    focusable region that scrolls sideways (named `table_label`) so they never widen the page."""
+    """A reply as safe HTML in a `div.rich`: pretty JSON in <pre><code>, else sanitised Markdown (as written beyond
+    MAX_MARKDOWN characters); tables in a focusable region that scrolls sideways (named `table_label`) so they never
+    widen the page."""
     text = "" if text is None else str(text)
     pretty = pretty_json(text)
     if pretty is not None:
         body = f'<pre class="json"><code>{html.escape(pretty)}</code></pre>'
+    elif len(text) > MAX_MARKDOWN:
+        body = f'<pre class="raw-text">{html.escape(text)}</pre>'
     else:
         body = clean(_parser().render(text))
         # After cleaning, "<table>" can only be a real tag (text "<" is escaped) and tables carry no attributes.

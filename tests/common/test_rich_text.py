@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
-from common.rich_text import pretty_json, raw, render
+from common.rich_text import MAX_MARKDOWN, pretty_json, raw, render
 
 ATTACKS = [
     "<script>alert(1)</script>",
@@ -97,3 +98,12 @@ def test_nothing_and_none_render_empty():
 def test_raw_is_the_text_as_written_escaped():
     assert str(raw("**a** <script>x</script>\n  b")) == \
         '<pre class="raw-text">**a** &lt;script&gt;x&lt;/script&gt;\n  b</pre>'
+
+
+def test_a_reply_too_long_for_markdown_is_shown_as_written_and_fast():
+    text = "[" * (MAX_MARKDOWN + 1) + "<b>"
+    started = time.perf_counter()
+    html = str(render(text))
+    assert time.perf_counter() - started < 0.5  # markdown-it-py would take seconds over this
+    assert html == f'<div class="rich"><pre class="raw-text">{"[" * (MAX_MARKDOWN + 1)}&lt;b&gt;</pre></div>'
+    assert "<strong>" in str(render("**a** " + "b" * (MAX_MARKDOWN - 7)))  # at the limit: still Markdown
