@@ -151,3 +151,12 @@ def test_an_empty_table_and_its_query():
     assert shown == [] and choices == {"tasks": [], "fields": {"rating": [], "questionnaire": []}}
     assert query == {"sort": "turns", "desc": True, "q": "", "source": "agent", "task": "", "status": ""}
     assert table.page_of([], {"page": "3"}) == ([], 1, 1)
+
+
+def test_the_table_under_a_share_link_links_only_under_it(client, four):
+    token = client.post(f"/api/evaluations/{four}/shares").get_json()["token"]
+    html = client.get(f"/share/{token}/view/conversations?sort=turns").get_data(as_text=True)
+    assert re.findall(r"view/transcript\?index=(\d+)", html) == ["2", "0", "1", "3"]
+    links = re.findall(r'href="([^"#]+)', html)
+    assert [link for link in links if "/view/" in link and not link.startswith(f"/share/{token}/")] == []
+    assert f'/share/{token}/view/conversations?sort=turns&amp;page=1&amp;desc=1' in html  # the sorted column's
