@@ -27,7 +27,9 @@ MAX_MARKDOWN = 16_000
 
 @lru_cache(maxsize=1)
 def _parser():
-    parser = markdown_it.MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    # breaks: a single newline stays a line break, as people and judges mean it ("Style: 16/20\nContent: ...")
+    options = {"html": False, "linkify": False, "typographer": False, "breaks": True}
+    parser = markdown_it.MarkdownIt("commonmark", options)
     parser.enable(["table", "strikethrough"])
     rules = parser.renderer.rules
     rules["heading_open"] = lambda tokens, i, options, env: f'<p class="{HEADING}"><strong>'

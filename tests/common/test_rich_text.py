@@ -63,6 +63,7 @@ def test_markdown_renders():
     assert "<ul>\n<li>one</li>\n<li>two</li>\n</ul>" in html and "<ol>\n<li>first</li>\n</ol>" in html
     assert "<blockquote>\n<p>quoted</p>\n</blockquote>" in html and "<pre><code>x = 1\n</code></pre>" in html
     assert "<hr>" in html
+    assert "<p>Style: 16/20<br>\nTotal: 80</p>" in str(render("Style: 16/20\nTotal: 80"))  # a line break stays one
     assert '<a href="https://example.org" rel="nofollow noopener noreferrer">site</a>' in html
 
 
