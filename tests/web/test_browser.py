@@ -660,7 +660,8 @@ def test_agentbench_outputs_zip_charts_and_samples(page, watch, server, tmp_path
     page.goto(result_url)
     page.get_by_role("link", name="2 samples").click()
     page.get_by_text("Conversation history").last.click()
-    expect(page.locator("pre", has_text="<script>alert('x')</script>")).to_be_visible()
+    # the history rendered (as Markdown): the script is text on the page
+    expect(page.locator(".rich p", has_text="<script>alert('x')</script>")).to_be_visible()
     assert watch.errors == [], watch.errors
 
 
