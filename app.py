@@ -32,6 +32,7 @@ from web import (
     exports,
     manage,
     pages,
+    reading,
     row_diff,
     security_headers,
     share,
@@ -105,6 +106,7 @@ def create_app(config: dict | None = None) -> Flask:
     # templates/ first, then each kind's own folder under its name ("dialogue/result.html")
     app.jinja_loader = jinja2.ChoiceLoader([app.jinja_loader, registry.template_loader()])
     app.jinja_env.globals["kinds"] = registry.kinds
+    reading.register(app)  # the `reply` filter: replies as Markdown or JSON, or as written (?raw=1)
     app.register_blueprint(pages.bp)
     app.register_blueprint(api.bp)
     app.register_blueprint(exports.bp)

@@ -4,28 +4,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from benchmarks.conversation import annotation, figures, prompts
+from benchmarks.conversation import annotation, figures, prompts, table
 from benchmarks.conversation.format import read_one
 from benchmarks.conversation.metrics import hallucination, satisfaction, user_intents
 from benchmarks.kind import Site, open_file
 from judge import JudgeConfig
 
-PER_PAGE = 50
-
 
 def listing(record: dict, args: Mapping, site: Site) -> tuple[str, dict] | None:
-    """`conversations?q=&page=`: the conversations in the upload's order, filtered by a part of their path."""
-    store, upload_id = site.store, record["upload_id"]
-    query = str(args.get("q", ""))[:200]
-    total = store.count_sessions(upload_id, query)
-    pages = max(1, -(-total // PER_PAGE))
-    try:
-        page = min(max(int(args.get("page", 1)), 1), pages)
-    except (TypeError, ValueError):
-        page = 1
-    rows = store.session_offsets(upload_id, (page - 1) * PER_PAGE, PER_PAGE, query)
-    return "conversation/conversations.html", {"rows": rows, "q": query, "page": page, "pages": pages,
-                                               "total": total}
+    """`conversations?q=&source=&task=&status=&sort=&desc=&page=`: the conversations as a table (table.py)."""
+    upload = site.store.get_upload(record["upload_id"])
+    annotated = bool(record["settings"].get("annotate"))
+    judgments = site.store.judgments(record["id"]) if annotated else []
+    rows = table.with_annotation(table.summaries(site, upload), judgments, annotated)
+    shown, query, choices = table.table(rows, args, annotated)
+    page_rows, page, pages = table.page_of(shown, args)
+    return "conversation/conversations.html", {
+        "rows": page_rows, "query": query, "page": page, "pages": pages, "total": len(shown), "all": len(rows),
+        "annotated": annotated, **choices, "scales": table.SCALES,
+        "source_labels": figures.source_labels(), "terms": figures.term_labels()}
 
 
 def transcript(record: dict, args: Mapping, site: Site) -> tuple[str, dict] | None:
@@ -35,12 +32,17 @@ def transcript(record: dict, args: Mapping, site: Site) -> tuple[str, dict] | No
     except ValueError:
         return None
     store = site.store
-    found = store.session_offsets(record["upload_id"], index, 1) if index >= 0 else []
-    if not found or found[0]["idx"] != index:
-        return None
     upload = store.get_upload(record["upload_id"])
+    found = store.session_offsets(record["upload_id"], index, 1) if index >= 0 else []
+    if found and found[0]["idx"] == index:
+        path = found[0]["session_id"]
+    else:  # not scored yet: where each conversation is was not stored, the table knows
+        rows = table.summaries(site, upload) if index >= 0 else []
+        if index >= len(rows):
+            return None
+        path = rows[index]["path"]
     with open_file(site.file_of(upload)) as stream:
-        conversation = read_one(stream, upload["filename"], found[0]["session_id"])
+        conversation = read_one(stream, upload["filename"], path)
     if conversation is None:
         return None
     turns = [{"role": turn.get("role", ""), "content": turn.get("content", ""),

@@ -51,6 +51,9 @@ def pages(server, judge, sample_evaluation) -> dict[str, str]:  # noqa: F811
     conversation = _conversation_upload()
     if conversation:
         found["conversation result"] = f"/evaluations/{server.evaluate(server.upload(*conversation))['id']}"
+        found["conversations"] = found["conversation result"] + "/view/conversations?sort=turns&desc=1"
+        found["transcript"] = found["conversation result"] + "/view/transcript?index=0"
+        found["transcript raw"] = found["transcript"] + "&raw=1"
     mobility = mobility_evaluation(server)
     if mobility:
         deadline = time.monotonic() + 60
@@ -77,6 +80,7 @@ def _agentbench_upload() -> tuple[bytes, str]:
 
 @pytest.mark.parametrize("name", ["upload", "upload detail", "result", "list", "settings", "compare",
                                   "compare picker", "row diff", "grid", "prompt", "share", "conversation result",
+                                  "conversations", "transcript", "transcript raw",
                                   "mobility result", "agentbench result"])
 def test_page_has_no_serious_accessibility_violation(browser, server, pages, name):  # noqa: F811
     if name not in pages:

@@ -582,7 +582,13 @@ if __name__ == "__main__":
 
 
 def test_conversation_upload_with_llm_annotation(page, watch, server, judge, tmp_path):
-    assert upload_file(page, server, name="simulator.json", data=json.dumps(conversation_items()).encode()) == 302
+    items = conversation_items()
+    wide = " | ".join(f"column {k}" for k in range(30))
+    items[2]["history"][1]["content"] = ("**Day 1**: West Lake\n\n### Where to eat\n\n- Lou Wai Lou\n\n"
+                                         f"| {wide} |\n|{'---|' * 30}\n| {' | '.join('x' * 30)} |\n\n"
+                                         f"```\n{'long_code_line_' * 40}\n```\n[[annotate=2,2,2,0]]")
+    items[2]["history"][0]["content"] = '{"ask": "Plan a weekend in Hangzhou", "days": 2}'
+    assert upload_file(page, server, name="simulator.json", data=json.dumps(items).encode()) == 302
     expect(page.locator("h1")).to_have_text("simulator.json")
     page.locator("input[name=annotate]").check()
     page.locator("input[name=model]").fill("judge-annotate-browser")
@@ -597,10 +603,32 @@ def test_conversation_upload_with_llm_annotation(page, watch, server, judge, tmp
     expect(row.locator("td").nth(2)).to_have_text("100.0")  # their Availability equals the judge's utility
     check_widths(page, tmp_path, "conversation")
     page.get_by_role("link", name=re.compile("^Read the conversations")).click()
-    page.locator("ol.conversations a").first.click()
+    # the table: sort by the judge's Diversity, highest first, then only the simulated users
+    rows = page.locator("#conversations-table tbody tr")
+    expect(rows).to_have_count(4)
+    page.locator("#conversations-table thead").get_by_role("link", name="Diversity", exact=True).click()
+    expect(page).to_have_url(re.compile(r"sort=diversity"))
+    page.locator("#conversations-table thead").get_by_role("link", name="Diversity", exact=True).click()
+    expect(page).to_have_url(re.compile(r"sort=diversity&desc=1"))
+    expect(page.locator("#conversations-table th[aria-sort=descending]")).to_contain_text("Diversity")
+    expect(rows.first.locator("th")).to_have_text("simulator.json[2]")  # diversity 2
+    page.get_by_label("Source").select_option("agent")
+    page.get_by_role("button", name="Show").click()
+    expect(rows).to_have_count(2)
+    expect(page).to_have_url(re.compile(r"sort=diversity&desc=1"))  # filtering keeps the order
+    check_widths(page, tmp_path, "conversations")
+    # a transcript: the reply as Markdown (its wide table scrolls in its own region), the JSON question pretty
+    rows.first.get_by_role("link").click()
     expect(page.locator("#annotation h2")).to_have_text("The judge's annotation")
-    expect(page.locator(".transcript .turn").first).to_be_visible()
+    expect(page.locator(".transcript .rich strong", has_text="Day 1")).to_be_visible()
+    expect(page.locator(".transcript .rich pre.json")).to_contain_text('"days": 2')
+    expect(page.locator(".transcript .md-table[tabindex='0'][role=region]")).to_be_visible()
     check_widths(page, tmp_path, "transcript")
+    page.get_by_role("link", name="Show the replies as written (raw text)").click()
+    expect(page).to_have_url(re.compile(r"raw=1#transcript$"))
+    expect(page.locator(".transcript pre.raw-text").nth(1)).to_contain_text("**Day 1**: West Lake")
+    expect(page.locator(".transcript .rich")).to_have_count(0)
+    check_widths(page, tmp_path, "transcript-raw")
     assert watch.errors == [], watch.errors
     assert judge.requests_by_mode["annotate"] >= 4
 
@@ -632,7 +660,8 @@ def test_agentbench_outputs_zip_charts_and_samples(page, watch, server, tmp_path
     page.goto(result_url)
     page.get_by_role("link", name="2 samples").click()
     page.get_by_text("Conversation history").last.click()
-    expect(page.locator("pre", has_text="<script>alert('x')</script>")).to_be_visible()
+    # the history rendered (as Markdown): the script is text on the page
+    expect(page.locator(".rich p", has_text="<script>alert('x')</script>")).to_be_visible()
     assert watch.errors == [], watch.errors
 
 

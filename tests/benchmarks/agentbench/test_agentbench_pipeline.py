@@ -83,7 +83,8 @@ def test_outputs_zip_through_the_api_page_and_exports(client):
     samples = client.get(f"/evaluations/{body['id']}/view/samples?agent=agent-b&task=os")
     assert samples.status_code == 200
     html = samples.get_data(as_text=True)
-    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in html and "<script>alert('x')" not in html
+    # the history rendered as Markdown: its script is text (a quote needs no escaping in element content)
+    assert "<p>&lt;script&gt;alert('x')&lt;/script&gt;</p>" in html and "<script>alert('x')" not in html
     assert "AGENT_FAILED" in html and "agent invalid action" in html
     only = client.get(f"/evaluations/{body['id']}/view/samples?agent=agent-b&task=os&status=completed").get_data(as_text=True)
     assert "rm -rf /" not in only

@@ -73,7 +73,8 @@ def test_each_judgment_shows_the_prompt_as_sent_and_the_answer(client, judge_ser
     assert "hiking 1" in html and "<code>user</code>" in html and re.search(r"<dd>\d+ ms</dd>", html)  # its latency
     stored = [j for j in client.application.extensions["store"].judgments(evaluation_id, [0])
               if (j["round"], j["method"], j["mode"]) == (1, "A", "fine")][0]
-    assert stored["answer"] and html_escape(stored["answer"]) in html  # the raw answer as stored
+    assert stored["answer"] and "Total: \\boxed{90}</p>" in html  # the answer as stored, rendered as Markdown
+    assert html_escape(stored["answer"]) in client.get(link + "&raw=1").get_data(as_text=True)  # and as written
     # Exactly what the judge received for it, every message (the reply also appears in later rounds' history).
     shown = [body for body in received if all(html_escape(m["content"]) in html for m in body["messages"])]
     assert len(shown) == 1 and "A says 90 [[score=90]]" in shown[0]["messages"][-1]["content"]
