@@ -7,7 +7,7 @@ from pathlib import Path
 
 from flask import Blueprint, Response, abort, render_template
 
-from benchmarks import figures, registry
+from benchmarks import registry
 from benchmarks.host import csv_response
 from common.downloads import attachment, download_stem
 from common.safe_csv import csv_line
@@ -100,7 +100,7 @@ def report_html(record: dict) -> tuple[str, str]:
     """The offline report of a finished evaluation and the policy to serve it with: the kind's own report template
     when it has one, else its result page as a share link shows it, with every link into the app left out."""
     kind = registry.get(record["kind"])
-    scripts = {"plotly_js": figures.PLOTLY_JS_FILE.read_text(encoding="utf-8"),
+    scripts = {"plotly_js": pages.plotly_file().read_text(encoding="utf-8"),
                "result_js": (STATIC / "js" / "result.js").read_text(encoding="utf-8")}
     meta_policy, header_policy = security_headers.report_policy(*scripts.values())  # its inline scripts only
     inline = {"css": offline_css(), "csp": meta_policy, **scripts}

@@ -12,7 +12,7 @@ from benchmarks.agentbench.format import read_any
 from benchmarks.agentbench.leaderboard import SOURCE, leaderboard
 from benchmarks.agentbench.result import build_result
 from benchmarks.agentbench.tasks import STANDARD_TASKS, STATUS_GROUPS
-from benchmarks.agentbench.views import samples_view
+from benchmarks.agentbench.views import agent_page, samples_view
 from benchmarks.kind import Job, Kind, Plan, Sample, Site, StartRequest, list_arg, open_file, upload_stem
 from benchmarks.problems import Report
 from benchmarks.readers import limits
@@ -66,11 +66,13 @@ class AgentBenchKind(Kind):
         return {"task_labels": figures.task_labels()}
 
     def result_context(self, record: dict, args: Mapping, site: Site) -> dict:
-        """The leaderboard models picked in `models` to compare with (DEFAULT_MODELS by default)."""
+        """The leaderboard models picked in `models` to compare with (DEFAULT_MODELS by default), and the page of
+        agents shown in the tables of agent x task rows (`agents_page`)."""
         models = chosen_models(args)
         return {"task_labels": figures.task_labels(), "status_labels": figures.status_labels(),
                 "standard": STANDARD_TASKS, "leaderboard": leaderboard(), "models": models,
-                "chosen": [m["model"] for m in models], "source": SOURCE}
+                "chosen": [m["model"] for m in models], "source": SOURCE,
+                "agent_page": agent_page(record.get("result"), args)}
 
     def figures(self, result: dict, record: dict, args: Mapping) -> dict:
         """Task scores against the chosen leaderboard models, and status breakdowns."""

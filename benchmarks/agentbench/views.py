@@ -1,4 +1,5 @@
-"""The AgentBench kind's reading view: one agent x task's samples (runs.jsonl, by status, paged) and errors."""
+"""The AgentBench kind's reading view: one agent x task's samples (runs.jsonl, by status, paged) and errors; the
+result page's page of agents."""
 from __future__ import annotations
 
 from typing import Mapping
@@ -8,6 +9,7 @@ from benchmarks.kind import Site
 from benchmarks.readers import limits
 
 PER_PAGE = 25
+AGENTS_PER_PAGE = 10  # agents in a page of the result page's tables of agent x task rows
 SHOWN_ERRORS = 200  # error.jsonl entries listed on a samples page
 
 
@@ -39,3 +41,12 @@ def samples_view(record: dict, args: Mapping, site: Site) -> tuple[str, dict] | 
         "agent": agent, "task": task, "entry": entry, "label": figures.task_labels().get(task, task),
         "status": status, "shown": shown, "count": count, "page": page, "pages": pages,
         "errors": logs.stored_errors(path, errors["file"], limits.current(), SHOWN_ERRORS) if errors else []}
+
+
+def agent_page(result: dict | None, args: Mapping) -> dict:
+    """The agents shown in one page (`agents_page` in the query) of the result page's tables that have a row per
+    agent x task, so that a leaderboard of many agents does not put thousands of rows on the page."""
+    names = list((result or {}).get("agents") or {})
+    pages = max(1, -(-len(names) // AGENTS_PER_PAGE))
+    page = min(_int(args.get("agents_page"), 1), pages)
+    return {"page": page, "pages": pages, "names": names[(page - 1) * AGENTS_PER_PAGE:page * AGENTS_PER_PAGE]}

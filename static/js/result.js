@@ -1,15 +1,41 @@
 // Result and compare pages: draw every [data-figure] chart, load sessions when opened, poll progress.
 (function () {
   "use strict";
+  // Charts in or near the viewport are drawn at once, the others when they scroll into view (or when the closed
+  // <details> holding one is opened), so a long page does not draw a dozen charts before it answers a click.
+  // Everything is drawn before printing, and at once in the offline report (data-draw-all).
   var figures = document.getElementById("figures");
   if (figures && window.Plotly) {
     var data = JSON.parse(figures.textContent);
     var config = {responsive: true, displaylogo: false,
                   toImageButtonOptions: {format: "png", filename: "personasteer-chart"}};
-    document.querySelectorAll("[data-figure]").forEach(function (el) {
+    var charts = Array.prototype.slice.call(document.querySelectorAll("[data-figure]"));
+    var draw = function (el) {
       var figure = data[el.dataset.figure];
-      if (figure) { Plotly.newPlot(el, figure.data, figure.layout, config); }
-    });
+      if (!figure || el.dataset.drawn) { return; }
+      el.dataset.drawn = "1";
+      Plotly.newPlot(el, figure.data, figure.layout, config);
+    };
+    var drawAll = function () { charts.forEach(draw); };
+    if (figures.hasAttribute("data-draw-all") || !("IntersectionObserver" in window)) {
+      drawAll();
+    } else {
+      // One chart per task, so that the page answers input between two charts.
+      var queue = [];
+      var drawNext = function () {
+        draw(queue.shift());
+        if (queue.length) { setTimeout(drawNext, 0); }
+      };
+      var observer = new IntersectionObserver(function (entries) {
+        entries.forEach(function (entry) {
+          if (!entry.isIntersecting) { return; }
+          observer.unobserve(entry.target);
+          if (queue.push(entry.target) === 1) { setTimeout(drawNext, 0); }
+        });
+      }, {rootMargin: "200px 0px"});
+      charts.forEach(function (el) { observer.observe(el); });
+      window.addEventListener("beforeprint", drawAll);
+    }
   }
 
   // Session detail is fetched when a session is opened, so a 5,000-session result stays light.

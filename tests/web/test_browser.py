@@ -160,6 +160,7 @@ def overflowing_cards(page) -> list[str]:
 
 def check_widths(page, shots: Path, name: str) -> None:
     """At 1280, 1440 and 1920 px wide no card overflows; a full-page screenshot of each (SCREENSHOT_DIR keeps them)."""
+    draw_every_chart(page)
     for width in (1280, 1440, 1920):
         page.set_viewport_size({"width": width, "height": 900})
         page.wait_for_timeout(200)  # Plotly redraws on resize
@@ -181,10 +182,24 @@ def open_offline_report(page, watch, folder: Path):
     return report, lambda: [url for url in watch.requests[before:] if not url.startswith(("data:", "blob:"))]
 
 
+def wait_for_chart(page, chart: str, timeout: float = TIMEOUT_MS) -> None:
+    """Scroll a chart into view (the page draws those below the fold when they come into view) and wait until
+    Plotly drew it."""
+    page.locator(chart).first.scroll_into_view_if_needed(timeout=timeout)
+    page.locator(f"{chart} .main-svg").first.wait_for(state="attached", timeout=timeout)
+
+
 def wait_for_charts(page, timeout: float = RUN_TIMEOUT_MS) -> None:
     """Wait until the result page has reloaded itself as finished and Plotly drew every chart."""
     for chart in CHARTS:
-        page.locator(f"{chart} .main-svg").first.wait_for(state="attached", timeout=timeout)
+        wait_for_chart(page, chart, timeout)
+
+
+def draw_every_chart(page) -> None:
+    """Have the page draw its charts below the fold too, as it does before printing, and wait until it has."""
+    page.evaluate("window.dispatchEvent(new Event('beforeprint'))")
+    page.wait_for_function("() => [...document.querySelectorAll('[data-figure]')]"
+                           ".every(el => !el.dataset.drawn || el.querySelector('.main-svg'))")
 
 
 def fact(page, label: str):
@@ -484,6 +499,8 @@ def make_screenshots(out: Path) -> list[Path]:
     shots: list[Path] = []
 
     def shot(page, name: str, full_page: bool = True) -> None:
+        if full_page:
+            draw_every_chart(page)
         page.wait_for_timeout(300)  # let layout and fonts settle
         path = out / name
         page.screenshot(path=str(path), full_page=full_page)
@@ -546,7 +563,7 @@ def make_screenshots(out: Path) -> list[Path]:
         mobility_id = mobility_evaluation(server)
         if mobility_id:
             open_page(page, server, f"/evaluations/{mobility_id}")
-            page.locator("[data-figure=slots] .main-svg").first.wait_for(state="attached")
+            wait_for_chart(page, "[data-figure=slots]")
             shot(page, "mobility.png")
 
         open_page(page, server, "/settings")
@@ -597,6 +614,7 @@ def test_conversation_upload_with_llm_annotation(page, watch, server, judge, tmp
     expect(page.locator("#annotation h3", has_text="Agreement with people")).to_be_visible(timeout=RUN_TIMEOUT_MS)
     expect(page.locator("#status")).to_have_text("done")
     for chart in ("turns", "intents"):
+        wait_for_chart(page, f"[data-figure={chart}]")
         expect(page.locator(f"[data-figure={chart}] .main-svg").first).to_be_visible()
     row = page.locator("#annotation table").nth(1).locator("tbody tr", has_text="Practical Utility")
     expect(row.locator("td").nth(1)).to_have_text("2")  # two real users answered the questionnaire
@@ -639,7 +657,7 @@ def test_agentbench_outputs_zip_charts_and_samples(page, watch, server, tmp_path
     page.get_by_role("button", name="Evaluate").click()
     expect(page).to_have_url(re.compile(r"/evaluations/[\w-]+$"))
     for chart in ("status", "radar"):
-        page.locator(f"[data-figure={chart}] .main-svg").first.wait_for(state="attached", timeout=RUN_TIMEOUT_MS)
+        wait_for_chart(page, f"[data-figure={chart}]", RUN_TIMEOUT_MS)
     expect(page.locator("#scores tbody tr").first).to_contain_text(f"{OA_A:.2f}")
     page.locator("[data-figure=radar]").screenshot(path=str(tmp_path / "agentbench-radar.png"))
     check_widths(page, tmp_path, "agentbench")
@@ -647,7 +665,7 @@ def test_agentbench_outputs_zip_charts_and_samples(page, watch, server, tmp_path
     # Its offline report draws the same charts from the file alone.
     report, loaded = open_offline_report(page, watch, tmp_path)
     for chart in ("status", "radar"):
-        page.locator(f"[data-figure={chart}] .main-svg").first.wait_for(state="attached", timeout=RUN_TIMEOUT_MS)
+        wait_for_chart(page, f"[data-figure={chart}]", RUN_TIMEOUT_MS)
     expect(page.locator("#scores tbody tr").first).to_contain_text(f"{OA_A:.2f}")
     assert loaded() == [report.as_uri()], loaded()  # nothing but the file itself
     # A static bundle of it from the list of evaluations.
@@ -728,12 +746,14 @@ def test_judge_panel_with_samples_and_pairwise_mode_shows_agreement_consistency_
     page.locator("#human button[type=submit]").click()
     expect(page.locator("#human")).to_contain_text("12 ratings from people.csv are attached")
     wait_for_charts(page)
-    page.locator("#chart-agreement .main-svg").first.wait_for(state="attached")
-    page.locator("#chart-winrate .main-svg").first.wait_for(state="attached")
+    wait_for_chart(page, "#chart-agreement")
+    wait_for_chart(page, "#chart-winrate")
+    assert {"heatmap", "bar"} <= figure_trace_types(page) <= PLOTLY_TRACES  # the agreement, the win rates' error bars
     expect(page.locator("#chart-winrate .legendtext")).to_have_count(3)  # win, tie, loss
     expect(page.locator("#judges thead")).to_contain_text("judge-b")
     expect(page.locator("#agreement")).to_contain_text("Krippendorff")
     expect(page.locator("#consistency tbody tr")).to_have_count(2 * len(SAMPLE_METHODS))
+    draw_every_chart(page)
     for width in (1280, 1440, 1920):
         page.set_viewport_size({"width": width, "height": 900})
         page.locator("#judges").screenshot(path=str(tmp_path / f"panel-{width}.png"))
@@ -813,6 +833,7 @@ def test_rename_tag_filter_and_delete_an_evaluation(page, watch, server, judge, 
     expect(rows).to_have_count(1)
     expect(rows.first).to_contain_text("Dialogue (persona alignment)")
     expect(rows.first).to_contain_text("Average AL")
+    draw_every_chart(page)
     for width in (1280, 1440, 1920):
         page.set_viewport_size({"width": width, "height": 900})
         assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
@@ -902,4 +923,65 @@ def test_row_level_diff_filters_flipped_verdicts_and_fits_the_width(page, watch,
     page.get_by_role("button", name="Show").click()
     expect(page).to_have_url(re.compile(r"sort=delta"))
     check_widths(page, tmp_path, "row-diff")
+    assert watch.errors == [], watch.errors
+
+
+# -- the partial Plotly bundle and charts drawn when they come into view -------------------------------------------
+
+PLOTLY_TRACES = {"scatter", "bar", "scatterpolar", "heatmap"}  # plotly-bundle/entry.js registers these
+
+
+def figure_trace_types(page) -> set[str]:
+    """The trace types of every figure in the page's figures JSON."""
+    return set(page.evaluate("() => Object.values(JSON.parse(document.getElementById('figures').textContent))"
+                             ".flatMap(figure => figure.data.map(trace => trace.type || 'scatter'))"))
+
+
+def test_charts_below_the_fold_are_drawn_when_scrolled_into_view(page, watch, server, sample_evaluation):
+    open_page(page, server, f"/evaluations/{sample_evaluation}")
+    wait_for_chart(page, "#chart-al")  # in view: drawn at once
+    page.wait_for_timeout(500)  # time enough to draw anything else it would draw unasked
+    below = page.locator("#chart-length")
+    # below the fold, and beyond the 200 px ahead of it that the page draws in advance
+    assert page.evaluate("() => document.getElementById('chart-length').getBoundingClientRect().top") > 900 + 200
+    expect(below.locator(".main-svg")).to_have_count(0)
+    below.scroll_into_view_if_needed()
+    expect(below.locator(".main-svg").first).to_be_attached()
+    expect(below.locator(".legendtext")).to_have_count(len(SAMPLE_METHODS))
+    assert watch.errors == [], watch.errors
+
+
+def test_before_printing_every_chart_is_drawn(page, watch, server, sample_evaluation):
+    open_page(page, server, f"/evaluations/{sample_evaluation}")
+    page.emulate_media(media="print")
+    page.evaluate("window.dispatchEvent(new Event('beforeprint'))")  # what the browser sends when asked to print
+    charts = page.locator("[data-figure]")
+    assert charts.count() >= 4
+    for i in range(charts.count()):
+        expect(charts.nth(i).locator(".main-svg").first).to_be_attached()
+    assert watch.errors == [], watch.errors
+
+
+def test_the_partial_plotly_draws_every_kinds_charts(page, watch, server, sample_evaluation):
+    """Plotly as served holds the trace types of the figures, and draws every chart of the result pages of the
+    dialogue, AgentBench and (with ../shared/data) DailyMobility kinds with no error; the judge panel's heatmap and
+    error bars are drawn by test_judge_panel_with_samples_and_pairwise_mode_..., the conversation kind's charts by
+    test_conversation_upload_with_llm_annotation."""
+    pages = [f"/evaluations/{sample_evaluation}",
+             f"/evaluations/{server.evaluate(server.upload(outputs_zip(), 'outputs.zip'))['id']}"]
+    mobility_id = mobility_evaluation(server)
+    if mobility_id:
+        pages.append(f"/evaluations/{mobility_id}")
+    seen: set[str] = set()
+    for path in pages:
+        open_page(page, server, path)
+        page.wait_for_function("() => window.Plotly !== undefined")
+        assert set(page.evaluate("() => Object.keys(Plotly.PlotSchema.get().traces)")) == PLOTLY_TRACES
+        assert page.evaluate("() => Plotly.version") == "4.1.1"
+        draw_every_chart(page)
+        charts = page.locator("[data-figure]")
+        for i in range(charts.count()):
+            expect(charts.nth(i).locator(".main-svg").first).to_be_attached()
+        seen |= figure_trace_types(page)
+    assert {"scatter", "scatterpolar", "bar"} <= seen <= PLOTLY_TRACES, seen
     assert watch.errors == [], watch.errors

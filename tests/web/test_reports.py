@@ -58,7 +58,7 @@ def test_every_kind_has_a_self_contained_report(client, make):
         # Nothing is loaded from anywhere and nothing leads into the app: styles and scripts are inline.
         assert not re.search(r'<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=', html), path
         assert not re.findall(r'href="/[^"]*"', html) and "<form" not in html, path
-        assert "<style>" in html and "Plotly" in html and '<script id="figures" type="application/json">' in html
+        assert "<style>" in html and "Plotly" in html and '<script id="figures" type="application/json" data-draw-all>' in html
         policy = resp.headers["Content-Security-Policy"]
         assert policy.count("'sha256-") == 2 and "default-src 'none'" in policy
 

@@ -1,0 +1,242 @@
+"""Lighthouse scores of two result pages, and the JavaScript they load with the full and with the partial Plotly.
+
+Run: python bench/bench_lighthouse.py [--sessions 500]. Builds a 6-method dialogue evaluation (500 sessions x 10
+rounds, judged at random directly in a store) and an AgentBench evaluation (5 agents x 8 tasks), starts the
+dashboard twice on the same data (`python app.py`'s server: the one as shipped, and one that serves the Python
+plotly package's full plotly.min.js instead of the dashboard's partial bundle), and runs Lighthouse 12.2.3 from
+node_modules (desktop preset, Debian's Chromium) on each page, three times (`--runs`), keeping the run of median
+performance score. Prints, in one run, each page's performance and accessibility scores as ratios against the
+targets (>= 0.90, >= 0.95), and the JavaScript each page loads (bytes transferred and uncompressed) with the full
+bundle and with the partial one. Exits 1 on a miss.
+
+The default mode answers requests from this machine without signing in, as for anyone running it locally.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from app import create_app  # noqa: E402
+from bench.bench_agentbench import write_outputs  # noqa: E402
+from benchmarks.figures import FULL_PLOTLY_JS_FILE  # noqa: E402
+from pipeline.ingest import ingest  # noqa: E402
+from pipeline.jobs import create_evaluation  # noqa: E402
+
+LIGHTHOUSE = ROOT / "node_modules" / ".bin" / "lighthouse"
+CHROME = os.environ.get("CHROME_PATH", "/usr/bin/chromium")
+METHODS = ("Base", "CoT", "RAG", "Memory", "Persona", "Ours")
+ROUNDS = 10
+TARGETS = {"performance": 0.90, "accessibility": 0.95}
+SERVE = """
+import json, sys
+from app import create_app
+create_app(json.loads(sys.argv[1])).run(host="127.0.0.1", port=int(sys.argv[2]), threaded=True, use_reloader=False)
+"""
+
+
+def write_dialogue(path: Path, sessions: int) -> None:
+    """A dialogue file of 6 methods, `sessions` sessions of ROUNDS rounds."""
+    with path.open("w", encoding="utf-8") as f:
+        for s in range(sessions):
+            rounds = [{"round": k, "user_message": f"message {k} of session {s}",
+                       "responses": {m: f"{m} answers round {k} of session {s} kindly" for m in METHODS}}
+                      for k in range(1, ROUNDS + 1)]
+            f.write(json.dumps({"session_id": f"s{s:05d}", "user_profile": "profile", "user_personality": "calm",
+                                "rounds": rounds}) + "\n")
+
+
+def judge_at_random(store, evaluation_id: str, sessions: int) -> None:
+    """Every judgment of the dialogue evaluation, scored at random (no judge is called)."""
+    rng = random.Random(0)
+    rows = [(s, f"s{s:05d}", k, m, mode) for s in range(sessions) for k in range(1, ROUNDS + 1)
+            for m in METHODS for mode in ("fine", "binary")]
+    store.add_pending(evaluation_id, rows)
+    results = []
+    for s, _sid, k, m, mode in rows:
+        if mode == "fine":
+            dims = {d: rng.randint(8, 20) for d in ("style", "content", "naturalness", "personalization",
+                                                     "conversation")}
+            fields = {"status": "ok", "total": float(sum(dims.values())), "scores": dims, "answer": "fine"}
+        else:
+            fields = {"status": "ok", "verdict": rng.randint(0, 1), "answer": "binary"}
+        results.append(((s, k, m, mode), {**fields, "prompt_tokens": 500, "completion_tokens": 80, "attempts": 1}))
+    store.save_judgments(evaluation_id, results)
+
+
+def build_evaluations(config: dict, folder: Path, sessions: int, names: list[str]) -> dict[str, str]:
+    """The dialogue and AgentBench evaluations named, finished; their result pages' paths by name."""
+    env = {"JUDGE_BASE_URL": "http://127.0.0.1:9/v1", "JUDGE_MODEL": "bench"}
+    app = create_app({**config, "JUDGE_ENV": env})
+    store, runner = app.extensions["store"], app.extensions["runner"]
+    pages = {}
+    if "dialogue" in names:
+        pages["dialogue"] = build_dialogue(store, runner, app.config["UPLOAD_FOLDER"], env, folder, sessions)
+    if "agentbench" in names:
+        pages["agentbench"] = build_agentbench(store, runner, app.config["UPLOAD_FOLDER"], env, folder)
+    return pages
+
+
+def build_dialogue(store, runner, uploads: str, env: dict, folder: Path, sessions: int) -> str:
+    """The 6-method dialogue evaluation, judged at random; its result page's path."""
+    write_dialogue(folder / "dialogue.jsonl", sessions)
+    with (folder / "dialogue.jsonl").open("rb") as f:
+        upload = ingest(f, "dialogue.jsonl", store, uploads)
+    dialogue = create_evaluation(store, upload["id"], environ=env)
+    kind, job = runner.load(dialogue["id"])
+    runner.plan(kind, job)
+    judge_at_random(store, dialogue["id"], sessions)
+    store.set_result(dialogue["id"], kind.score(job))
+    return f"/evaluations/{dialogue['id']}"
+
+
+def build_agentbench(store, runner, uploads: str, env: dict, folder: Path) -> str:
+    """The AgentBench evaluation of 5 agents x 8 tasks, scored; its result page's path."""
+    write_outputs(folder / "outputs.zip", 5, 5)
+    with (folder / "outputs.zip").open("rb") as f:
+        upload = ingest(f, "outputs.zip", store, uploads)
+    agentbench = create_evaluation(store, upload["id"], environ=env)
+    runner.start(agentbench["id"])
+    deadline = time.monotonic() + 120
+    while store.get_evaluation(agentbench["id"], with_result=False)["status"] in ("queued", "running"):
+        if time.monotonic() > deadline:
+            raise SystemExit("the AgentBench evaluation did not finish")
+        time.sleep(0.1)
+    return f"/evaluations/{agentbench['id']}"
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def dashboard(config: dict, log: Path):
+    """A dashboard server in a child process on a free port; its base URL."""
+    port = free_port()
+    with log.open("ab") as out:
+        child = subprocess.Popen([sys.executable, "-c", SERVE, json.dumps(config), str(port)], cwd=ROOT,
+                                 stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/api/evaluations", timeout=1).close()
+                break
+            except urllib.error.HTTPError:
+                break
+            except OSError:
+                if child.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"the dashboard did not start:\n{log.read_text()[-3000:]}")
+                time.sleep(0.1)
+        yield url
+    finally:
+        child.terminate()
+        child.wait(timeout=10)
+
+
+def lighthouse(url: str, out: Path) -> dict:
+    """Lighthouse's report of a page (desktop preset, performance and accessibility)."""
+    command = [str(LIGHTHOUSE), url, "--preset=desktop", "--chrome-flags=--headless=new --no-sandbox",
+               "--output=json", f"--output-path={out}", "--only-categories=performance,accessibility", "--quiet"]
+    done = subprocess.run(command, env={**os.environ, "CHROME_PATH": CHROME}, capture_output=True, text=True,
+                          timeout=240)
+    if done.returncode != 0 or not out.exists():
+        raise SystemExit(f"lighthouse failed on {url}:\n{done.stderr[-3000:]}")
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+def median_run(reports: list[dict]) -> dict:
+    """The run of median performance score (Lighthouse's advice against the variance of single runs)."""
+    return sorted(reports, key=lambda report: report["categories"]["performance"]["score"])[len(reports) // 2]
+
+
+def javascript_bytes(report: dict) -> tuple[int, int]:
+    """Bytes of JavaScript the page loaded: as transferred (compressed) and uncompressed."""
+    requests = report["audits"]["network-requests"]["details"]["items"]
+    scripts = [r for r in requests if r.get("resourceType") == "Script"]
+    return sum(r.get("transferSize", 0) for r in scripts), sum(r.get("resourceSize", 0) for r in scripts)
+
+
+def failing_audits(report: dict, category: str) -> list[str]:
+    """The audits of a category that cost it points, worst first."""
+    refs = [r for r in report["categories"][category]["auditRefs"] if r["weight"]]
+    missed = [(r["weight"] * (1 - (report["audits"][r["id"]]["score"] or 0)), r["id"]) for r in refs
+              if report["audits"][r["id"]]["score"] is not None and report["audits"][r["id"]]["score"] < 1]
+    return [f"{audit} ({report['audits'][audit]['score']:.2f})" for _, audit in sorted(missed, reverse=True)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=500)
+    parser.add_argument("--pages", default="dialogue,agentbench", help="which result pages, comma-separated")
+    parser.add_argument("--out", type=Path, help="a folder to keep Lighthouse's JSON reports in")
+    parser.add_argument("--runs", type=int, default=3, help="Lighthouse runs per page; the median one is reported")
+    args = parser.parse_args(argv)
+    if not LIGHTHOUSE.exists():
+        print(f"SKIP: {LIGHTHOUSE.relative_to(ROOT)} is missing: run `npm ci` in the repository first")
+        return 0
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+
+    with tempfile.TemporaryDirectory(prefix="bench_lighthouse_") as tmp, ExitStack() as servers:
+        folder = Path(tmp)
+        config = {"DATABASE": str(folder / "db.sqlite"), "UPLOAD_FOLDER": str(folder / "uploads"),
+                  "RESULTS_FOLDER": str(folder / "results"), "SECRET_KEY": "bench", "RESUME_ON_START": False,
+                  "JUDGE_KEY_FILE": str(folder / "key"), "CELERY_BROKER_URL": "", "DATABASE_URL": None}
+        started = time.perf_counter()
+        pages = build_evaluations(config, folder, args.sessions, args.pages.split(","))
+        made = {"dialogue": f"a {len(METHODS)}-method dialogue evaluation of {args.sessions} sessions x {ROUNDS} rounds",
+                "agentbench": "an AgentBench evaluation of 5 agents x 8 tasks"}
+        print(f"setup: {' and '.join(made[name] for name in pages)}, in {time.perf_counter() - started:.1f} s")
+        after = servers.enter_context(dashboard(config, folder / "after.log"))
+        before = servers.enter_context(dashboard({**config, "PLOTLY_JS_FILE": str(FULL_PLOTLY_JS_FILE)},
+                                                 folder / "before.log"))
+        reports = {}
+        for name, path in pages.items():
+            for when, base in (("before", before), ("after", after)):
+                runs = [lighthouse(base + path, (args.out or folder) / f"{name}-{when}-{run}.json")
+                        for run in range(max(1, args.runs))]
+                reports[name, when] = median_run(runs)
+
+    passed = True
+    print(f"{'page':<11} {'Plotly':<8} {'performance':>22} {'accessibility':>22} {'JS transferred':>15} "
+          f"{'JS uncompressed':>16}")
+    for (name, when), report in reports.items():
+        scores = {c: report["categories"][c]["score"] for c in TARGETS}
+        transferred, uncompressed = javascript_bytes(report)
+        cells = [f"{scores[c]:.2f} ({scores[c] / TARGETS[c]:.2f}x of {TARGETS[c]:.2f})" for c in TARGETS]
+        print(f"{name:<11} {'full' if when == 'before' else 'partial':<8} {cells[0]:>22} {cells[1]:>22} "
+              f"{transferred / 1024:>12.0f} KB {uncompressed / 1024:>13.0f} KB")
+        if when == "after":
+            for category in TARGETS:
+                if scores[category] < TARGETS[category]:
+                    passed = False
+                    print(f"  {name}: {category} {scores[category]:.2f} < {TARGETS[category]:.2f}: "
+                          + ", ".join(failing_audits(report, category)[:6]))
+    for name in sorted({name for name, _when in reports}):
+        full, partial = javascript_bytes(reports[name, "before"]), javascript_bytes(reports[name, "after"])
+        print(f"{name}: JavaScript {partial[0] / full[0]:.2f}x transferred, {partial[1] / full[1]:.2f}x uncompressed "
+              f"with the partial Plotly ({partial[0] / 1024:.0f} of {full[0] / 1024:.0f} KB on the wire)")
+    print("PASS" if passed else "FAIL")
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
