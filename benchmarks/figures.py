@@ -11,7 +11,7 @@ from plotly.colors import qualitative
 
 PALETTE = qualitative.Plotly + qualitative.D3
 # Plotly's JavaScript, served by the app (no CDN) and inlined in the offline report: plotly.js built with only the
-# trace types the figures use (scatter, bar, scatterpolar, heatmap), a quarter of the full bundle; plotly-bundle/
+# trace types the figures use (scatter, bar, scatterpolar, heatmap), a quarter of the full bundle; vendor/plotly-bundle/
 # builds it from the same plotly.js version as the Python package's full bundle (FULL_PLOTLY_JS_FILE).
 PLOTLY_JS_FILE = Path(__file__).resolve().parents[1] / "static" / "vendor" / "plotly-personasteer.min.js"
 FULL_PLOTLY_JS_FILE = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"

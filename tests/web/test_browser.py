@@ -928,7 +928,7 @@ def test_row_level_diff_filters_flipped_verdicts_and_fits_the_width(page, watch,
 
 # -- the partial Plotly bundle and charts drawn when they come into view -------------------------------------------
 
-PLOTLY_TRACES = {"scatter", "bar", "scatterpolar", "heatmap"}  # plotly-bundle/entry.js registers these
+PLOTLY_TRACES = {"scatter", "bar", "scatterpolar", "heatmap"}  # vendor/plotly-bundle/entry.js registers these
 
 
 def figure_trace_types(page) -> set[str]:

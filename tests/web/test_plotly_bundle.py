@@ -1,4 +1,4 @@
-"""The partial Plotly bundle the pages load (static/vendor/plotly-personasteer.min.js, built by plotly-bundle/): the
+"""The partial Plotly bundle the pages load (static/vendor/plotly-personasteer.min.js, built by vendor/plotly-bundle/): the
 same plotly.js as the Python package's full bundle, the trace types every figure builder uses, no eval, a quarter
 of the size. The browser tests draw every kind's charts with it (tests/web/test_browser.py)."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from benchmarks.figures import FULL_PLOTLY_JS_FILE, PLOTLY_JS_FILE
 from tests.conftest import ROOT
 
-RECIPE = ROOT / "plotly-bundle"
+RECIPE = ROOT / "vendor" / "plotly-bundle"
 HEADER_VERSION = re.compile(r"\A/\*\*\n\* plotly\.js (?:\([^)]*\) )?v(\d+\.\d+\.\d+)\n")
 
 
@@ -27,7 +27,7 @@ def registered_traces() -> set[str]:
 def test_the_bundle_is_the_python_packages_plotly_js_version_with_its_licence():
     partial, full = PLOTLY_JS_FILE.read_text("utf-8"), FULL_PLOTLY_JS_FILE.read_text("utf-8")
     version = HEADER_VERSION.match(full).group(1)
-    assert HEADER_VERSION.match(partial).group(1) == version, "rebuild it: see plotly-bundle/README.md"
+    assert HEADER_VERSION.match(partial).group(1) == version, "rebuild it: see vendor/plotly-bundle/README.md"
     assert "Licensed under the MIT license" in partial[:300]
     recipe = json.loads((RECIPE / "package.json").read_text("utf-8"))
     assert recipe["devDependencies"]["plotly.js"] == version
@@ -52,7 +52,7 @@ def test_the_bundle_is_a_quarter_of_the_full_one_and_runs_under_the_policy():
 
 def test_the_committed_bundle_is_what_the_recipe_builds(tmp_path):
     if not (RECIPE / "node_modules" / "esbuild").exists() or not shutil.which("node"):
-        pytest.skip("plotly-bundle/node_modules is not installed (`npm ci` there, see its README.md)")
+        pytest.skip("vendor/plotly-bundle/node_modules is not installed (`npm ci` there, see its README.md)")
     out = tmp_path / "plotly.min.js"
     subprocess.run(["node", "build.mjs", str(out)], cwd=RECIPE, check=True, capture_output=True, timeout=120)
     assert out.read_bytes() == PLOTLY_JS_FILE.read_bytes()

@@ -1,4 +1,4 @@
-// Builds ../static/vendor/plotly-personasteer.min.js (or the file named by the first argument) from entry.js with
+// Builds ../../static/vendor/plotly-personasteer.min.js (or the file named by the first argument) from entry.js with
 // esbuild, the way plotly.js builds its own minified bundles (an IIFE that defines the global Plotly), headed by
 // plotly.js's licence.
 import { build } from 'esbuild';
@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
 const { version } = JSON.parse(readFileSync(require.resolve('plotly.js/package.json'), 'utf8'));
-const outfile = process.argv[2] || new URL('../static/vendor/plotly-personasteer.min.js', import.meta.url).pathname;
+const outfile = process.argv[2] || new URL('../../static/vendor/plotly-personasteer.min.js', import.meta.url).pathname;
 
 await build({
     entryPoints: [new URL('entry.js', import.meta.url).pathname],
