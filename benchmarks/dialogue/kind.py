@@ -7,7 +7,7 @@ from typing import BinaryIO, Iterator, Mapping
 import click
 
 from benchmarks import search
-from benchmarks.dialogue import figures, pairing, prompts, triage, views
+from benchmarks.dialogue import columns, figures, pairing, prompts, triage, views
 from benchmarks.dialogue import tables as dialogue_tables
 from benchmarks.dialogue.format import iter_sessions_with_offsets, validate
 from benchmarks.dialogue.pairwise_mode import PAIR_MODES, pair_method, pair_prompt, pairs
@@ -198,7 +198,7 @@ class DialogueKind(Kind):
                             dialogue_tables.reviews(job.store, evaluation_id))
 
     def result_context(self, record: dict, args: Mapping, site: Site) -> dict:
-        """Colours, the methods shown (`methods` in the query), the tables and a page of sessions."""
+        """Colours, the methods and columns shown (`methods`, `cols` in the query), the tables and a page of sessions."""
         context = {"colours": method_colours(record["methods"]), "dimension_labels": figures.dimension_labels()}
         if record.get("result"):
             full = record["result"]
@@ -209,6 +209,7 @@ class DialogueKind(Kind):
             result = views.with_methods(full, chosen)
             context["overrides_applied"] = overrides
             context.update(result=result, toggles=views.method_toggles(list(record["result"]["methods"]), chosen),
+                           columns=columns.chosen(args),
                            human_info=dialogue_tables.human_ratings_info(site.store, record["id"]),
                            detail=views.session_list(record, args, site.store),
                            failures=views.failures(record, site.store), **views.result_tables(result))
