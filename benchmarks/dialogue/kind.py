@@ -267,7 +267,8 @@ class DialogueKind(Kind):
     def _grid_view(record: dict, args: Mapping, site: Site) -> tuple[str, dict] | None:
         methods = record["methods"]
         path = site.file_of(site.store.get_upload(record["upload_id"]))
-        context = {"colours": method_colours(methods), "methods": methods, "error": None, "rows": [], "page": 1,
+        context = {"colours": method_colours(methods), "methods": methods, "shown": methods, "toggles": [],
+                   "error": None, "rows": [], "page": 1,
                    "dimension_labels": figures.dimension_labels(),
                    "pages": 1, "count": 0, "query": {"sort": "round", "order": "asc", "q": "", "status": "",
                                                      "range": "", "min": None, "max": None}}
@@ -280,6 +281,8 @@ class DialogueKind(Kind):
         context["rows"], context["page"], context["pages"] = triage.page_of(rows, args, path, site.store,
                                                                             record["upload_id"], methods)
         context["count"] = len(rows)
+        context["shown"] = views.chosen_methods({"methods": methods}, args)  # the columns shown: `methods=A,B`
+        context["toggles"] = views.method_toggles(methods, context["shown"])
         return "dialogue/grid.html", context
 
     def _prompt_view(self, record: dict, args: Mapping, site: Site) -> tuple[str, dict] | None:

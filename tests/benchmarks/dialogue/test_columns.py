@@ -26,7 +26,7 @@ def test_every_column_is_shown_until_the_query_names_some():
 def _header(html: str, section: str) -> list[str]:
     start = html.index(section)
     head = html[html.index("<thead>", start):html.index("</thead>", start)]
-    return [re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<th[^>]*>(.*?)</th>", head, re.S)]
+    return [" ".join(re.sub(r"<[^>]+>", "", cell).split()) for cell in re.findall(r"<th[^>]*>(.*?)</th>", head, re.S)]
 
 
 def test_the_result_page_hides_the_columns_left_out_and_keeps_the_choice_in_its_links(client):
@@ -50,3 +50,14 @@ def test_the_result_page_hides_the_columns_left_out_and_keeps_the_choice_in_its_
     no_rounds = client.get(f"/evaluations/{evaluation_id}?cols=avg").get_data(as_text=True)
     assert 'id="rounds"' not in no_rounds  # neither AL(k) nor BAR(k): the by-round table has nothing to show
     assert client.get(f"/evaluations/{evaluation_id}?cols=%3Cscript%3E").status_code == 200
+
+
+def test_the_sample_grid_shows_the_methods_picked_and_its_chips_keep_the_rest_of_the_view(client):
+    evaluation_id = finished_evaluation(client, jsonl(session_line("g1", 2, methods=("A", "B"))))
+    grid = f"/evaluations/{evaluation_id}/view/grid"
+    assert _header(client.get(grid).get_data(as_text=True), 'id="samples-grid"')[3:5] == ["A fine · keep", "B fine · keep"]
+    html = client.get(grid + "?methods=B&sort=round").get_data(as_text=True)
+    assert _header(html, 'id="samples-grid"') == ["Session", "Round", "User message", "B fine · keep"]
+    assert f'href="{grid}?sort=round"' in html  # the chip showing A again drops `methods`, keeps the sort
+    assert '<input type="hidden" name="methods" value="B">' in html  # the filter form keeps the methods
+    assert client.get(grid + "?methods=nope").status_code == 200
