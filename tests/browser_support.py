@@ -225,6 +225,6 @@ def axe_violations(page) -> list[str]:
     axe-core from node_modules/, run by Playwright outside the page's Content-Security-Policy)."""
     require_axe()
     page.evaluate(AXE_JS.read_text("utf-8"))
-    found = page.evaluate("axe.run(document).then(r => r.violations.map("
+    found = page.evaluate("axe.run(document, {resultTypes: ['violations']}).then(r => r.violations.map("
                           "v => [v.impact, v.id, v.help, v.nodes.slice(0, 5).map(n => n.target.join(' '))]))")
     return [f"{impact} {rule}: {why} at {nodes}" for impact, rule, why, nodes in found if impact in AXE_FAILING]

@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from tests.browser_support import CHROMIUM, SAMPLE, axe_violations, new_context, require_axe
+from tests.browser_support import CHROMIUM, SAMPLE, DashboardServer, axe_violations, new_context, require_axe
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Chromium not found at {CHROMIUM}")
 
@@ -31,7 +31,9 @@ PAGES = ("upload", "upload detail", "result", "grid", "prompt", "report", "list"
          "row diff", "settings", "share", "share grid", "share report", "share row diff", "not found",
          "conversation result", "conversations", "transcript", "conversation compare",
          "mobility result", "references", "mobility compare",
-         "agentbench result", "samples", "agentbench compare")
+         "agentbench result", "samples", "agentbench compare", "login", "account")
+AUTH_PAGES = {"login": "/login", "account": "/account"}  # served by a second server, with accounts on
+PASSWORD = "correct horse battery staple"
 NEEDS_DATA = {"conversation result", "conversations", "transcript", "conversation compare", "mobility result",
               "references", "mobility compare"}
 
@@ -158,11 +160,51 @@ def contexts(browser):  # noqa: F811
         context.close()
 
 
-def open_in(contexts, server, pages, name: str, language: str):  # noqa: F811
+@pytest.fixture(scope="module")
+def accounts_server(tmp_path_factory, judge):  # noqa: F811
+    """A second dashboard with accounts on (AUTH=on) and one user, `ada`, for the sign-in and account pages."""
+    from app import create_app
+    from web import accounts
+
+    server = DashboardServer(tmp_path_factory.mktemp("accounts"), judge.url)
+    server.config["AUTH"] = "on"
+    accounts.create_user(create_app(dict(server.config)).extensions["store"], "ada", PASSWORD, is_admin=True)
+    # "localhost", not 127.0.0.1: its session cookie must not reach the other server (cookies ignore the port)
+    server.url = server.url.replace("127.0.0.1", "localhost")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def signed_in(browser, accounts_server):  # noqa: F811
+    """Per language, a context signed in as `ada` on the server with accounts on."""
+    made = {}
+    for language in LANGUAGES:
+        made[language] = new_context(browser, locale=language, extra_http_headers={"Accept-Language": language})
+        page = made[language].new_page()
+        page.goto(accounts_server.url + "/login")
+        page.locator("input[name=name]").fill("ada")
+        page.locator("input[name=password]").fill(PASSWORD)
+        page.locator("form button[type=submit]").first.click()
+        page.wait_for_url(lambda url: "/login" not in url)
+        page.close()
+    yield made
+    for context in made.values():
+        context.close()
+
+
+def open_in(contexts, server, pages, name: str, language: str, request=None):  # noqa: F811
     """A new page of the language's context showing the named page, loaded and idle."""
+    require_axe()
+    if name in AUTH_PAGES:
+        assert request is not None
+        contexts, server = request.getfixturevalue("signed_in"), request.getfixturevalue("accounts_server")
+        pages = AUTH_PAGES
     if name not in pages:
         pytest.skip("its sample data (Human-vs-Agent, DailyMobility) is not in ../shared/data")
-    require_axe()
     address = pages[name] if pages[name].startswith("file:") else server.url + pages[name]
     page = contexts[language].new_page()
     page.set_viewport_size({"width": WIDTHS[0], "height": 900})
@@ -175,18 +217,19 @@ def open_in(contexts, server, pages, name: str, language: str):  # noqa: F811
 
 @pytest.mark.parametrize("language", LANGUAGES)
 @pytest.mark.parametrize("name", PAGES)
-def test_page_has_no_serious_violation_and_nothing_clipped(contexts, server, pages, name, language):  # noqa: F811
-    page = open_in(contexts, server, pages, name, language)
+def test_page_has_no_serious_violation_and_nothing_clipped(contexts, server, pages, name, language,  # noqa: F811
+                                                           request):
+    page = open_in(contexts, server, pages, name, language, request)
     try:
         found = axe_violations(page)
-        assert not found, f"{name} in {language} ({pages[name]}):\n" + "\n".join(found)
+        assert not found, f"{name} in {language} ({page.url}):\n" + "\n".join(found)
         clipped = {}
         for width in WIDTHS:
             page.set_viewport_size({"width": width, "height": 900})
-            page.wait_for_timeout(100)  # Plotly redraws on resize
+            page.wait_for_timeout(50)  # Plotly redraws on resize
             if found := page.evaluate(CLIPPED):
                 clipped[width] = found
-        assert not clipped, f"clipped on {name} in {language} ({pages[name]}): {clipped}"
+        assert not clipped, f"clipped on {name} in {language} ({page.url}): {clipped}"
     finally:
         page.close()
 
