@@ -17,7 +17,14 @@ KEYS = tuple(key for key, _ in COLUMNS)
 
 def chosen(args: Mapping) -> dict:
     """The columns shown: every one unless `cols` is in the query (the chooser's form always sends it, empty when
-    every box is unticked); `param` is the `cols` value that keeps this choice in a link, None when all are shown."""
+    every box is unticked); `param` is the `cols` value that keeps this choice in a link, None when all are shown,
+    and each choice's `toggle` the value that shows or hides that column (a share link's chooser is made of links)."""
     shown = [key for key in KEYS if key in list_arg(args, "cols")] if "cols" in args else list(KEYS)
-    return {"shown": shown, "param": None if len(shown) == len(KEYS) else ",".join(shown) or "-",
-            "choices": [{"key": key, "label": label, "shown": key in shown} for key, label in COLUMNS]}
+    return {"shown": shown, "param": _param(shown),
+            "choices": [{"key": key, "label": label, "shown": key in shown,
+                         "toggle": _param([k for k in KEYS if (k in shown) != (k == key)])} for key, label in COLUMNS]}
+
+
+def _param(shown: list[str]) -> str | None:
+    """The `cols` value that shows these columns: none when it is all of them, "-" when it is none."""
+    return None if len(shown) == len(KEYS) else ",".join(shown) or "-"

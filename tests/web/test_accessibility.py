@@ -34,15 +34,12 @@ PAGES = ("upload", "upload detail", "result", "grid", "prompt", "report", "list"
          "agentbench result", "samples", "agentbench compare", "login", "account")
 AUTH_PAGES = {"login": "/login", "account": "/account"}  # served by a second server, with accounts on
 PASSWORD = "correct horse battery staple"
-NEEDS_DATA = {"conversation result", "conversations", "transcript", "conversation compare", "mobility result",
-              "references", "mobility compare"}
 
 # The elements whose text must fit them: cards, table cells, buttons, labels, chips, badges, headings. One is
 # clipped when its content is wider than its box (or an ellipsis cuts it) and no ancestor scrolls sideways to show it.
 CLIPPED = """() => {
   const scrolls = el => { for (let a = el.parentElement; a; a = a.parentElement) {
       const x = getComputedStyle(a).overflowX; if (x === 'auto' || x === 'scroll') return true; } return false; };
-  // Plotly's charts are drawings (SVG text it lays out itself); their card clips a pixel or two of the drawing
   const name = el => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') +
       [...el.classList].map(c => '.' + c).join('');
   return [...document.querySelectorAll(
@@ -50,6 +47,7 @@ CLIPPED = """() => {
     .filter(el => {
       const style = getComputedStyle(el);
       if (style.display === 'inline' || style.display === 'none' || !el.clientWidth) return false;
+      // Plotly's charts are drawings (SVG text it lays out itself); their card clips a pixel or two of the drawing
       if (el.closest('.js-plotly-plot')) return false;
       if (style.overflowX === 'auto' || style.overflowX === 'scroll') return false;
       const wider = el.scrollWidth > el.clientWidth + 1;

@@ -61,3 +61,14 @@ def test_the_sample_grid_shows_the_methods_picked_and_its_chips_keep_the_rest_of
     assert f'href="{grid}?sort=round"' in html  # the chip showing A again drops `methods`, keeps the sort
     assert '<input type="hidden" name="methods" value="B">' in html  # the filter form keeps the methods
     assert client.get(grid + "?methods=nope").status_code == 200
+
+
+def test_under_a_share_link_the_chooser_is_links_that_stay_under_it(client):
+    evaluation_id = finished_evaluation(client, jsonl(session_line("s1", 2, methods=("A", "B"))))
+    made = client.post(f"/api/evaluations/{evaluation_id}/shares", json={}).get_json()
+    share = "/" + made["url"].split("/", 3)[3]
+    html = client.get(share + "?cols=avg,al").get_data(as_text=True)
+    assert "<form" not in html and _header(html, "<h2>Methods</h2>") == ["Method", "AVG"]
+    assert f'href="{share}?cols=al"' in html  # hides AVG
+    assert f'href="{share}?cols=avg,slope,al"' in html  # shows the slope too, in page order
+    assert 'aria-label="Slope: hidden"' in html and 'aria-label="AVG: shown"' in html
