@@ -152,9 +152,10 @@ def launch_chromium(playwright):
     return playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
 
 
-def new_context(browser, **options):
-    """A fresh context (no cookies) at the documented screenshot size, in English, recording CSP violations."""
-    context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1, locale="en-US", accept_downloads=True,
+def new_context(browser, locale: str = "en-US", **options):
+    """A fresh context (no cookies) at the documented screenshot size, in English unless `locale` says otherwise,
+    recording CSP violations."""
+    context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1, locale=locale, accept_downloads=True,
                                   **options)
     context.add_init_script(CSP_LISTENER)
     context.on("console", lambda msg: csp_violations.append(f"{msg.text} @ {msg.location.get('url')}")
@@ -207,14 +208,23 @@ class PageWatch:
 
 
 AXE_FAILING = ("critical", "serious")  # axe's impacts that fail a page; "moderate" and "minor" do not
+AXE_JS = ROOT / "node_modules" / "axe-core" / "axe.min.js"  # the version package.json pins, installed by `npm ci`
+AXE_MISSING = f"axe-core is not installed at {AXE_JS}: run `npm ci` in the repository (package.json pins it)"
+
+
+def require_axe() -> None:
+    """Fail (in CI, where it must be there) or skip (elsewhere) when `npm ci` has not installed axe-core."""
+    import pytest
+
+    if not AXE_JS.exists():
+        pytest.fail(AXE_MISSING) if os.environ.get("CI") else pytest.skip(AXE_MISSING)
 
 
 def axe_violations(page) -> list[str]:
-    """axe-core's critical and serious violations of the page as it is now, one line per rule with its nodes (the
-    copy of axe-core that axe-playwright-python ships, run by Playwright outside the page's Content-Security-Policy)."""
-    import axe_playwright_python
-
-    page.evaluate((Path(axe_playwright_python.__file__).parent / "axe.min.js").read_text("utf-8"))
-    found = page.evaluate("axe.run(document).then(r => r.violations.map("
+    """axe-core's critical and serious violations of the page as it is now, one line per rule with its nodes (npm's
+    axe-core from node_modules/, run by Playwright outside the page's Content-Security-Policy)."""
+    require_axe()
+    page.evaluate(AXE_JS.read_text("utf-8"))
+    found = page.evaluate("axe.run(document, {resultTypes: ['violations']}).then(r => r.violations.map("
                           "v => [v.impact, v.id, v.help, v.nodes.slice(0, 5).map(n => n.target.join(' '))]))")
     return [f"{impact} {rule}: {why} at {nodes}" for impact, rule, why, nodes in found if impact in AXE_FAILING]

@@ -7,7 +7,7 @@ from typing import BinaryIO, Iterator, Mapping
 import click
 
 from benchmarks import search
-from benchmarks.dialogue import figures, pairing, prompts, triage, views
+from benchmarks.dialogue import columns, figures, pairing, prompts, triage, views
 from benchmarks.dialogue import tables as dialogue_tables
 from benchmarks.dialogue.format import iter_sessions_with_offsets, validate
 from benchmarks.dialogue.pairwise_mode import PAIR_MODES, pair_method, pair_prompt, pairs
@@ -198,7 +198,7 @@ class DialogueKind(Kind):
                             dialogue_tables.reviews(job.store, evaluation_id))
 
     def result_context(self, record: dict, args: Mapping, site: Site) -> dict:
-        """Colours, the methods shown (`methods` in the query), the tables and a page of sessions."""
+        """Colours, the methods and columns shown (`methods`, `cols` in the query), the tables and a page of sessions."""
         context = {"colours": method_colours(record["methods"]), "dimension_labels": figures.dimension_labels()}
         if record.get("result"):
             full = record["result"]
@@ -209,6 +209,7 @@ class DialogueKind(Kind):
             result = views.with_methods(full, chosen)
             context["overrides_applied"] = overrides
             context.update(result=result, toggles=views.method_toggles(list(record["result"]["methods"]), chosen),
+                           columns=columns.chosen(args),
                            human_info=dialogue_tables.human_ratings_info(site.store, record["id"]),
                            detail=views.session_list(record, args, site.store),
                            failures=views.failures(record, site.store), **views.result_tables(result))
@@ -266,7 +267,8 @@ class DialogueKind(Kind):
     def _grid_view(record: dict, args: Mapping, site: Site) -> tuple[str, dict] | None:
         methods = record["methods"]
         path = site.file_of(site.store.get_upload(record["upload_id"]))
-        context = {"colours": method_colours(methods), "methods": methods, "error": None, "rows": [], "page": 1,
+        context = {"colours": method_colours(methods), "methods": methods, "shown": methods, "toggles": [],
+                   "error": None, "rows": [], "page": 1,
                    "dimension_labels": figures.dimension_labels(),
                    "pages": 1, "count": 0, "query": {"sort": "round", "order": "asc", "q": "", "status": "",
                                                      "range": "", "min": None, "max": None}}
@@ -279,6 +281,8 @@ class DialogueKind(Kind):
         context["rows"], context["page"], context["pages"] = triage.page_of(rows, args, path, site.store,
                                                                             record["upload_id"], methods)
         context["count"] = len(rows)
+        context["shown"] = views.chosen_methods({"methods": methods}, args)  # the columns shown: `methods=A,B`
+        context["toggles"] = views.method_toggles(methods, context["shown"])
         return "dialogue/grid.html", context
 
     def _prompt_view(self, record: dict, args: Mapping, site: Site) -> tuple[str, dict] | None:

@@ -1,67 +1,138 @@
-"""Every page audited by axe-core in Chromium: no critical or serious violation, in English, Chinese and Korean.
+"""Every page of every kind, in English, Chinese and Korean: axe-core finds no critical or serious violation, and at
+1280, 1440 and 1920 px nothing is clipped.
 
-axe-core is the copy the axe-playwright-python package ships (requirements-dev.txt). The pages are those a
-user reaches: upload, an upload's page, a result of each kind, its views, the list, compare, settings, a share link
-(a session's detail is a fragment the result page loads into itself: it is audited there).
+axe-core is npm's, at the version package.json pins (`npm ci` puts it in node_modules/; without it these tests
+skip, or fail when CI is set). The pages are those a user reaches: upload, an upload's page, a result of each kind
+and each of its views, the offline report, the list, each kind's compare, the compare picker, the row-level diff,
+settings, the references page, a share link and its views, and the "not found" page (a dialogue session's detail
+is a fragment the result page loads into itself: it is audited there). Each page is loaded once per language in
+that language's browser context; axe runs on it, then the window is resized to each width and the clipped elements
+measured. The keyboard test tabs through a result page.
 """
 from __future__ import annotations
 
+import html
+import re
 import time
+import urllib.request
 
 import pytest
 
-from tests.browser_support import CHROMIUM, SAMPLE, axe_violations
+from tests.browser_support import CHROMIUM, SAMPLE, DashboardServer, axe_violations, new_context, require_axe
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Chromium not found at {CHROMIUM}")
 
 if CHROMIUM.exists():
     from tests.web.test_browser import browser, judge, mobility_evaluation, sample_evaluation, server  # noqa: F401
 
+LANGUAGES = ("en", "zh", "ko")
+WIDTHS = (1280, 1440, 1920)
+PAGES = ("upload", "upload detail", "result", "grid", "prompt", "report", "list", "compare", "compare picker",
+         "row diff", "settings", "share", "share grid", "share report", "share row diff", "not found",
+         "conversation result", "conversations", "transcript", "transcript raw", "conversation compare",
+         "mobility result", "references", "mobility compare",
+         "agentbench result", "samples", "agentbench compare", "login", "account")
+AUTH_PAGES = {"login": "/login", "account": "/account"}  # served by a second server, with accounts on
+PASSWORD = "correct horse battery staple"
 
-def violations(browser, url: str, language: str = "en") -> list[str]:  # noqa: F811
-    """axe-core's critical and serious violations of a page opened in a fresh context in `language`."""
-    context = browser.new_context(locale=language, viewport={"width": 1280, "height": 900})
-    try:
-        page = context.new_page()
-        page.set_extra_http_headers({"Accept-Language": language})
-        response = page.goto(url)
-        assert response is not None and response.ok, url
-        page.wait_for_load_state("networkidle")
-        return axe_violations(page)
-    finally:
-        context.close()
+# The elements whose text must fit them: cards, table cells, buttons, labels, chips, badges, headings. One is
+# clipped when its content is wider than its box (or an ellipsis cuts it) and no ancestor scrolls sideways to show it.
+CLIPPED = """() => {
+  const scrolls = el => { for (let a = el.parentElement; a; a = a.parentElement) {
+      const x = getComputedStyle(a).overflowX; if (x === 'auto' || x === 'scroll') return true; } return false; };
+  const name = el => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') +
+      [...el.classList].map(c => '.' + c).join('');
+  return [...document.querySelectorAll(
+      '.card, td, th, button, label, .chip, .badge, .status, h1, h2, h3, h4, summary, .button-link')]
+    .filter(el => {
+      const style = getComputedStyle(el);
+      if (style.display === 'inline' || style.display === 'none' || !el.clientWidth) return false;
+      // Plotly's charts are drawings (SVG text it lays out itself); their card clips a pixel or two of the drawing
+      if (el.closest('.js-plotly-plot')) return false;
+      if (style.overflowX === 'auto' || style.overflowX === 'scroll') return false;
+      const wider = el.scrollWidth > el.clientWidth + 1;
+      return wider && !scrolls(el);
+    })
+    .map(el => name(el) + ' "' + el.textContent.trim().replace(/\\s+/g, ' ').slice(0, 40) + '" ' +
+                el.scrollWidth + ' > ' + el.clientWidth);
+}"""
+
+
+def _get(server, path: str) -> str:
+    with urllib.request.urlopen(server.url + path, timeout=30) as response:
+        return response.read().decode("utf-8")
+
+
+def _link(server, path: str, pattern: str) -> str:
+    """The first link on a page whose address matches `pattern` (a regex), unescaped."""
+    found = re.search(rf'href="([^"]*{pattern}[^"]*)"', _get(server, path))
+    assert found, f"no link matching {pattern} on {path}"
+    return html.unescape(found.group(1))
+
+
+def _finished(server, evaluation_id: str) -> str:
+    deadline = time.monotonic() + 60
+    while server.call(f"/api/evaluations/{evaluation_id}")["status"] in ("queued", "running"):
+        assert time.monotonic() < deadline, f"evaluation {evaluation_id} did not finish"
+        time.sleep(0.1)
+    return evaluation_id
+
+
+def _again(server, evaluation_id: str, **extra) -> str:
+    """A second evaluation of the same upload (something to compare with)."""
+    import json
+
+    upload_id = server.call(f"/api/evaluations/{evaluation_id}")["upload_id"]
+    created = server.call("/api/evaluations", json.dumps({"upload_id": upload_id, **extra}).encode(),
+                          {"Content-Type": "application/json"})
+    return _finished(server, created["id"])
+
+
+def _share(server, evaluation_id: str) -> str:
+    made = server.call(f"/api/evaluations/{evaluation_id}/shares", b"{}", {"Content-Type": "application/json"})
+    return "/" + made["url"].split("/", 3)[3]
 
 
 @pytest.fixture(scope="module")
-def pages(server, judge, sample_evaluation) -> dict[str, str]:  # noqa: F811
-    """Paths of every kind of page, made through the API."""
+def pages(server, judge, sample_evaluation, tmp_path_factory) -> dict[str, str]:  # noqa: F811
+    """Paths (or file:// addresses) of every kind of page, made through the API."""
     evaluation = server.call(f"/api/evaluations/{sample_evaluation}")
     upload_id, method = evaluation["upload_id"], evaluation["methods"][0]
     other = server.evaluate(server.upload(SAMPLE.read_bytes(), "second.jsonl"))["id"]
-    share = server.call(f"/api/evaluations/{sample_evaluation}/shares", b"{}", {"Content-Type": "application/json"})
+    share, other_share = _share(server, sample_evaluation), _share(server, other)
+    folder = tmp_path_factory.mktemp("reports")
+    reports = {}
+    for name, path in (("report", f"/evaluations/{sample_evaluation}/report.html"), ("share report", share + "/report.html")):
+        reports[name] = folder / f"{name.replace(' ', '-')}.html"
+        reports[name].write_text(_get(server, path), "utf-8")
     found = {
         "upload": "/", "upload detail": f"/uploads/{upload_id}", "result": f"/evaluations/{sample_evaluation}",
-        "list": "/evaluations", "settings": "/settings",
-        "compare": f"/compare?ids={sample_evaluation}&ids={other}", "compare picker": "/compare",
-        "row diff": f"/compare/rows?ids={sample_evaluation}&ids={other}",
         "grid": f"/evaluations/{sample_evaluation}/view/grid",
         "prompt": f"/evaluations/{sample_evaluation}/view/prompt?index=0&round=1&method={method}&mode=fine",
-        "share": "/" + share["url"].split("/", 3)[3],
+        "report": reports["report"].as_uri(), "list": "/evaluations", "settings": "/settings",
+        "compare": f"/compare?ids={sample_evaluation}&ids={other}", "compare picker": "/compare",
+        "row diff": f"/compare/rows?ids={sample_evaluation}&ids={other}",
+        "share": share, "share grid": share + "/view/grid", "share report": reports["share report"].as_uri(),
+        "share row diff": f"{share}/compare/rows?other={other_share.rsplit('/', 1)[1]}",
+        "not found": "/evaluations/no-such-evaluation",
     }
     conversation = _conversation_upload()
     if conversation:
-        found["conversation result"] = f"/evaluations/{server.evaluate(server.upload(*conversation))['id']}"
-        found["conversations"] = found["conversation result"] + "/view/conversations?sort=turns&desc=1"
-        found["transcript"] = found["conversation result"] + "/view/transcript?index=0"
+        first = server.evaluate(server.upload(*conversation))["id"]
+        found["conversation result"] = f"/evaluations/{first}"
+        found["conversations"] = _link(server, found["conversation result"], "/view/conversations")
+        found["transcript"] = _link(server, found["conversations"], "/view/transcript")
         found["transcript raw"] = found["transcript"] + "&raw=1"
+        found["conversation compare"] = f"/compare?ids={first}&ids={_again(server, first)}"
     mobility = mobility_evaluation(server)
     if mobility:
-        deadline = time.monotonic() + 60
-        while server.call(f"/api/evaluations/{mobility}")["status"] in ("queued", "running"):
-            assert time.monotonic() < deadline, "the mobility evaluation did not finish"
-            time.sleep(0.1)
-        found["mobility result"] = f"/evaluations/{mobility}"
-    found["agentbench result"] = f"/evaluations/{server.evaluate(server.upload(*_agentbench_upload()))['id']}"
+        found["mobility result"] = f"/evaluations/{_finished(server, mobility)}"
+        found["references"] = "/references"
+        found["mobility compare"] = f"/compare?ids={mobility}&ids={_again(server, mobility, reference='beijing')}"
+    agentbench = server.evaluate(server.upload(*_agentbench_upload()))["id"]
+    found["agentbench result"] = f"/evaluations/{agentbench}"
+    found["samples"] = _link(server, found["agentbench result"], "/view/samples")
+    found["agentbench compare"] = f"/compare?ids={agentbench}&ids={_again(server, agentbench)}"
     return found
 
 
@@ -78,18 +149,144 @@ def _agentbench_upload() -> tuple[bytes, str]:
     return outputs_zip(), "outputs.zip"
 
 
-@pytest.mark.parametrize("name", ["upload", "upload detail", "result", "list", "settings", "compare",
-                                  "compare picker", "row diff", "grid", "prompt", "share", "conversation result",
-                                  "conversations", "transcript", "transcript raw",
-                                  "mobility result", "agentbench result"])
-def test_page_has_no_serious_accessibility_violation(browser, server, pages, name):  # noqa: F811
+@pytest.fixture(scope="module")
+def contexts(browser):  # noqa: F811
+    """One browser context per language, reused by every page (its Accept-Language picks the language)."""
+    made = {language: new_context(browser, locale=language, extra_http_headers={"Accept-Language": language})
+            for language in LANGUAGES}
+    yield made
+    for context in made.values():
+        context.close()
+
+
+@pytest.fixture(scope="module")
+def accounts_server(tmp_path_factory, judge):  # noqa: F811
+    """A second dashboard with accounts on (AUTH=on) and one user, `ada`, for the sign-in and account pages."""
+    from app import create_app
+    from web import accounts
+
+    server = DashboardServer(tmp_path_factory.mktemp("accounts"), judge.url)
+    server.config["AUTH"] = "on"
+    accounts.create_user(create_app(dict(server.config)).extensions["store"], "ada", PASSWORD, is_admin=True)
+    # "localhost", not 127.0.0.1: its session cookie must not reach the other server (cookies ignore the port)
+    server.url = server.url.replace("127.0.0.1", "localhost")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def signed_in(browser, accounts_server):  # noqa: F811
+    """Per language, a context signed in as `ada` on the server with accounts on."""
+    made = {}
+    for language in LANGUAGES:
+        made[language] = new_context(browser, locale=language, extra_http_headers={"Accept-Language": language})
+        page = made[language].new_page()
+        page.goto(accounts_server.url + "/login")
+        page.locator("input[name=name]").fill("ada")
+        page.locator("input[name=password]").fill(PASSWORD)
+        page.locator("form button[type=submit]").first.click()
+        page.wait_for_url(lambda url: "/login" not in url)
+        page.close()
+    yield made
+    for context in made.values():
+        context.close()
+
+
+def open_in(contexts, server, pages, name: str, language: str, request=None):  # noqa: F811
+    """A new page of the language's context showing the named page, loaded and idle."""
+    require_axe()
+    if name in AUTH_PAGES:
+        assert request is not None
+        contexts, server = request.getfixturevalue("signed_in"), request.getfixturevalue("accounts_server")
+        pages = AUTH_PAGES
     if name not in pages:
         pytest.skip("its sample data (Human-vs-Agent, DailyMobility) is not in ../shared/data")
-    found = violations(browser, server.url + pages[name])
-    assert not found, f"{name} ({pages[name]}):\n" + "\n".join(found)
+    address = pages[name] if pages[name].startswith("file:") else server.url + pages[name]
+    page = contexts[language].new_page()
+    page.set_viewport_size({"width": WIDTHS[0], "height": 900})
+    response = page.goto(address)
+    expected = 404 if name == "not found" else 200
+    assert response is not None and response.status == expected, (address, response and response.status)
+    page.wait_for_load_state("networkidle")
+    return page
 
 
-@pytest.mark.parametrize("language", ["zh", "ko"])
-def test_result_page_in_other_languages_has_no_serious_violation(browser, server, pages, language):  # noqa: F811
-    found = violations(browser, server.url + pages["result"], language)
-    assert not found, "\n".join(found)
+@pytest.mark.parametrize("language", LANGUAGES)
+@pytest.mark.parametrize("name", PAGES)
+def test_page_has_no_serious_violation_and_nothing_clipped(contexts, server, pages, name, language,  # noqa: F811
+                                                           request):
+    page = open_in(contexts, server, pages, name, language, request)
+    try:
+        found = axe_violations(page)
+        assert not found, f"{name} in {language} ({page.url}):\n" + "\n".join(found)
+        clipped = {}
+        for width in WIDTHS:
+            page.set_viewport_size({"width": width, "height": 900})
+            page.wait_for_timeout(50)  # Plotly redraws on resize
+            if found := page.evaluate(CLIPPED):
+                clipped[width] = found
+        assert not clipped, f"clipped on {name} in {language} ({page.url}): {clipped}"
+    finally:
+        page.close()
+
+
+def test_clipping_check_sees_a_clipped_cell_and_spares_a_scrolled_one(contexts):
+    page = contexts["en"].new_page()
+    try:
+        page.set_content('<table><tr><td id="a" style="max-width:40px;overflow:hidden;white-space:nowrap">'
+                         'a rather long piece of text</td></tr></table>'
+                         '<div style="overflow-x:auto;width:60px"><table><tr><td id="b" style="max-width:40px;'
+                         'overflow:hidden;white-space:nowrap">another long piece of text</td></tr></table></div>')
+        found = page.evaluate(CLIPPED)
+        assert len(found) == 1 and found[0].startswith('td#a "a rather long piece of text"'), found
+    finally:
+        page.close()
+
+
+FOCUS = """() => { const el = document.activeElement, style = getComputedStyle(el);
+  return {tag: el.tagName.toLowerCase(), cls: el.className, label: el.getAttribute('aria-label') || '',
+          role: el.getAttribute('role') || '', text: (el.textContent || '').trim().slice(0, 40),
+          outlined: (style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) > 0) || style.boxShadow !== 'none'};
+}"""
+
+
+def test_keyboard_reaches_chips_column_chooser_and_scroll_regions_with_a_visible_focus(contexts, server, pages):
+    page = open_in(contexts, server, pages, "result", "en")
+    try:
+        seen = []
+        for _ in range(200):
+            page.keyboard.press("Tab")
+            if (focused := page.evaluate(FOCUS))["tag"] == "body":  # past the last one: the browser's own UI
+                break
+            seen.append(focused)
+        assert all(f["outlined"] for f in seen), [f for f in seen if not f["outlined"]][:5]
+        assert any("chip" in f["cls"] for f in seen), "no method chip took the focus"
+        assert any(f["role"] == "region" and "scroll" in f["cls"] and f["label"] for f in seen), \
+            "no labelled scroll region took the focus"
+        assert any(f["tag"] == "summary" and "Columns" in f["text"] for f in seen), "the column chooser is unreachable"
+    finally:
+        page.close()
+
+
+
+def test_column_chooser_hides_a_metric_column_and_keeps_it_in_the_address(contexts, server, pages):
+    page = open_in(contexts, server, pages, "result", "en")
+    try:
+        methods = page.locator(".card", has=page.get_by_role("heading", name="Methods", exact=True))
+        assert "Slope" in methods.locator("thead").inner_text()
+        page.locator(".column-chooser summary").click()
+        page.locator(".column-chooser input[value=slope]").uncheck()
+        page.locator(".column-chooser").get_by_role("button", name="Apply").click()
+        page.wait_for_load_state("networkidle")
+        assert "cols=" in page.url and "slope" not in page.url, page.url
+        assert "Slope" not in methods.locator("thead").inner_text()
+        assert "AVG" in methods.locator("thead").inner_text()
+        assert not page.locator(".column-chooser input[value=slope]").is_checked()
+        page.locator(".chip").first.click()  # hiding a method keeps the columns chosen
+        page.wait_for_load_state("networkidle")
+        assert "methods=" in page.url and "cols=" in page.url, page.url
+    finally:
+        page.close()
