@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import socket
 import subprocess
 import sys
@@ -32,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from app import create_app  # noqa: E402
 from bench.bench_agentbench import write_outputs  # noqa: E402
+from bench.bench_result_page import ROUNDS, fill_judgments, write_file  # noqa: E402
 from benchmarks.figures import FULL_PLOTLY_JS_FILE  # noqa: E402
 from pipeline.ingest import ingest  # noqa: E402
 from pipeline.jobs import create_evaluation  # noqa: E402
@@ -39,42 +39,12 @@ from pipeline.jobs import create_evaluation  # noqa: E402
 LIGHTHOUSE = ROOT / "node_modules" / ".bin" / "lighthouse"
 CHROME = os.environ.get("CHROME_PATH", "/usr/bin/chromium")
 METHODS = ("Base", "CoT", "RAG", "Memory", "Persona", "Ours")
-ROUNDS = 10
 TARGETS = {"performance": 0.90, "accessibility": 0.95}
 SERVE = """
 import json, sys
 from app import create_app
 create_app(json.loads(sys.argv[1])).run(host="127.0.0.1", port=int(sys.argv[2]), threaded=True, use_reloader=False)
 """
-
-
-def write_dialogue(path: Path, sessions: int) -> None:
-    """A dialogue file of 6 methods, `sessions` sessions of ROUNDS rounds."""
-    with path.open("w", encoding="utf-8") as f:
-        for s in range(sessions):
-            rounds = [{"round": k, "user_message": f"message {k} of session {s}",
-                       "responses": {m: f"{m} answers round {k} of session {s} kindly" for m in METHODS}}
-                      for k in range(1, ROUNDS + 1)]
-            f.write(json.dumps({"session_id": f"s{s:05d}", "user_profile": "profile", "user_personality": "calm",
-                                "rounds": rounds}) + "\n")
-
-
-def judge_at_random(store, evaluation_id: str, sessions: int) -> None:
-    """Every judgment of the dialogue evaluation, scored at random (no judge is called)."""
-    rng = random.Random(0)
-    rows = [(s, f"s{s:05d}", k, m, mode) for s in range(sessions) for k in range(1, ROUNDS + 1)
-            for m in METHODS for mode in ("fine", "binary")]
-    store.add_pending(evaluation_id, rows)
-    results = []
-    for s, _sid, k, m, mode in rows:
-        if mode == "fine":
-            dims = {d: rng.randint(8, 20) for d in ("style", "content", "naturalness", "personalization",
-                                                     "conversation")}
-            fields = {"status": "ok", "total": float(sum(dims.values())), "scores": dims, "answer": "fine"}
-        else:
-            fields = {"status": "ok", "verdict": rng.randint(0, 1), "answer": "binary"}
-        results.append(((s, k, m, mode), {**fields, "prompt_tokens": 500, "completion_tokens": 80, "attempts": 1}))
-    store.save_judgments(evaluation_id, results)
 
 
 def build_evaluations(config: dict, folder: Path, sessions: int, names: list[str]) -> dict[str, str]:
@@ -92,13 +62,13 @@ def build_evaluations(config: dict, folder: Path, sessions: int, names: list[str
 
 def build_dialogue(store, runner, uploads: str, env: dict, folder: Path, sessions: int) -> str:
     """The 6-method dialogue evaluation, judged at random; its result page's path."""
-    write_dialogue(folder / "dialogue.jsonl", sessions)
+    write_file(folder / "dialogue.jsonl", sessions, METHODS)
     with (folder / "dialogue.jsonl").open("rb") as f:
         upload = ingest(f, "dialogue.jsonl", store, uploads)
     dialogue = create_evaluation(store, upload["id"], environ=env)
     kind, job = runner.load(dialogue["id"])
     runner.plan(kind, job)
-    judge_at_random(store, dialogue["id"], sessions)
+    fill_judgments(store, dialogue["id"], sessions, METHODS)
     store.set_result(dialogue["id"], kind.score(job))
     return f"/evaluations/{dialogue['id']}"
 

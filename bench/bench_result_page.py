@@ -33,22 +33,22 @@ MAX_RENDER_S = 0.3
 MAX_BYTES = 2 * 1024 * 1024
 
 
-def write_file(path: Path, sessions: int) -> None:
-    """A dialogue file of the benchmark's size."""
+def write_file(path: Path, sessions: int, methods: tuple[str, ...] = METHODS) -> None:
+    """A dialogue file of the benchmark's size (ROUNDS rounds, a reply of every method in each)."""
     with path.open("w", encoding="utf-8") as f:
         for s in range(sessions):
             rounds = [{"round": k, "user_message": f"message {k} of session {s}",
-                       "responses": {m: f"{m} says something kind in round {k}" for m in METHODS}}
+                       "responses": {m: f"{m} says something kind in round {k}" for m in methods}}
                       for k in range(1, ROUNDS + 1)]
             f.write(json.dumps({"session_id": f"s{s:05d}", "user_profile": "profile", "user_personality": "calm",
                                 "rounds": rounds}) + "\n")
 
 
-def fill_judgments(store, evaluation_id: str, sessions: int) -> None:
-    """Every judgment of the evaluation, scored at random."""
+def fill_judgments(store, evaluation_id: str, sessions: int, methods: tuple[str, ...] = METHODS) -> None:
+    """Every judgment of the evaluation, scored at random (no judge is called)."""
     rng = random.Random(0)
     rows = [(s, f"s{s:05d}", k, m, mode) for s in range(sessions) for k in range(1, ROUNDS + 1)
-            for m in METHODS for mode in ("fine", "binary")]
+            for m in methods for mode in ("fine", "binary")]
     store.add_pending(evaluation_id, rows)
     results = []
     for s, _sid, k, m, mode in rows:

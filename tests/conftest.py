@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from html.parser import HTMLParser
 from pathlib import Path
 
 # Imported while collecting, before any test starts a thread: Python 3.11.7 corrupts its AST-building state
@@ -93,6 +94,22 @@ def session_line(session_id: str = "s1", rounds: int = 3, methods=("A", "B"), **
             "rounds": [{"round": k, "user_message": f"message {k}",
                         "responses": {m: f"reply {k} from {m}" for m in methods}} for k in range(1, rounds + 1)],
             **extra}
+
+
+class _ElementCount(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def handle_starttag(self, tag, attrs) -> None:
+        self.count += 1
+
+
+def element_count(html: str) -> int:
+    """The number of elements of an HTML text."""
+    counter = _ElementCount()
+    counter.feed(html)
+    return counter.count
 
 
 def jsonl(*sessions: dict) -> bytes:

@@ -3,7 +3,6 @@ at the chart's edge, no legend over the x axis's title or tick labels, no legend
 window is resized), and no radar tick label over the radial axis's."""
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -14,21 +13,13 @@ from tests.conftest import jsonl, session_line
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Chromium not found at {CHROMIUM}")
 
 if CHROMIUM.exists():
+    from tests.web.test_accessibility import _conversation_upload, _finished
     from tests.web.test_browser import browser, judge, mobility_evaluation, server  # noqa: F401
 
 PROBE = (Path(__file__).with_name("chart_probe.js")).read_text("utf-8")
 WIDTHS = (1280, 1440, 1920)
 # Long and CJK method names: the legend and the tables must make room for them.
 METHODS = ("Base", "Chain-of-Thought prompting", "RAG", "PersonaSteer (ours)", "个性化助手", "ALOE-7B-Instruct")
-
-
-def finished(server, evaluation_id: str) -> str:
-    """Wait until an evaluation started in the background ends."""
-    deadline = time.monotonic() + 60
-    while server.call(f"/api/evaluations/{evaluation_id}")["status"] in ("queued", "running"):
-        assert time.monotonic() < deadline, f"evaluation {evaluation_id} did not finish"
-        time.sleep(0.1)
-    return evaluation_id
 
 
 @pytest.fixture(scope="module")
@@ -45,10 +36,9 @@ def chart_pages(server, judge) -> dict[str, str]:  # noqa: F811
              "agentbench compare": f"/compare?ids={agentbench[0]}&ids={agentbench[1]}"}
     mobility = mobility_evaluation(server)
     if mobility:
-        other = finished(server, mobility_evaluation(server))  # the same reference set, uploaded again
-        found["mobility result"] = f"/evaluations/{finished(server, mobility)}"
+        other = _finished(server, mobility_evaluation(server))  # the same reference set, uploaded again
+        found["mobility result"] = f"/evaluations/{_finished(server, mobility)}"
         found["mobility compare"] = f"/compare?ids={mobility}&ids={other}"
-    from tests.web.test_accessibility import _conversation_upload
 
     conversation = _conversation_upload()
     if conversation:

@@ -3,29 +3,12 @@ rest a click away), so the page stays light; the offline report keeps every agen
 from __future__ import annotations
 
 import re
-from html.parser import HTMLParser
 
 from tests.benchmarks.agentbench.test_agentbench import AGENT_A, make_zip, runs_line, tree
 from tests.benchmarks.agentbench.test_agentbench_pipeline import RUN, evaluate, upload
+from tests.conftest import element_count
 
 AGENTS = [f"agent-{i:02d}" for i in range(25)]  # 25 agents x 8 tasks: 200 rows per table unpaged
-
-
-class ElementCount(HTMLParser):
-    """The number of elements of an HTML text."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.count = 0
-
-    def handle_starttag(self, tag, attrs) -> None:
-        self.count += 1
-
-
-def elements(html: str) -> int:
-    counter = ElementCount()
-    counter.feed(html)
-    return counter.count
 
 
 def table_rows(html: str, section: str) -> list[str]:
@@ -58,7 +41,7 @@ def test_the_agent_x_task_tables_show_ten_agents_a_page(client):
     for wrong in ("99", "0", "x"):  # out of range or not a number: the nearest page, never an error
         assert client.get(f"/evaluations/{evaluation_id}?agents_page={wrong}").status_code == 200
     report = client.get(f"/evaluations/{evaluation_id}/report.html").get_data(as_text=True)  # every agent
-    assert elements(first) < 2000 < elements(report) and elements(last) < 2000
+    assert element_count(first) < 2000 < element_count(report) and element_count(last) < 2000
 
 
 def test_the_offline_report_lists_every_agent(client):

@@ -5,31 +5,13 @@ from __future__ import annotations
 import io
 import random
 import re
-from html.parser import HTMLParser
 
 from pipeline.ingest import ingest
 from pipeline.jobs import create_evaluation
-from tests.conftest import jsonl, session_line
+from tests.conftest import element_count, jsonl, session_line
 
 METHODS = ("Base", "CoT", "RAG", "Memory", "Persona", "Ours")
 SESSIONS, ROUNDS = 500, 3
-
-
-class ElementCount(HTMLParser):
-    """The number of elements of an HTML text."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.count = 0
-
-    def handle_starttag(self, tag, attrs) -> None:
-        self.count += 1
-
-
-def elements(html: str) -> int:
-    counter = ElementCount()
-    counter.feed(html)
-    return counter.count
 
 
 def large_result(app) -> str:
@@ -59,6 +41,6 @@ def test_a_500_session_6_method_result_page_has_under_3000_elements(app, client)
     page = client.get(f"/evaluations/{evaluation_id}").get_data(as_text=True)
     assert len(re.findall(r'<details class="session"', page)) == 20 and "Page 1 of 25" in page
     assert page.count('class="chip on"') == len(METHODS)
-    assert elements(page) < 3000
+    assert element_count(page) < 3000
     grid = client.get(f"/evaluations/{evaluation_id}/view/grid").get_data(as_text=True)
-    assert elements(grid) < 3000
+    assert element_count(grid) < 3000
