@@ -7,6 +7,8 @@ one browser serve the whole module; every test gets a fresh browser context (no 
 Screenshots for the docs are made by an explicit run, not by pytest:
 
     python -m tests.web.test_browser --screenshots        # writes docs/screenshots/*.png
+
+(with a CJK font installed, e.g. Debian's fonts-noto-cjk, or the Chinese screenshot shows empty boxes)
 """
 from __future__ import annotations
 

@@ -51,8 +51,9 @@ def test_a_page_shows_the_names_in_that_font(client):
             page.route("http://dashboard.test/**", lambda route: route.fulfill(
                 body=font if route.request.url.endswith(".woff2") else css,
                 content_type="font/woff2" if route.request.url.endswith(".woff2") else "text/css"))
+            # The face asked for by name: on a machine with a CJK font the stack's earlier fonts would serve these.
             page.set_content('<link rel="stylesheet" href="http://dashboard.test/static/css/style.css">'
-                             '<p>中文 한국어</p>')
+                             '<p style="font-family: \'Language names\', monospace">中文 한국어</p>')
             page.wait_for_function("document.fonts.status === 'loaded'")
             assert page.evaluate("""() => document.fonts.check('15px "Language names"', '中文한국어')
                 && [...document.fonts].some(f => f.family.includes('Language names') && f.status === 'loaded')""")
