@@ -48,11 +48,20 @@ PROBLEMS = {"en": {"empty": "it is empty", "too_long": f"it is longer than {MAX_
             "zh": {"empty": "内容为空", "too_long": f"超过 {MAX_USER_CHARS} 个字符",
                    "as_assistant": "它以助手的身份说话"}}
 
-# Openings that mark a message written as the assistant rather than as the user.
-AS_ASSISTANT = re.compile(
-    r"^\s*(assistant|ai|system|助手|助理|系统)\s*[:：]|\bas an ai\b|\bi am an ai\b|\bi'm an ai\b|"
-    r"\bhow (can|may) i (help|assist) you\b|作为(一个)?\s*ai|我是(一个)?\s*(ai|人工智能)|有什么(可以|能)帮",
-    re.IGNORECASE)
+# What marks a message written as the assistant rather than as the user: a role label, a model speaking of itself,
+# an offer of help. Each is narrow enough to let a user say "I work on AI safety", "As an AI researcher, I ..." or
+# "有什么可以帮我省钱的办法吗".
+AS_ASSISTANT_PATTERNS = (
+    r"^\s*(assistant|ai|system|助手|助理|系统)\s*[:：]",  # a role label
+    r"\bas an ai( language model| assistant| model)?\s*,",  # "As an AI, ..."
+    r"\bi(?:'m| am) (an ai( language model| assistant| model)|an ai\b(?!\s+[a-z])|a (large )?language model)",
+    r"\bhow (can|may) i (help|assist) you\b|\banything else i can (help you with|do for you)\b",
+    r"作为(一个)?\s*(ai|人工智能)\s*(助手|语言模型|模型|[，,])",
+    r"我是(你的)?(一个)?\s*(ai|人工智能)\s*(助手|语言模型|模型)|我是(一个)?\s*(ai|人工智能)(?=[，。！,.!\s]|$)",
+    r"我是一个(大)?语言模型",
+    r"有什么(我)?(可以|能|需要)(我)?(帮|为)(你|您)|(我)?(能|可以)为(你|您)做(些)?什么",
+)
+AS_ASSISTANT = re.compile("|".join(f"(?:{pattern})" for pattern in AS_ASSISTANT_PATTERNS), re.IGNORECASE)
 
 
 def system_message(persona: Persona, language: str) -> str:
