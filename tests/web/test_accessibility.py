@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from simulate.personas import BUILTIN as BUILTIN_PERSONAS
 from tests.browser_support import CHROMIUM, SAMPLE, axe_violations
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Chromium not found at {CHROMIUM}")
@@ -59,6 +60,7 @@ def pages(server, judge, sample_evaluation) -> dict[str, str]:  # noqa: F811
             time.sleep(0.1)
         found["mobility result"] = f"/evaluations/{mobility}"
     found["agentbench result"] = f"/evaluations/{server.evaluate(server.upload(*_agentbench_upload()))['id']}"
+    found["personas upload"] = f"/uploads/{server.upload(BUILTIN_PERSONAS.read_bytes(), 'personas.jsonl')}"
     return found
 
 
@@ -77,7 +79,7 @@ def _agentbench_upload() -> tuple[bytes, str]:
 
 @pytest.mark.parametrize("name", ["upload", "upload detail", "result", "list", "settings", "compare",
                                   "compare picker", "row diff", "grid", "prompt", "share", "conversation result",
-                                  "mobility result", "agentbench result"])
+                                  "mobility result", "agentbench result", "personas upload"])
 def test_page_has_no_serious_accessibility_violation(browser, server, pages, name):  # noqa: F811
     if name not in pages:
         pytest.skip("its sample data (Human-vs-Agent, DailyMobility) is not in ../shared/data")
@@ -88,4 +90,11 @@ def test_page_has_no_serious_accessibility_violation(browser, server, pages, nam
 @pytest.mark.parametrize("language", ["zh", "ko"])
 def test_result_page_in_other_languages_has_no_serious_violation(browser, server, pages, language):  # noqa: F811
     found = violations(browser, server.url + pages["result"], language)
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("language", ["zh", "ko"])
+def test_personas_upload_page_in_other_languages_has_no_serious_violation(browser, server, pages,  # noqa: F811
+                                                                        language):
+    found = violations(browser, server.url + pages["personas upload"], language)
     assert not found, "\n".join(found)
