@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from simulate import personas as simulate_personas
-from tests.conftest import jsonl
+from tests.conftest import jsonl, session_line
 
 
 def persona(persona_id: str = "p1", **extra) -> dict:
@@ -128,3 +128,19 @@ def test_the_upload_form_shows_a_bad_personas_file_line_by_line_and_takes_a_good
 
 def test_the_upload_page_describes_the_personas_format(client):
     assert "Personas for a simulation are accepted too" in client.get("/").get_data(as_text=True)
+
+
+def test_a_dialogue_file_sent_as_personas_is_told_what_a_persona_needs(client):
+    resp = client.post("/api/uploads", data={"file": (io.BytesIO(jsonl(session_line("s1"))), "log.jsonl"),
+                                             "kind": "personas"}, content_type="multipart/form-data")
+    assert resp.status_code == 400
+    assert [(p["line"], p["path"]) for p in resp.get_json()["problems"]] == [(1, "persona_id")]
+
+
+def test_flask_score_of_a_personas_file_says_it_is_not_scored(app, tmp_path):
+    path = tmp_path / "people.jsonl"
+    path.write_bytes(jsonl(persona("a"), persona("b")))
+    result = app.test_cli_runner().invoke(args=["score", str(path)])
+    assert result.exit_code == 2
+    assert "A personas file is not scored" in result.stderr and "/simulations/new" in result.stderr
+    assert result.stdout == ""
