@@ -10,7 +10,7 @@ import re
 
 from simulate.personas import Persona
 
-PROMPT_VERSION = "psb-simulator-2026.11-1"  # part of the cache key: change it when the wording changes
+PROMPT_VERSION = "psb-simulator-2026.11-2"  # part of the cache key: change it when the wording changes
 LANGUAGES = ("en", "zh")
 MAX_USER_CHARS = 1200  # a message longer than this is not one a person types in a chat
 
@@ -24,6 +24,8 @@ SYSTEM = {
         "sentences), natural, in English.\n"
         "- Reveal the profile gradually and naturally, a little at a time, as the conversation gives occasion; "
         "never list it all at once.\n"
+        "- React to the assistant's last reply as this person would: follow up, push back, or move on to what they "
+        "need next.\n"
         "- Never speak as the assistant: do not offer help, answers or advice, and never say that you are an AI "
         "or simulated.\n"
         "- No role label, name or quotation marks around the message."
@@ -34,6 +36,7 @@ SYSTEM = {
         "\n规则：\n"
         "- 只写这个人发给助手的下一条消息，就像他本人会打出来的那样：简短（一到三句）、自然，用中文。\n"
         "- 随着对话的进行，逐步、自然地透露人物资料，每次一点；不要一次全部列出。\n"
+        "- 像这个人那样回应助手的上一条回复：追问、反驳，或者转到他接下来需要的事。\n"
         "- 绝不以助手的身份说话：不要提供帮助、答案或建议，也不要说自己是 AI 或模拟的。\n"
         "- 不要加角色标签、名字或引号。"
     ),

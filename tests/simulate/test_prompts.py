@@ -2,6 +2,9 @@
 the retry note, the checks of what the simulator writes, and what a method is sent at round k."""
 from __future__ import annotations
 
+import hashlib
+import json
+
 import pytest
 
 from simulate import prompts
@@ -27,6 +30,7 @@ def test_the_system_message_in_english_and_chinese_says_its_labels_and_rules_in_
         in english
     assert f"人物资料：{NURSE.user_profile}\n性格：{NURSE.user_personality}\n场景：{NURSE.scenario}\n" in chinese
     assert "Never speak as the assistant" in english and "Reveal the profile gradually" in english
+    assert "React to the assistant's last reply" in english and "回应助手的上一条回复" in chinese
     assert "绝不以助手的身份说话" in chinese and "逐步、自然地透露人物资料" in chinese
 
 
@@ -132,3 +136,12 @@ def test_a_method_sees_its_system_prompt_the_users_messages_and_its_own_replies(
 def test_a_method_at_round_k_needs_exactly_k_minus_one_replies(users, replies):
     with pytest.raises(ValueError, match="rounds 1..k-1"):
         prompts.method_messages(None, users, replies)
+
+
+def test_the_wording_cannot_change_without_a_new_prompt_version():
+    # The version is part of every simulator call's cache key: a changed wording under the same version would be
+    # answered from the cache with answers to the old one. Changing the wording: bump PROMPT_VERSION, then this hash.
+    wording = json.dumps([prompts.SYSTEM, prompts.SCENARIO, prompts.START, prompts.RETRY, prompts.PROBLEMS],
+                         ensure_ascii=False, sort_keys=True)
+    assert (prompts.PROMPT_VERSION, hashlib.sha256(wording.encode()).hexdigest()) == (
+        "psb-simulator-2026.11-2", "253d440cc33d0a1a8f377b38bbecdbb16acb569784ad362ee89cb8d1c6c275b0")
