@@ -127,7 +127,8 @@ def test_the_upload_form_shows_a_bad_personas_file_line_by_line_and_takes_a_good
 
 
 def test_the_upload_page_describes_the_personas_format(client):
-    assert "Personas for a simulation are accepted too" in client.get("/").get_data(as_text=True)
+    page = client.get("/").get_data(as_text=True)
+    assert "Personas for a simulation are accepted too" in page and "Personas for a simulation: .jsonl." in page
 
 
 def test_a_dialogue_file_sent_as_personas_is_told_what_a_persona_needs(client):
