@@ -1,4 +1,4 @@
-"""The one place that registers benchmark kinds: the four built in, and any added with `register`."""
+"""The one place that registers benchmark kinds: the five built in, and any added with `register`."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,6 +12,7 @@ from benchmarks.dialogue.kind import DialogueKind
 from benchmarks.host import Table
 from benchmarks.kind import Kind
 from benchmarks.mobility.kind import MobilityKind
+from benchmarks.personas.kind import PersonasKind
 
 _KINDS: dict[str, Kind] = {}
 
@@ -76,5 +77,6 @@ def template_loader() -> jinja2.BaseLoader:
     return jinja2.PrefixLoader(_TemplateFolders())
 
 
-for _kind in (MobilityKind(), AgentBenchKind(), ConversationKind(), DialogueKind()):
+# personas before conversation: its sniff is the stricter (a first line with persona_id and user_profile)
+for _kind in (MobilityKind(), AgentBenchKind(), PersonasKind(), ConversationKind(), DialogueKind()):
     register(_kind)

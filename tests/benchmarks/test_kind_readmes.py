@@ -1,10 +1,12 @@
 """Each kind package's README.md against its code: a newcomer finds any metric's definition from it.
 
-- every kind package (a folder of benchmarks/ with a kind.py) has a README.md with a "## Metrics" table whose
+- every kind package (a folder of benchmarks/ with a kind.py) has a README.md; a kind that scores (it has a
+  metrics.py) has a "## Metrics" table whose
   rows read name | definition | function, the function cell naming a module as a link and its functions in
   backticks ("[metrics.py](metrics.py) `score`"), or each as "`benchmarks/<kind>/metrics.py:score`";
 - every function a row names exists in the module it links;
 - every public function of the package's metrics.py has a row;
+- a kind that scores nothing (personas) says so under its "## Metrics";
 - every relative link of the README reaches a file, and its #anchor a heading.
 """
 from __future__ import annotations
@@ -22,6 +24,7 @@ from tests.test_docs import LINK, _without_code_blocks, anchors
 BENCHMARKS = ROOT / "benchmarks"
 KIND_PACKAGES = sorted(path.parent.name for path in BENCHMARKS.glob("*/kind.py"))
 DOCUMENTED = [name for name in KIND_PACKAGES if (BENCHMARKS / name / "README.md").exists()]
+SCORED = [name for name in DOCUMENTED if (BENCHMARKS / name / "metrics.py").exists()]
 CITATION = re.compile(r"\[[^\]]*\]\(([^)\s]+\.py)\)((?:\s*,?\s*`[A-Za-z_][\w.]*`)+)")  # relative to the README
 QUALIFIED = re.compile(r"`([\w/]+\.py):([A-Za-z_][\w.]*)`")  # relative to the repository
 RULE = re.compile(r"\|[\s:|-]+\|")
@@ -52,14 +55,15 @@ def cited(kind: str, cell: str) -> list[tuple[str, str]]:
 
 
 def test_the_kind_packages_are_found():
-    assert set(KIND_PACKAGES) == {"agentbench", "conversation", "dialogue", "mobility"}
+    assert set(KIND_PACKAGES) == {"agentbench", "conversation", "dialogue", "mobility", "personas"}
+    assert set(SCORED) == {"agentbench", "conversation", "dialogue", "mobility"}
 
 
 def test_every_kind_package_has_a_readme():
     assert sorted(set(KIND_PACKAGES) - set(DOCUMENTED)) == []
 
 
-@pytest.mark.parametrize("kind", DOCUMENTED)
+@pytest.mark.parametrize("kind", SCORED)
 def test_every_metric_row_names_a_function_that_exists(kind):
     rows = metric_rows(kind)
     assert len(rows) >= 5
@@ -75,7 +79,14 @@ def test_every_metric_row_names_a_function_that_exists(kind):
             assert callable(target), f"{kind}: {module_name}.{name} is not a function"
 
 
-@pytest.mark.parametrize("kind", DOCUMENTED)
+@pytest.mark.parametrize("kind", sorted(set(DOCUMENTED) - set(SCORED)))
+def test_a_kind_that_scores_nothing_says_so(kind):
+    section = readme(kind).read_text(encoding="utf-8").split("\n## Metrics\n", 1)[1].split("\n## ", 1)[0]
+    assert section.lstrip().startswith("None: ") and "not scored" in section
+    assert "|" not in section
+
+
+@pytest.mark.parametrize("kind", SCORED)
 def test_every_public_metric_function_has_a_row(kind):
     module_name = f"benchmarks.{kind}.metrics"
     module = importlib.import_module(module_name)

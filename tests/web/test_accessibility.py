@@ -18,6 +18,7 @@ import urllib.request
 
 import pytest
 
+from simulate.personas import BUILTIN as BUILTIN_PERSONAS
 from tests.browser_support import CHROMIUM, SAMPLE, DashboardServer, axe_violations, new_context, require_axe
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Chromium not found at {CHROMIUM}")
@@ -31,7 +32,7 @@ PAGES = ("upload", "upload detail", "result", "grid", "prompt", "report", "list"
          "row diff", "settings", "share", "share grid", "share report", "share row diff", "not found",
          "conversation result", "conversations", "transcript", "transcript raw", "conversation compare",
          "mobility result", "references", "mobility compare",
-         "agentbench result", "samples", "agentbench compare", "login", "account")
+         "agentbench result", "samples", "agentbench compare", "personas upload", "login", "account")
 AUTH_PAGES = {"login": "/login", "account": "/account"}  # served by a second server, with accounts on
 PASSWORD = "correct horse battery staple"
 
@@ -133,6 +134,7 @@ def pages(server, judge, sample_evaluation, tmp_path_factory) -> dict[str, str]:
     found["agentbench result"] = f"/evaluations/{agentbench}"
     found["samples"] = _link(server, found["agentbench result"], "/view/samples")
     found["agentbench compare"] = f"/compare?ids={agentbench}&ids={_again(server, agentbench)}"
+    found["personas upload"] = f"/uploads/{server.upload(BUILTIN_PERSONAS.read_bytes(), 'personas.jsonl')}"
     return found
 
 
