@@ -95,3 +95,21 @@ def test_not_json_unknown_ids_and_finished_runs(sim_app):
     assert wait(client, simulation_id)["status"] == "done"
     assert client.post(f"/api/simulations/{simulation_id}/cancel").status_code == 409
     assert client.post(f"/api/simulations/{simulation_id}/resume").status_code == 409
+
+
+def test_cancel_and_resume_over_the_api(sim_app, judge_server):
+    judge_server.latency_s = 0.1
+    client = sim_app.test_client()
+    simulation_id = client.post("/api/simulations", json=body(rounds=3)).get_json()["id"]
+    deadline = time.monotonic() + 30
+    while client.get(f"/api/simulations/{simulation_id}").get_json()["progress"]["done"] < 2 \
+            and time.monotonic() < deadline:
+        time.sleep(0.02)
+    cancelled = client.post(f"/api/simulations/{simulation_id}/cancel")
+    assert cancelled.status_code == 202 and cancelled.get_json()["status"] == "running"  # until its calls end
+    stopped = wait(client, simulation_id)
+    assert stopped["status"] == "cancelled" and stopped["progress"]["done"] < stopped["progress"]["total"]
+    resumed = client.post(f"/api/simulations/{simulation_id}/resume")
+    assert resumed.status_code == 202
+    done = wait(client, simulation_id)
+    assert done["status"] == "done" and done["progress"]["done"] == done["progress"]["total"] == 2 * 3 * 3 - 1
