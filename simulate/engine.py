@@ -34,23 +34,29 @@ def _accept_user_message(answer: str) -> tuple[dict | None, str | None]:
 
 class Engine:
     """Runs one simulation's turns with a Judge per speaker (`configs`: speaker name -> JudgeConfig), keeping each
-    turn in the store as it completes."""
+    turn in the store as it completes; `personas` (first, last), when given, limits it to those personas'
+    conversations (a Celery block)."""
 
     def __init__(self, store: Store, simulation_id: str, plan: Plan, configs: Mapping[str, JudgeConfig],
-                 cache: Any = None) -> None:
+                 cache: Any = None, personas: tuple[int, int] | None = None) -> None:
         self.store = store
         self.simulation_id = simulation_id
         self.plan = plan
         self.configs = configs
         self.cache = JudgeCache(store) if cache is None else cache
-        self.conversations = {c.index: c for c in plan.conversations()}
+        self.conversations = {c.index: c for c in plan.conversations()
+                              if personas is None or personas[0] <= c.persona_index <= personas[1]}
         self.kept: dict[tuple[int, int, str], dict] = {}
+
+    def load(self) -> None:
+        """Read the turns kept so far."""
+        self.kept = {(t["conversation"], t["round"], t["speaker"]): t
+                     for t in self.store.simulation_turns(self.simulation_id)}
 
     def run(self, should_stop: Callable[[], bool] = lambda: False,
             on_progress: Callable[[dict], None] | None = None) -> None:
         """Ask every turn still missing, wave after wave, until none is ready or should_stop() is true."""
-        self.kept = {(t["conversation"], t["round"], t["speaker"]): t
-                     for t in self.store.simulation_turns(self.simulation_id)}
+        self.load()
         while not should_stop():
             steps = self.ready_steps()
             if not steps:

@@ -31,6 +31,7 @@ class Conversation:
     persona: Persona
     methods: tuple[str, ...]
     partner: str
+    persona_index: int = 0  # the persona's place in the simulation (Celery blocks are ranges of these)
 
 
 @dataclass(frozen=True)
@@ -76,8 +77,8 @@ class Plan:
         per persona and method, in that order (persona by persona)."""
         names = [m.name for m in self.methods]
         if self.protocol == "shared":
-            return [Conversation(i, p, tuple(names), self.reference) for i, p in enumerate(self.personas)]
-        return [Conversation(i * len(names) + j, p, (name,), name)
+            return [Conversation(i, p, tuple(names), self.reference, i) for i, p in enumerate(self.personas)]
+        return [Conversation(i * len(names) + j, p, (name,), name, i)
                 for i, p in enumerate(self.personas) for j, name in enumerate(names)]
 
     def total(self) -> int:

@@ -80,7 +80,11 @@ def _personas(store, uploads: blobs.Blobs | None, request: Mapping) -> tuple[str
     if upload_id and named:
         raise RequestError(_("Send either 'personas_upload_id' or \"personas\": \"builtin\", not both."))
     if named == "builtin" and not upload_id:
-        return "builtin", persona_source.builtin()
+        try:
+            return "builtin", persona_source.builtin()
+        except OSError as exc:  # an installation without the file
+            raise RequestError(_("The built-in personas cannot be read (%(error)s); upload a personas file instead.",
+                                 error=exc.strerror or exc)) from exc
     if named not in (None, "") or not upload_id:
         raise RequestError(_("Choose the personas: \"personas\": \"builtin\", or 'personas_upload_id' with the id of "
                              "a personas or dialogue upload."))

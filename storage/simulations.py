@@ -104,6 +104,14 @@ class Simulations:
                          " GROUP BY speaker, model, endpoint ORDER BY speaker, model, endpoint",
                          {"sid": simulation_id})
 
+    def uploads_of_kinds(self, kinds: list[str], limit: int = 200) -> list[dict]:
+        """The newest uploads of these kinds (id, kind, filename, title, created_at): the Run page's personas."""
+        with self._connection() as con:
+            rows = con.execute(text_query_in("SELECT id, kind, filename, title, created_at FROM uploads"
+                                             " WHERE kind IN :kinds ORDER BY created_at DESC, id LIMIT :n", "kinds"),
+                               {"kinds": list(kinds), "n": limit})
+            return [dict(row._mapping) for row in rows]
+
     def delete_simulation(self, simulation_id: str) -> None:
         """Forget a simulation and its turns (the uploads and evaluations it made stay)."""
         with self._writing() as con:

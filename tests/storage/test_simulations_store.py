@@ -56,3 +56,11 @@ def test_a_simulation_keeps_its_settings_state_and_turns(store):
 
     store.delete_simulation("s1")
     assert store.get_simulation("s1") is None and store.simulation_turns("s1") == []
+
+
+def test_uploads_of_kinds_lists_the_newest_first(store):
+    for number, kind in enumerate(("dialogue", "mobility", "personas")):
+        store.add_upload({"id": f"u{number}", "sha256": f"h{number}", "kind": kind, "filename": f"f{number}.jsonl",
+                          "size": 1, "summary": {}, "warnings": [], "created_at": f"2026-01-0{number + 1}T00:00:00"})
+    assert [(u["id"], u["kind"]) for u in store.uploads_of_kinds(["personas", "dialogue"])] == [
+        ("u2", "personas"), ("u0", "dialogue")]
