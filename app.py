@@ -94,14 +94,18 @@ def create_app(config: dict | None = None) -> Flask:
     judge_settings = JudgeSettings(store, fernet, app.config["JUDGE_ENV"], app.config["JUDGE_KEY_FILE"])
     uploads, results = blobs.for_config(app.config)  # the two folders, or the bucket of STORAGE_URL
     runner = Runner(store, uploads, results, judge_settings.environ)
+    # simulations run on threads of this process; their files' evaluations on the evaluations' runner
+    simulations = SimulationRunner(store, uploads, runner, judge_settings.environ)
     if broker:
         from pipeline import queue_runner  # Celery only when a broker is configured
+        from simulate import queue as simulation_queue
 
         runner = queue_runner.init_app(app, broker, runner)  # app.extensions["celery"]; `flask score` stays local
+        simulations = simulation_queue.init_celery(
+            app.extensions["celery"], SimulationRunner(store, uploads, runner, judge_settings.environ), runner.redis)
     app.extensions["store"] = store
     app.extensions["runner"] = runner
-    # simulations run on threads of this process; their files' evaluations on the evaluations' runner
-    app.extensions["simulations"] = SimulationRunner(store, uploads, runner, judge_settings.environ)
+    app.extensions["simulations"] = simulations
     app.extensions["judge_settings"] = judge_settings
     app.extensions["uploads"], app.extensions["results"] = uploads, results
     app.extensions["site"] = Site(store, uploads, stored_name)  # what the kinds' pages read (benchmarks/host.py)
