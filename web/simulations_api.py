@@ -5,10 +5,11 @@ from datetime import datetime, timezone
 
 from flask import Blueprint, abort, current_app, jsonify, request, url_for
 
+from judge import prices
 from pipeline.jobs import RequestError
 from simulate.jobs import SimulationRunner
 from translations import _
-from web import get_store
+from web import get_judge_settings, get_store
 
 bp = Blueprint("simulations_api", __name__, url_prefix="/api/simulations")
 
@@ -33,11 +34,23 @@ def progress(simulation: dict) -> dict:
     return out
 
 
+def _cost(row: dict, price: dict) -> float | None:
+    """What a speaker's tokens cost at the prices set (per million prompt and completion tokens), or None."""
+    if price.get("prompt") is None or price.get("completion") is None:
+        return None
+    return round(((row["prompt_tokens"] or 0) * price["prompt"] + (row["completion_tokens"] or 0) * price["completion"])
+                 / 1_000_000, 6)
+
+
 def simulation_status(simulation: dict) -> dict:
     """What the API says of a simulation: status, progress, the uploads it wrote and the evaluations scoring them,
-    and the tokens each speaker's model used."""
-    usage = [{k: row[k] for k in ("speaker", "model", "endpoint", "turns", "attempts", "cache_hits", "failed",
-                                  "prompt_tokens", "completion_tokens")}
+    and the calls, tokens and cost (at the prices set, when they are) of each speaker's model."""
+    try:
+        price = prices(get_judge_settings().environ())
+    except ValueError:  # a bad price setting: the settings page says why
+        price = {}
+    usage = [{**{k: row[k] for k in ("speaker", "model", "endpoint", "turns", "attempts", "cache_hits", "failed",
+                                     "prompt_tokens", "completion_tokens")}, "cost": _cost(row, price)}
              for row in get_store().simulation_usage(simulation["id"])]
     settings = simulation["settings"]
     return {"id": simulation["id"], "status": simulation["status"], "error": simulation["error"],

@@ -68,6 +68,10 @@ def test_the_run_page_estimates_then_starts_and_the_status_page_shows_the_transc
     assert wait(client, simulation_id)["status"] == "done"
     status = client.get(f"/simulations/{simulation_id}").get_data(as_text=True)
     assert P2.opening in status and "11 of 11 turns" in status
+    usage = client.get(f"/api/simulations/{simulation_id}").get_json()["usage"]
+    for row in usage:  # at 2 and 10 per million prompt and completion tokens
+        assert row["cost"] == round((row["prompt_tokens"] * 2 + row["completion_tokens"] * 10) / 1e6, 6)
+    assert sorted(u["speaker"] for u in usage) == ["A", "B", "user"] and all(u["prompt_tokens"] for u in usage)
     assert "Dialogue file" in status and f"simulation-{simulation_id}.jsonl" in status
     listing = client.get("/simulations").get_data(as_text=True)
     assert simulation_id in listing and "A, B" in listing

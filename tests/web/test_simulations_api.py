@@ -113,3 +113,23 @@ def test_cancel_and_resume_over_the_api(sim_app, judge_server):
     assert resumed.status_code == 202
     done = wait(client, simulation_id)
     assert done["status"] == "done" and done["progress"]["done"] == done["progress"]["total"] == 2 * 3 * 3 - 1
+
+
+@pytest.mark.parametrize("sent", [
+    [], "builtin", {"personas": ["builtin"]}, {"personas": "builtin", "methods": [1, 2]},
+    {"personas": "builtin", "simulator": ["m"], "methods": [{"name": "A", "model": "a"}], "rounds": 1},
+    {"personas": "builtin", "simulator": {"model": SIMULATOR, "language": 5},
+     "methods": [{"name": "A", "model": "a"}], "rounds": 1},
+    {"personas_upload_id": 7, "simulator": {"model": SIMULATOR}, "methods": [{"name": "A", "model": "a"}],
+     "rounds": 1},
+    {**body(), "methods": [{"name": 5, "model": "model-a", "endpoint": "local"}]},
+    {**body(), "methods": [{"name": "A", "model": "model-a", "endpoint": "local", "system_prompt": ["x"]}]},
+    {**body(), "methods": [{"name": "A", "model": "model-a", "endpoint": ["local"]}]},
+    {**body(), "reference": ["A"]}, {**body(), "rounds": 2.0}, {**body(), "rounds": True},
+    {**body(), "score": "maybe"}, {**body(), "score": True, "judges": "x"}, {**body(), "judge": [1]},
+    {**body(), "sample": -1}, {**body(), "protocol": ["shared"]},
+])
+def test_malformed_bodies_are_a_400_never_a_500(sim_app, judge_server, sent):
+    answer = sim_app.test_client().post("/api/simulations", json=sent)
+    assert answer.status_code == 400 and answer.get_json()["error"]
+    assert judge_server.requests == 0
