@@ -28,6 +28,7 @@ from translations import _, ngettext
 log = logging.getLogger(__name__)
 FINISHED = ("done", "incomplete", "failed", "cancelled")
 DATABASE_WAIT_S = 2.0
+SHOWN = 20  # persona ids an error names at most
 
 
 def create_simulation(store: Store, request: Any, environ: Mapping[str, str] = os.environ,
@@ -208,5 +209,6 @@ def _problems(files: list[Output], kept: Mapping) -> list[str]:
                                  reason=failed.most_common(1)[0][0]))
     left = sorted({persona for out in files for persona in out.left_out})
     if left:
-        problems.append(_("Left out for want of one complete round: %(ids)s.", ids=", ".join(left)))
+        named = ", ".join(left[:SHOWN]) + (", …" if len(left) > SHOWN else "")
+        problems.append(_("Left out for want of one complete round: %(ids)s.", ids=named))
     return problems

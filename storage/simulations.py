@@ -53,7 +53,7 @@ class Simulations:
         """Move a simulation to a new status, stamping when its runs started and when it finished."""
         stamp = {"running": "started_at = COALESCE(started_at, :now), run_started_at = :now, finished_at = NULL,"
                             " run_done_at_start = (SELECT COUNT(*) FROM simulation_turns"
-                            " WHERE simulation_id = :id AND attempts + cached > 0),",
+                            " WHERE simulation_id = :id AND model <> ''),",
                  "queued": "finished_at = NULL,"}.get(status, "finished_at = :now,")
         self._write(f"UPDATE simulations SET {stamp} status = :status, error = :error WHERE id = :id",
                     {"now": now(), "status": status, "error": error, "id": simulation_id})
@@ -88,10 +88,11 @@ class Simulations:
                            {"sid": simulation_id})
 
     def simulation_progress(self, simulation_id: str) -> dict:
-        """Turns asked so far (a written opening is not one), those that failed, and those the cache answered."""
+        """Turns asked so far (a persona's opening, kept without a model, is not one), those that failed, and those
+        the cache answered."""
         row = self._one("SELECT COUNT(*) AS done, COALESCE(SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END), 0)"
                         " AS failed, COALESCE(SUM(cached), 0) AS cached FROM simulation_turns"
-                        " WHERE simulation_id = :sid AND attempts + cached > 0", {"sid": simulation_id}) or {}
+                        " WHERE simulation_id = :sid AND model <> ''", {"sid": simulation_id}) or {}
         return {"done": int(row.get("done") or 0), "failed": int(row.get("failed") or 0),
                 "cached": int(row.get("cached") or 0)}
 
@@ -100,7 +101,7 @@ class Simulations:
         return self._all("SELECT speaker, model, endpoint, COUNT(*) AS turns, SUM(attempts) AS attempts,"
                          " SUM(cached) AS cache_hits, SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END) AS failed,"
                          " SUM(prompt_tokens) AS prompt_tokens, SUM(completion_tokens) AS completion_tokens"
-                         " FROM simulation_turns WHERE simulation_id = :sid AND attempts + cached > 0"
+                         " FROM simulation_turns WHERE simulation_id = :sid AND model <> ''"
                          " GROUP BY speaker, model, endpoint ORDER BY speaker, model, endpoint",
                          {"sid": simulation_id})
 

@@ -287,3 +287,20 @@ def test_built_in_personas_that_cannot_be_read_are_a_refusal(tmp_path, judge_ser
     runner = make_runner(tmp_path, environment(judge_server.url))
     with pytest.raises(RequestError, match="The built-in personas cannot be read"):
         runner.create(request())
+
+
+def test_a_failed_request_shared_by_two_conversations_fails_both_and_counts_both(tmp_path, judge_server, builtin_two):
+    Recorder(judge_server)
+    judge_server.hook = lambda r: "400" if r["body"]["model"] == SIMULATOR else None  # refused, never retried
+    runner = make_runner(tmp_path, environment(judge_server.url))
+    simulation = runner.create(request("independent", rounds=1))
+    runner.run(simulation["id"])
+    done = runner.store.get_simulation(simulation["id"])
+    # P1's first user message is one request for A's and B's conversations: asked once, failed for both; P2 opens
+    # with its own message, so its conversations go on
+    assert judge_server.requests == 1 + 2
+    failed = [t for t in runner.store.simulation_turns(simulation["id"]) if t["status"] == "failed"]
+    assert [(t["conversation"], t["speaker"], t["attempts"]) for t in failed] == [(0, "user", 1), (1, "user", 0)]
+    assert runner.store.simulation_progress(simulation["id"]) == {"done": 4, "failed": 2, "cached": 0}
+    assert done["status"] == "incomplete" and done["error"].startswith("2 turns failed; the commonest reason: ")
+    assert done["error"].endswith("Left out for want of one complete round: p1.")

@@ -67,6 +67,9 @@ def test_a_simulation_started_over_the_api_becomes_scored_uploads(sim_app, judge
     assert sorted((u["speaker"], u["model"], u["turns"]) for u in done["usage"]) == [
         ("A", "model-a", 4), ("B", "model-b", 4), ("user", SIMULATOR, 6)]
     assert all(u["prompt_tokens"] > 0 for u in done["usage"])
+    page = client.get(f"/simulations/{simulation_id}").get_data(as_text=True)
+    ids = ",".join(done["evaluation_ids"])
+    assert f'href="/compare?ids={ids}"' in page  # the methods' evaluations side by side
     listed = client.get("/api/simulations").get_json()
     assert [s["id"] for s in listed] == [simulation_id]
 
