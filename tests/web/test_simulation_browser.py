@@ -2,6 +2,7 @@
 finds no serious violation on either page; screenshots in docs/screenshots/."""
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -50,5 +51,32 @@ def test_run_a_simulation_from_the_page(tmp_path, judge_server):
         page.screenshot(path=str(SHOTS / "simulation-status.png"), full_page=True)
         assert axe_violations(page) == []
         assert watch.errors == [] and watch.foreign_requests() == []
+        context.close()
+        chromium.close()
+
+
+def test_transcripts_opened_stay_open_while_the_page_reloads(tmp_path, judge_server):
+    from tests.simulate.support import Recorder
+
+    Recorder(judge_server)
+    judge_server.latency_s = 0.3  # slow enough for the page to reload a few times while it runs
+    with dashboard_server(tmp_path / "dashboard", judge_server.url) as server, sync_playwright() as playwright:
+        upload_id = server.upload(SAMPLE.read_bytes(), "personas-from-sessions.jsonl")
+        started = server.call("/api/simulations", json.dumps({
+            "personas_upload_id": upload_id, "simulator": {"model": "sim-model"}, "rounds": 6,
+            "methods": [{"name": "A", "model": "model-a"}]}).encode(), {"Content-Type": "application/json"})
+        chromium = launch_chromium(playwright)
+        context = new_context(chromium)
+        page = context.new_page()
+        watch = PageWatch(page)
+        page.goto(f"{server.url}/simulations/{started['id']}")
+        expect(page.locator("details.transcript").nth(1)).to_be_attached(timeout=20_000)  # the page reloads itself
+        page.locator("details.transcript summary").nth(1).click()  # open the second, close the first
+        page.locator("details.transcript summary").nth(0).click()
+        with page.expect_navigation(timeout=10_000):
+            pass  # the next reload
+        expect(page.locator("details.transcript").nth(1)).to_have_attribute("open", "")
+        expect(page.locator("details.transcript").nth(0)).not_to_have_attribute("open", "")
+        assert watch.errors == []
         context.close()
         chromium.close()
