@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 from flask import Blueprint, abort, redirect, render_template, request, url_for
 
+from benchmarks.host import csv_response
 from judge import prices
 from pipeline.jobs import RequestError
 from simulate.estimate import estimate
@@ -126,6 +127,39 @@ def status(simulation_id: str):
                            uploads=[u for u in uploads if u], left_out=sorted({
                                p for out in outputs(simulation_id, plan, kept) for p in out.left_out})
                            if simulation["status"] in ("done", "incomplete") else [])
+
+
+USAGE_COLUMNS = ("speaker", "model", "endpoint", "turns", "attempts", "cache_hits", "failed", "prompt_tokens",
+                 "completion_tokens", "cost")
+TURN_COLUMNS = ("persona_id", "method", "round", "speaker", "status", "text", "problem", "attempts", "cached",
+                "prompt_tokens", "completion_tokens", "model", "endpoint")
+
+
+@bp.get("/simulations/<simulation_id>/usage.csv")
+def usage_csv(simulation_id: str):
+    """Calls, tokens and cost of the simulator and of each method, one row per speaker and model."""
+    simulation = get_store().get_simulation(simulation_id) or abort(404)
+    rows = simulation_status(simulation)["usage"]
+    return csv_response(USAGE_COLUMNS, ([row[c] for c in USAGE_COLUMNS] for row in rows),
+                        f"simulation-{simulation_id}-usage.csv")
+
+
+@bp.get("/simulations/<simulation_id>/turns.csv")
+def turns_csv(simulation_id: str):
+    """Every turn kept so far: its persona, conversation's method (independent protocol), round, speaker, text,
+    problem, calls and tokens."""
+    simulation = get_store().get_simulation(simulation_id) or abort(404)
+    conversations = {c.index: c for c in Plan.from_settings(simulation["settings"]).conversations()}
+    independent = simulation["settings"]["protocol"] == "independent"
+
+    def rows():
+        for turn in get_store().simulation_turns(simulation_id):
+            c = conversations[turn["conversation"]]
+            yield [c.persona.persona_id, c.methods[0] if independent else "", turn["round"], turn["speaker"],
+                   turn["status"], turn["text"], turn["problem"] or "", turn["attempts"], turn["cached"],
+                   turn["prompt_tokens"], turn["completion_tokens"], turn["model"], turn["endpoint"]]
+
+    return csv_response(TURN_COLUMNS, rows(), f"simulation-{simulation_id}-turns.csv")
 
 
 @bp.post("/simulations/<simulation_id>/<any(cancel, resume, 'rerun-failed'):action>")

@@ -2,6 +2,8 @@
 (never a 500), untrusted text escaped, the transcripts, and cancel from the page."""
 from __future__ import annotations
 
+import csv
+import io
 import json
 import time
 
@@ -72,6 +74,17 @@ def test_the_run_page_estimates_then_starts_and_the_status_page_shows_the_transc
     for row in usage:  # at 2 and 10 per million prompt and completion tokens
         assert row["cost"] == round((row["prompt_tokens"] * 2 + row["completion_tokens"] * 10) / 1e6, 6)
     assert sorted(u["speaker"] for u in usage) == ["A", "B", "user"] and all(u["prompt_tokens"] for u in usage)
+    usage_csv = client.get(f"/simulations/{simulation_id}/usage.csv")
+    assert usage_csv.headers["Content-Disposition"].endswith(f'simulation-{simulation_id}-usage.csv"')
+    lines = usage_csv.get_data(as_text=True).lstrip("\ufeff").splitlines()
+    assert lines[0] == "speaker,model,endpoint,turns,attempts,cache_hits,failed,prompt_tokens,completion_tokens,cost"
+    assert sorted(line.split(",")[:4] for line in lines[1:]) == [
+        ["A", "model-a", "local", "4"], ["B", "model-b", "local", "4"], ["user", SIMULATOR, "default", "3"]]
+    turns = list(csv.reader(io.StringIO(client.get(f"/simulations/{simulation_id}/turns.csv")
+                                        .get_data(as_text=True).lstrip("\ufeff"))))
+    assert turns[0][:6] == ["persona_id", "method", "round", "speaker", "status", "text"]
+    assert len(turns) == 1 + 12  # 11 turns asked and P2's opening
+    assert ["p2", "", "1", "user", "ok", P2.opening] in [row[:6] for row in turns]
     assert "Dialogue file" in status and f"simulation-{simulation_id}.jsonl" in status
     listing = client.get("/simulations").get_data(as_text=True)
     assert simulation_id in listing and "A, B" in listing
