@@ -105,6 +105,8 @@ def test_a_killed_worker_costs_no_more_than_the_calls_in_flight(deployment):
     dep.kill("w1")
     time.sleep(0.3)  # answers to the calls in flight reach a dead worker
     assert status(dep, simulation_id)["progress"]["done"] < TOTAL
+    requeued = dep.app.test_cli_runner().invoke(args=["jobs", "requeue"])  # safe to repeat: blocks hold leases
+    assert requeued.exit_code == 0 and requeued.stdout.split() == [simulation_id]
     dep.start_worker("w2")
     body = wait_until(dep, simulation_id, lambda b: b["status"] not in ("queued", "running"))
     assert body["status"] == "done" and body["progress"]["done"] == TOTAL, (body, dep.logs_tail())
