@@ -18,6 +18,7 @@ from benchmarks.readers import limits as hard_limits
 from judge import JudgeSettings
 from pipeline.ingest import stored_name
 from pipeline.jobs import Runner
+from simulate.jobs import SimulationRunner
 from storage import blobs, shared_secrets
 from storage.store import Store
 from web import (
@@ -36,6 +37,9 @@ from web import (
     row_diff,
     security_headers,
     share,
+    simulate_cli,
+    simulation_pages,
+    simulations_api,
 )
 
 ROOT = Path(__file__).resolve().parent
@@ -91,12 +95,18 @@ def create_app(config: dict | None = None) -> Flask:
     judge_settings = JudgeSettings(store, fernet, app.config["JUDGE_ENV"], app.config["JUDGE_KEY_FILE"])
     uploads, results = blobs.for_config(app.config)  # the two folders, or the bucket of STORAGE_URL
     runner = Runner(store, uploads, results, judge_settings.environ)
+    # simulations run on threads of this process; their files' evaluations on the evaluations' runner
+    simulations = SimulationRunner(store, uploads, runner, judge_settings.environ)
     if broker:
         from pipeline import queue_runner  # Celery only when a broker is configured
+        from simulate import queue as simulation_queue
 
         runner = queue_runner.init_app(app, broker, runner)  # app.extensions["celery"]; `flask score` stays local
+        simulations = simulation_queue.init_celery(
+            app.extensions["celery"], SimulationRunner(store, uploads, runner, judge_settings.environ), runner.redis)
     app.extensions["store"] = store
     app.extensions["runner"] = runner
+    app.extensions["simulations"] = simulations
     app.extensions["judge_settings"] = judge_settings
     app.extensions["uploads"], app.extensions["results"] = uploads, results
     app.extensions["site"] = Site(store, uploads, stored_name)  # what the kinds' pages read (benchmarks/host.py)
@@ -112,6 +122,9 @@ def create_app(config: dict | None = None) -> Flask:
     app.register_blueprint(exports.bp)
     app.register_blueprint(bundle.bp)
     csrf.exempt(api.bp)
+    app.register_blueprint(simulations_api.bp)
+    app.register_blueprint(simulation_pages.bp)
+    csrf.exempt(simulations_api.bp)
     share.register(app, csrf)  # share pages, and the share API exempt from CSRF
     manage.register(app, csrf)  # rename, tag and delete
     compare.register(app)
@@ -125,6 +138,7 @@ def create_app(config: dict | None = None) -> Flask:
     security_headers.register(app)  # CSP and the other headers, cookie flags, TRUSTED_PROXIES
     compression.register(app)  # gzip; pages only for the site's own requests (BREACH)
     cli.register(app)
+    app.cli.add_command(simulate_cli.simulate_command)
     auth.register(app)  # after every blueprint: guards them all
 
     if app.config["RESUME_ON_START"]:
@@ -135,6 +149,7 @@ def create_app(config: dict | None = None) -> Flask:
         def resume_once() -> None:
             if not resumed:
                 resumed.append(runner.resume())
+                app.extensions["simulations"].resume()
     return app
 
 
@@ -173,4 +188,5 @@ if __name__ == "__main__":
     for note in notes:
         logging.getLogger("personasteer").warning(note)
     application.extensions["runner"].resume()
+    application.extensions["simulations"].resume()
     application.run(host=host, port=int(os.environ.get("PORT", "5000")), threaded=True, use_reloader=False)

@@ -100,6 +100,12 @@ def create_evaluation(store: Store, upload_id: str, methods: list[str] | None = 
     return store.get_evaluation(evaluation["id"])
 
 
+def check_judges(judge: Mapping | None, judges: list | None, environ: Mapping[str, str]) -> dict:
+    """The judge settings a request names (one judge, or a panel), checked now; RequestError when they cannot be
+    used (a simulation that scores its files checks them before it starts)."""
+    return _panel_settings(judge, judges, environ)
+
+
 def _panel_settings(judge: Mapping | None, judges: list | None, environ: Mapping[str, str]) -> dict:
     """The judge settings an evaluation records: its one judge's, or its first judge's with the whole panel's
     under "judges"."""

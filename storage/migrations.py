@@ -273,6 +273,41 @@ def _scores_column(con: Connection, ddl: dict) -> None:
         con.exec_driver_sql(f"ALTER TABLE judgments DROP COLUMN {column}")
 
 
+def _simulations(con: Connection, ddl: dict) -> None:
+    # Simulated users talking to the methods (simulate/): a run's settings (never a key) and state, and each turn
+    # stored as it completes, so that a resumed run asks only the turns it lacks.
+    con.exec_driver_sql("""CREATE TABLE IF NOT EXISTS simulations (
+    id TEXT PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    started_at TEXT,
+    finished_at TEXT,
+    run_started_at TEXT,
+    run_done_at_start INTEGER NOT NULL DEFAULT 0,
+    status TEXT NOT NULL,
+    error TEXT,
+    settings TEXT NOT NULL,
+    total INTEGER NOT NULL DEFAULT 0,
+    upload_ids TEXT NOT NULL DEFAULT '[]',
+    evaluation_ids TEXT NOT NULL DEFAULT '[]'
+)""")
+    con.exec_driver_sql("""CREATE TABLE IF NOT EXISTS simulation_turns (
+    simulation_id TEXT NOT NULL,
+    conversation INTEGER NOT NULL,
+    round INTEGER NOT NULL,
+    speaker TEXT NOT NULL,
+    text TEXT NOT NULL DEFAULT '',
+    status TEXT NOT NULL,
+    problem TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    prompt_tokens INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    cached INTEGER NOT NULL DEFAULT 0,
+    model TEXT NOT NULL DEFAULT '',
+    endpoint TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (simulation_id, conversation, round, speaker)
+)""")
+
+
 @dataclass(frozen=True)
 class Step:
     """One change of the schema."""
@@ -287,13 +322,15 @@ STEPS = (
     Step(2, "sessions.offset renamed byte_offset", _rename_offset),
     Step(3, "unique index on lower(users.name)", _user_names_index),
     Step(4, "seq: insertion order of evaluations, shares and reference sets", _ordering_columns),
-    # 5: human_ratings, 10: reviews (benchmarks/dialogue/tables.py); 12: reference_sets (benchmarks/mobility/)
+    # 5: human_ratings, 10: reviews (benchmarks/dialogue/tables.py)
     Step(6, "judgments_failures: partial index of failed and unparsed judgments", _failures_index),
     Step(7, "judgment_counts: judgments by status, kept as they are saved", _judgment_counts),
     Step(8, "title and tags of evaluations and uploads, headline scores of evaluations", _labels),
     Step(9, "judgments.latency_ms: how long the judge took to answer", _latency),
     Step(11, "judgments.retryable: a failure worth asking again later", _retryable),
     Step(12, "judgments.scores holds every judge score; the dialogue score columns dropped", _scores_column),
+    # 13: reference_sets (benchmarks/mobility/)
+    Step(14, "simulations and simulation_turns: simulated users talking to the methods", _simulations),
 )
 
 

@@ -12,6 +12,7 @@ from typing import Iterable
 from storage.access import Access
 from storage.database import Database, dict_rows, now, text_query, text_query_in
 from storage.judgments import Judgments
+from storage.simulations import Simulations
 
 UNFINISHED = ("queued", "running")
 # An evaluation's own keys in the settings table: its plan marker, its block grid (Celery) and the state of the
@@ -35,10 +36,10 @@ def _decode(row: dict | None) -> dict | None:
     return row
 
 
-class Store(Judgments, Access, Database):
+class Store(Judgments, Simulations, Access, Database):
     """All database access, safe across threads and processes: uploads, evaluations, settings and the judge cache
-    here; judgments (storage/judgments.py), share links and accounts (storage/access.py); connections, the schema
-    and a kind's own tables (storage/database.py).
+    here; judgments (storage/judgments.py), simulations (storage/simulations.py), share links and accounts
+    (storage/access.py); connections, the schema and a kind's own tables (storage/database.py).
 
     `target` is a SQLite file path or a database URL (`postgresql://user:pass@host/db`); `tables` the kinds' own
     tables (benchmarks/registry.py's `tables()`).

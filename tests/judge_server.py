@@ -30,6 +30,9 @@ Knobs (safe to set from the test thread while requests are served):
                     some replies only (a shift on some, a flipped verdict on others)
     pair_first_always  pairwise prompts (reply_a shown first, reply_b second) are answered with the reply the
                     default judge scores higher, tie when equal; True: always the first shown (position bias)
+    chat            None or a callable(request body: dict) -> str: the answer to every chat request that is not a
+                    judge prompt (mode "other"; default "OK"), so that the server can play chat models (the simulated
+                    user and the methods of tests/simulate/) whose answers derive from the model and messages
     repeats         [(fine offset, flip binary), ...]: the n-th answer (0-based) to the same model and messages
                     gets repeats[n % len] on top of the above, so repeated samples of one judgment (which
                     differ only by the temperature > 0 a real judge samples with) can be told apart; empty: off
@@ -301,6 +304,8 @@ class _Handler(BaseHTTPRequestHandler):
             content = pairwise_answer(messages, first_always=getattr(owner, "pair_first_always", False))
         elif mode == "annotate":
             content = annotation_answer(str(messages[-1].get("content", "")), out_of_range=fault == "out_of_range")
+        elif getattr(owner, "chat", None) is not None:  # the batch server's owner may have none
+            content = owner.chat(request["body"])
         else:
             content = "OK"
         prompt_chars = sum(len(str(m.get("content", ""))) for m in messages)
@@ -422,6 +427,7 @@ class JudgeServer:
             self.retry_after_form = "seconds"
             self.hook: Callable[[dict], str | None] | None = None
             self.models: dict[str, tuple] = {}
+            self.chat: Callable[[dict], str] | None = None
             self.repeats: list[tuple[int, bool]] = []
             self._asked: dict[tuple[str, str], int] = {}  # answers given per (model, prompt_hash), for repeats
             self._faults: deque[str] = deque()

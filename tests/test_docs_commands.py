@@ -31,6 +31,7 @@ RUN_ELSEWHERE = {
     (README, "Two commands"): "the install commands: .ci/run runs the second, a person the first",
     (DOCS / "team-deployment.md", "Deploying for a team"): "tests/test_docs_team.py",
     (DOCS / "api.md", "API"): "tests/test_docs_team.py",
+    (DOCS / "simulation.md", "Command line"): "tests/test_docs_simulation.py",
     (DOCS / "benchmarks.md", "Benchmarks"): "tests/test_bench_scripts.py, at small sizes (the full runs take minutes "
                                             "each and are judged by hand)",
 }

@@ -170,7 +170,8 @@ def jobs() -> None:
 @jobs.command("requeue")
 @with_appcontext
 def requeue() -> None:
-    """Enqueue again every queued or running evaluation, after the whole deployment (broker included) restarted.
+    """Enqueue again every queued or running evaluation (and simulation), after the whole deployment (broker
+    included) restarted.
 
     Safe to repeat and to run while workers work: a block being judged holds its lease, and only judgments still
     pending are asked.
@@ -185,6 +186,11 @@ def requeue() -> None:
     click.echo(f"{len(ids)} unfinished evaluation(s) enqueued again.", err=True)
     for evaluation_id in ids:
         click.echo(evaluation_id)
+    simulations = current_app.extensions["simulations"].requeue()  # simulate/queue.py's, with the same broker
+    if simulations:
+        click.echo(f"{len(simulations)} unfinished simulation(s) enqueued again.", err=True)
+    for simulation_id in simulations:
+        click.echo(simulation_id)
 
 
 @click.group("storage")
