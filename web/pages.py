@@ -14,6 +14,7 @@ from flask import (
     redirect,
     render_template,
     request,
+    send_file,
     send_from_directory,
     url_for,
 )
@@ -75,6 +76,17 @@ def upload_detail(upload_id: str, error: str | None = None, status: int = 200):
     return render_template(kind.template("upload"), upload=record, kind=kind, error=error,
                            judge_problem=judge_problem(), defaults=effective_config(), endpoints=judge_endpoint_list(),
                            **kind.upload_context(record, get_site())), status
+
+
+@bp.get("/uploads/<upload_id>/file")
+def upload_file(upload_id: str):
+    """The stored file of an upload (a simulation's dialogue file, say), downloaded under its own name."""
+    record = get_store().get_upload(upload_id) or abort(404)
+    stored = get_site().file_of(record)
+    if not stored.exists():
+        abort(404)
+    return send_file(stored.open("rb"), as_attachment=True, download_name=record["filename"],
+                     mimetype="application/octet-stream")
 
 
 @bp.post("/uploads/<upload_id>/evaluate")

@@ -2,6 +2,7 @@
 honoured (400, before any connection), cancel and resume."""
 from __future__ import annotations
 
+import io
 import json
 import time
 
@@ -136,3 +137,28 @@ def test_malformed_bodies_are_a_400_never_a_500(sim_app, judge_server, sent):
     answer = sim_app.test_client().post("/api/simulations", json=sent)
     assert answer.status_code == 400 and answer.get_json()["error"]
     assert judge_server.requests == 0
+
+
+def test_a_personas_upload_is_the_simulated_users(sim_app):
+    """`personas_upload_id` of a personas file (the personas kind): its personas are the sessions written, with their
+    profiles, and the opening of one is its first user message."""
+    client = sim_app.test_client()
+    lines = [{"persona_id": "nurse", "user_profile": "A night-shift nurse in Leeds.", "user_personality": "Terse.",
+              "opening": "Any tips for sleeping in the day?"},
+             {"persona_id": "chef", "user_profile": "A pastry chef who cycles to work.", "user_personality": "Warm."}]
+    data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    upload = client.post("/api/uploads", data={"file": (io.BytesIO(data), "people.jsonl")},
+                         content_type="multipart/form-data").get_json()
+    assert upload["kind"] == "personas"
+    started = client.post("/api/simulations", json={**body(), "personas": None, "personas_upload_id": upload["id"]})
+    assert started.status_code == 202, started.get_json()
+    done = wait(client, started.get_json()["id"])
+    assert done["status"] == "done", done
+    download = client.get(f"/uploads/{done['upload_ids'][0]}/file")
+    assert download.headers["Content-Disposition"].startswith("attachment")
+    written = download.get_data(as_text=True)
+    sessions = [json.loads(line) for line in written.splitlines()]
+    assert [(s["session_id"], s["user_profile"], s["user_personality"]) for s in sessions] == [
+        ("nurse", "A night-shift nurse in Leeds.", "Terse."), ("chef", "A pastry chef who cycles to work.", "Warm.")]
+    assert sessions[0]["rounds"][0]["user_message"] == "Any tips for sleeping in the day?"
+    assert [len(s["rounds"]) for s in sessions] == [2, 2]
