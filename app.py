@@ -95,15 +95,17 @@ def create_app(config: dict | None = None) -> Flask:
     judge_settings = JudgeSettings(store, fernet, app.config["JUDGE_ENV"], app.config["JUDGE_KEY_FILE"])
     uploads, results = blobs.for_config(app.config)  # the two folders, or the bucket of STORAGE_URL
     runner = Runner(store, uploads, results, judge_settings.environ)
-    # simulations run on threads of this process; their files' evaluations on the evaluations' runner
-    simulations = SimulationRunner(store, uploads, runner, judge_settings.environ)
     if broker:
         from pipeline import queue_runner  # Celery only when a broker is configured
-        from simulate import queue as simulation_queue
 
         runner = queue_runner.init_app(app, broker, runner)  # app.extensions["celery"]; `flask score` stays local
-        simulations = simulation_queue.init_celery(
-            app.extensions["celery"], SimulationRunner(store, uploads, runner, judge_settings.environ), runner.redis)
+    # simulations run on threads of this process (or in blocks on the Celery workers); their files are scored by
+    # the evaluations' runner
+    simulations = SimulationRunner(store, uploads, runner, judge_settings.environ)
+    if broker:
+        from simulate import queue as simulation_queue
+
+        simulations = simulation_queue.init_celery(app.extensions["celery"], simulations, runner.redis)
     app.extensions["store"] = store
     app.extensions["runner"] = runner
     app.extensions["simulations"] = simulations

@@ -47,6 +47,19 @@ def configs_of(plan: Plan, environ: Mapping[str, str]) -> dict[str, JudgeConfig]
                                     "max_tokens": s.max_tokens}, environ) for s in (plan.simulator, *plan.methods)}
 
 
+def reopen(store: Store, simulation_id: str, rerun_failed: bool) -> bool:
+    """Queue a cancelled or failed simulation again (with rerun_failed, also an incomplete one, its failed turns
+    forgotten so they are asked again); False when it is not one of those."""
+    simulation = store.get_simulation(simulation_id)
+    if simulation is None or not (simulation["status"] in ("cancelled", "failed")
+                                  or (rerun_failed and simulation["status"] == "incomplete")):
+        return False
+    if rerun_failed:
+        store.forget_failed_turns(simulation_id)
+    store.set_simulation_status(simulation_id, "queued")
+    return True
+
+
 class SimulationRunner:
     """Runs simulations on background threads of this process; the database holds every bit of their state.
 
@@ -106,15 +119,8 @@ class SimulationRunner:
     def resume_one(self, simulation_id: str, rerun_failed: bool = False) -> bool:
         """Go on with a cancelled or failed simulation from the turns kept; with rerun_failed, also one that ended
         incomplete, asking its failed turns again. False when it is running or there is nothing to resume."""
-        simulation = self.store.get_simulation(simulation_id)
-        if simulation is None or self.running(simulation_id):
+        if self.running(simulation_id) or not reopen(self.store, simulation_id, rerun_failed):
             return False
-        if simulation["status"] not in ("cancelled", "failed") and not (
-                rerun_failed and simulation["status"] == "incomplete"):
-            return False
-        if rerun_failed:
-            self.store.forget_failed_turns(simulation_id)
-        self.store.set_simulation_status(simulation_id, "queued")
         self.start(simulation_id)
         return True
 

@@ -20,7 +20,7 @@ from celery.exceptions import Retry
 
 from pipeline.queue_runner import Lease, stopped_from_outside, transient, visibility_timeout_of
 from simulate.engine import Engine
-from simulate.jobs import SimulationRunner, configs_of
+from simulate.jobs import SimulationRunner, configs_of, reopen
 from simulate.plan import Plan
 from translations import _
 
@@ -102,14 +102,8 @@ class SimulationQueue:
 
     def resume_one(self, simulation_id: str, rerun_failed: bool = False) -> bool:
         """As SimulationRunner.resume_one, the blocks enqueued."""
-        simulation = self.store.get_simulation(simulation_id)
-        if simulation is None or simulation["status"] in RUNNING or (
-                simulation["status"] not in ("cancelled", "failed")
-                and not (rerun_failed and simulation["status"] == "incomplete")):
+        if not reopen(self.store, simulation_id, rerun_failed):  # a queued or running one is neither
             return False
-        if rerun_failed:
-            self.store.forget_failed_turns(simulation_id)
-        self.store.set_simulation_status(simulation_id, "queued")
         self.start(simulation_id)
         return True
 

@@ -125,3 +125,11 @@ def wait_for(client, evaluation_id: str, timeout: float = 30.0) -> dict:
         if body["status"] not in ("queued", "running") or time.monotonic() > deadline:
             return body
         time.sleep(0.05)
+
+
+@pytest.fixture
+def builtin_two(tmp_path, monkeypatch):
+    """The built-in personas replaced by two of the simulation tests' (P2 gives a scenario and an opening)."""
+    from tests.simulate.support import P1, P2, use_as_builtin
+
+    use_as_builtin(tmp_path, monkeypatch, P1, P2)

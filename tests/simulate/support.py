@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 from benchmarks import registry
+from simulate import personas as persona_source
 from simulate.jobs import SimulationRunner
 from simulate.personas import Persona
 from storage.store import Store
@@ -15,6 +16,13 @@ SIMULATOR = "sim-model"
 P1 = Persona("p1", "A 34-year-old night-shift nurse who keeps bees.", "Dry humour, impatient with small talk.")
 P2 = Persona("p2", "A retired ferry captain learning Korean.", "Warm and curious.", scenario="Planning a trip.",
              opening="Hi there, I need help with a trip.")
+
+
+def use_as_builtin(tmp_path: Path, monkeypatch, *chosen: Persona) -> None:
+    """The built-in personas replaced by `chosen` for one test."""
+    path = tmp_path / "builtin.jsonl"
+    path.write_text("".join(json.dumps(p.to_dict()) + "\n" for p in chosen), encoding="utf-8")
+    monkeypatch.setattr(persona_source, "BUILTIN", path)
 
 
 def digest(messages: list[dict]) -> str:

@@ -28,14 +28,6 @@ from tests.simulate.support import (
 SYSTEM_A = "You are method A. Be brief."
 
 
-@pytest.fixture
-def builtin_two(tmp_path, monkeypatch):
-    """The built-in personas replaced by P1 and P2 (P2 gives a scenario and an opening)."""
-    path = tmp_path / "builtin.jsonl"
-    path.write_text("".join(json.dumps(p.to_dict()) + "\n" for p in (P1, P2)), encoding="utf-8")
-    monkeypatch.setattr(personas, "BUILTIN", path)
-
-
 def request(protocol: str = "shared", rounds: int = 2, **extra) -> dict:
     return {"personas": "builtin", "simulator": {"model": SIMULATOR}, "rounds": rounds, "protocol": protocol,
             "methods": [{"name": "A", "model": "model-a", "system_prompt": SYSTEM_A},

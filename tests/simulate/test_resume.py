@@ -14,7 +14,7 @@ import pytest
 
 from simulate import personas
 from tests.conftest import ROOT
-from tests.simulate.support import P1, P2, SIMULATOR, Recorder, environment, make_runner
+from tests.simulate.support import P1, P2, SIMULATOR, Recorder, environment, make_runner, use_as_builtin
 
 MORE = [personas.Persona(f"p{i}", f"Person {i}, a {20 + i}-year-old baker.", "Quiet.") for i in range(3, 7)]
 CHILD = """
@@ -30,9 +30,7 @@ SimulationRunner(Store(database, registry.tables()), uploads, None, lambda: env)
 
 @pytest.fixture
 def builtin_six(tmp_path, monkeypatch):
-    path = tmp_path / "builtin.jsonl"
-    path.write_text("".join(json.dumps(p.to_dict()) + "\n" for p in (P1, P2, *MORE)), encoding="utf-8")
-    monkeypatch.setattr(personas, "BUILTIN", path)
+    use_as_builtin(tmp_path, monkeypatch, P1, P2, *MORE)
 
 
 def request(rounds: int = 3) -> dict:

@@ -9,16 +9,13 @@ import time
 
 import pytest
 
-from simulate import personas
-from tests.simulate.support import P1, P2, SIMULATOR, Recorder, environment
+from tests.simulate.support import (
+    P2,
+    SIMULATOR,
+    Recorder,
+    environment,
+)
 from web.simulation_pages import request_of
-
-
-@pytest.fixture
-def builtin_two(tmp_path, monkeypatch):
-    path = tmp_path / "builtin.jsonl"
-    path.write_text("".join(json.dumps(p.to_dict()) + "\n" for p in (P1, P2)), encoding="utf-8")
-    monkeypatch.setattr(personas, "BUILTIN", path)
 
 
 @pytest.fixture

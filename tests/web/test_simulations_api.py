@@ -8,15 +8,11 @@ import time
 
 import pytest
 
-from simulate import personas
-from tests.simulate.support import P1, P2, SIMULATOR, Recorder, environment
-
-
-@pytest.fixture
-def builtin_two(tmp_path, monkeypatch):
-    path = tmp_path / "builtin.jsonl"
-    path.write_text("".join(json.dumps(p.to_dict()) + "\n" for p in (P1, P2)), encoding="utf-8")
-    monkeypatch.setattr(personas, "BUILTIN", path)
+from tests.simulate.support import (
+    SIMULATOR,
+    Recorder,
+    environment,
+)
 
 
 @pytest.fixture
