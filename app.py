@@ -105,7 +105,7 @@ def create_app(config: dict | None = None) -> Flask:
     if broker:
         from simulate import queue as simulation_queue
 
-        simulations = simulation_queue.init_celery(app.extensions["celery"], simulations, runner.redis)
+        simulations = simulation_queue.init_celery(app.extensions["celery"], simulations, runner)
     app.extensions["store"] = store
     app.extensions["runner"] = runner
     app.extensions["simulations"] = simulations

@@ -36,7 +36,7 @@ import socket
 import threading
 import time
 from datetime import datetime
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import kombu.exceptions
 import redis
@@ -66,7 +66,7 @@ DEFAULT_SWEEP_S = 20.0  # CELERY_SWEEP_S: between two sweeps for evaluations who
 
 
 def sweep_interval(config: Mapping[str, Any]) -> float:
-    """CELERY_SWEEP_S: seconds between two sweeps for evaluations whose tasks the broker lost (a number > 0)."""
+    """CELERY_SWEEP_S: seconds between two sweeps for work whose tasks the broker lost (a number > 0)."""
     return _seconds(config, "CELERY_SWEEP_S", DEFAULT_SWEEP_S)
 
 
@@ -234,6 +234,7 @@ class CeleryRunner:
         self.queue = celery.conf.task_default_queue
         self.lease_s = max(2.0, min(60.0, visibility_timeout_of(celery) / 2))
         self.sweep_s = DEFAULT_SWEEP_S  # CELERY_SWEEP_S, set by init_app
+        self.sweeps: list[Callable[[], list[str]]] = []  # other work's sweeps (simulations), run with this one
 
     # -- the web side: the same methods as jobs.Runner ------------------------------------------------------
 
@@ -344,15 +345,6 @@ class CeleryRunner:
     def _leased(self, evaluation_id: str) -> bool:
         """Whether one of the evaluation's steps (plan, a block, score) holds a lease now."""
         return any(True for _key in self.redis.scan_iter(match=f"psb:lease:*:{evaluation_id}*", count=1000))
-
-    def _in_broker(self) -> bytes:
-        """The messages of this queue that stand for work to come, as one text to search: waiting in the queue, or
-        delivered and held for a later time (an eta ahead: a pause before a retry). A delivered message without
-        one is running, and its step then holds a lease, or its worker died (kill -9, a lost connection) and it
-        would come back only after CELERY_VISIBILITY_TIMEOUT, which the sweep does not wait for."""
-        waiting = self.redis.lrange(self.queue, 0, -1)
-        now = time.time()
-        return b"\n".join(waiting + [raw for raw in self.redis.hvals("unacked") if _eta(raw) > now])
 
     # -- the tasks --------------------------------------------------------------------------------------
 
@@ -493,34 +485,51 @@ class CeleryRunner:
     def _sweep_forever(self) -> None:
         while True:
             time.sleep(self.sweep_s)
-            try:
-                self.sweep()
-            except Exception:  # noqa: BLE001 - the broker or the database may be down: the next sweep tries again
-                log.warning("sweep failed", exc_info=True)
+            for sweep in (self.sweep, *self.sweeps):
+                try:
+                    sweep()
+                except Exception:  # noqa: BLE001 - the broker or the database may be down: the next sweep retries
+                    log.warning("sweep failed", exc_info=True)
 
     def sweep(self) -> list[str]:
-        """Send again the evaluations whose tasks were lost: queued or running, no step holding a lease and no task
-        of theirs in the broker, at this sweep and the one before (a task between the queue and its lease is not
-        taken for lost). One worker of the deployment sweeps per CELERY_SWEEP_S; returns the ids sent again."""
-        if not self.redis.set(f"psb:{self.queue}:sweep", os.getpid(), nx=True, px=int(self.sweep_s * 900)):
-            return []  # another worker swept a moment ago
-        suspects = f"psb:{self.queue}:orphans"
-        before = {eid.decode() for eid in self.redis.smembers(suspects)}
-        held = self._in_broker()
-        orphans = [eid for eid in self.store.unfinished_evaluations()
-                   if eid.encode() not in held and not self._leased(eid)]
-        pipe = self.redis.pipeline()
-        pipe.delete(suspects)
-        if orphans:
-            pipe.sadd(suspects, *orphans)
-            pipe.expire(suspects, math.ceil(3 * self.sweep_s))
-        pipe.execute()
-        lost = [eid for eid in orphans if eid in before]
+        """Send again the evaluations whose tasks were lost (see `lost_work`); the ids sent again."""
+        lost = lost_work(self.redis, self.queue, "evaluations", self.sweep_s, self.store.unfinished_evaluations(),
+                         self._leased)
         for evaluation_id in lost:
             self.start(evaluation_id)
         if lost:
             log.warning("sweep: sent again %d evaluation(s) whose tasks were lost: %s", len(lost), ", ".join(lost))
         return lost
+
+
+def lost_work(client: redis.Redis, queue: str, what: str, sweep_s: float, unfinished: Iterable[str],
+              leased: Callable[[str], bool]) -> list[str]:
+    """The ids among `unfinished` (evaluations or simulations, `what`) whose tasks the broker lost: no step holding
+    a lease and no task of theirs in the broker, at this sweep and the one before (a task between the queue and its
+    lease is not taken for lost). One worker of the deployment sweeps each `what` per `sweep_s`; [] for the others."""
+    if not client.set(f"psb:{queue}:sweep:{what}", os.getpid(), nx=True, px=int(sweep_s * 900)):
+        return []  # another worker swept a moment ago
+    suspects = f"psb:{queue}:orphans:{what}"
+    before = {oid.decode() for oid in client.smembers(suspects)}
+    held = in_broker(client, queue)
+    orphans = [oid for oid in unfinished if oid.encode() not in held and not leased(oid)]
+    pipe = client.pipeline()
+    pipe.delete(suspects)
+    if orphans:
+        pipe.sadd(suspects, *orphans)
+        pipe.expire(suspects, math.ceil(3 * sweep_s))
+    pipe.execute()
+    return [oid for oid in orphans if oid in before]
+
+
+def in_broker(client: redis.Redis, queue: str) -> bytes:
+    """The messages of a queue that stand for work to come, as one text to search: waiting in the queue, or
+    delivered and held for a later time (an eta ahead: a pause before a retry). A delivered message without one
+    is running, and its step then holds a lease, or its worker died (kill -9, a lost connection) and it would come
+    back only after CELERY_VISIBILITY_TIMEOUT, which the sweep does not wait for."""
+    waiting = client.lrange(queue, 0, -1)
+    now = time.time()
+    return b"\n".join(waiting + [raw for raw in client.hvals("unacked") if _eta(raw) > now])
 
 
 def _eta(raw: bytes) -> float:

@@ -7,7 +7,10 @@ that two deliveries of one block never run at once) and, once no turn of the who
 enqueues `psb.simulate_finish`, which writes the files, ingests them and starts their evaluations, exactly once.
 Tasks are acknowledged late: a block of a worker killed with kill -9 is delivered again, and asks only the turns
 not kept yet (answers the killed delivery received were cached first), so at most the calls in flight are paid
-twice. Cancel is a status the blocks read while they run; resume enqueues the blocks again.
+twice. Cancel is a status the blocks read while they run; resume enqueues the blocks again. Tasks the broker lost
+(a Redis restarted without persistence) are found by the evaluations' sweep, which every worker runs each
+CELERY_SWEEP_S seconds: a queued or running simulation with no block or finish holding a lease and no task in the
+broker, two sweeps in a row, has its blocks sent again.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from typing import Any, Callable
 from celery import Celery, Task, signals
 from celery.exceptions import Retry
 
-from pipeline.queue_runner import Lease, stopped_from_outside, transient, visibility_timeout_of
+from pipeline.queue_runner import Lease, lost_work, stopped_from_outside, transient, visibility_timeout_of
 from simulate.engine import Engine
 from simulate.jobs import SimulationRunner, configs_of, reopen
 from simulate.plan import Plan
@@ -54,13 +57,14 @@ class SimulationQueue:
     cancel, resume_one, running, wait, run), where starting means enqueuing; `run` (the CLI) still runs in the
     foreground of this process."""
 
-    def __init__(self, local: SimulationRunner, celery: Celery, client: Any) -> None:
+    def __init__(self, local: SimulationRunner, celery: Celery, client: Any, sweep_s: float) -> None:
         self.local = local
         self.store = local.store
         self.celery = celery
         self.redis = client
         self.queue = celery.conf.task_default_queue
         self.lease_s = max(2.0, min(60.0, visibility_timeout_of(celery) / 2))
+        self.sweep_s = sweep_s
 
     # -- the web side ------------------------------------------------------------------------------------
     def create(self, request: Any) -> dict:
@@ -86,6 +90,20 @@ class SimulationQueue:
         for simulation_id in ids:
             self.start(simulation_id)
         return ids
+
+    def sweep(self) -> list[str]:
+        """Send again the simulations whose tasks the broker lost (pipeline.queue_runner.lost_work); their ids."""
+        lost = lost_work(self.redis, self.queue, "simulations", self.sweep_s, self.store.unfinished_simulations(),
+                         self._leased)
+        for simulation_id in lost:
+            self.start(simulation_id)
+        if lost:
+            log.warning("sweep: sent again %d simulation(s) whose tasks were lost: %s", len(lost), ", ".join(lost))
+        return lost
+
+    def _leased(self, simulation_id: str) -> bool:
+        """Whether a block or the finish of the simulation holds a lease now."""
+        return any(True for _key in self.redis.scan_iter(match=f"psb:lease:simulate*:{simulation_id}*", count=1000))
 
     def running(self, simulation_id: str) -> bool:
         """Whether the simulation is queued or running (on some worker)."""
@@ -168,9 +186,11 @@ class SimulationQueue:
                                thread_local=False)
 
 
-def init_celery(celery: Celery, local: SimulationRunner, client: Any) -> SimulationQueue:
-    """Register the simulation tasks on the app's Celery app; the runner that enqueues them."""
-    runner = SimulationQueue(local, celery, client)
+def init_celery(celery: Celery, local: SimulationRunner, evaluations: Any) -> SimulationQueue:
+    """Register the simulation tasks on the app's Celery app, and their sweep with the evaluations' runner
+    (pipeline.queue_runner.CeleryRunner, whose Redis client it shares); the runner that enqueues them."""
+    runner = SimulationQueue(local, celery, evaluations.redis, evaluations.sweep_s)
+    evaluations.sweeps.append(runner.sweep)
     celery.psb_simulations = runner
 
     def guarded(step: Callable[..., None]) -> Callable[..., None]:

@@ -7,13 +7,16 @@ from collections.abc import Mapping
 
 from flask import Blueprint, abort, redirect, render_template, request, url_for
 
+from benchmarks.figures import method_colours
 from benchmarks.host import csv_response
+from benchmarks.search import BadQuery, compile_pattern
 from judge import prices
 from pipeline.jobs import RequestError
 from simulate.estimate import estimate
 from simulate.output import outputs
-from simulate.plan import USER, Plan
+from simulate.plan import Plan
 from simulate.request import DEFAULTS, settings_of
+from simulate.transcripts import conversation_rounds, sample_rows
 from web import get_judge_settings, get_store, get_uploads
 from web.pages import judge_endpoint_list
 from web.simulations_api import get_simulations, progress, simulation_status
@@ -21,6 +24,7 @@ from web.simulations_api import get_simulations, progress, simulation_status
 bp = Blueprint("simulation_pages", __name__)
 METHOD_ROWS = 4  # method rows on the Run page (a request may have up to 8)
 TRANSCRIPTS_PER_PAGE = 20
+SAMPLES_PER_PAGE = 50
 
 
 def _number(value: str | None) -> float | int | str | None:
@@ -112,14 +116,11 @@ def status(simulation_id: str):
     """A simulation's progress, transcripts so far, and the uploads and evaluations it made."""
     simulation = get_store().get_simulation(simulation_id) or abort(404)
     plan = Plan.from_settings(simulation["settings"])
-    kept = {(t["conversation"], t["round"], t["speaker"]): t for t in get_store().simulation_turns(simulation_id)}
+    kept = _kept(simulation_id)
     page = max(1, request.args.get("page", 1, type=int) or 1)
     conversations = plan.conversations()
     shown = conversations[(page - 1) * TRANSCRIPTS_PER_PAGE: page * TRANSCRIPTS_PER_PAGE]
-    transcripts = [{"conversation": c, "rounds": [
-        {"round": k, "user": kept.get((c.index, k, USER)), "replies": [(m, kept.get((c.index, k, m)))
-                                                                       for m in c.methods]}
-        for k in range(1, plan.rounds + 1) if (c.index, k, USER) in kept]} for c in shown]
+    transcripts = [{"conversation": c, "rounds": conversation_rounds(plan, c, kept)} for c in shown]
     uploads = [get_store().get_upload(u) for u in simulation["upload_ids"]]
     return render_template("simulation.html", simulation=simulation, plan=plan, info=simulation_status(simulation),
                            transcripts=transcripts, page=page,
@@ -127,6 +128,40 @@ def status(simulation_id: str):
                            uploads=[u for u in uploads if u], left_out=sorted({
                                p for out in outputs(simulation_id, plan, kept) for p in out.left_out})
                            if simulation["status"] in ("done", "incomplete") else [])
+
+
+@bp.get("/simulations/<simulation_id>/samples")
+def samples(simulation_id: str):
+    """The sample grid of a simulation, readable while it runs: a row per persona and round, the methods side by
+    side; filtered by text (`q`, a regular expression) or failed turns (`status=failed`), methods chosen with
+    `methods=A,B`, 50 rows a page."""
+    simulation = get_store().get_simulation(simulation_id) or abort(404)
+    plan = Plan.from_settings(simulation["settings"])
+    names = [m.name for m in plan.methods]
+    rows, error = sample_rows(plan, _kept(simulation_id)), None
+    try:
+        pattern = compile_pattern(request.args.get("q", ""))
+    except BadQuery as exc:
+        pattern, error = None, str(exc)
+    if pattern is not None:
+        rows = [r for r in rows if r.matches(pattern)]
+    failed_only = request.args.get("status") == "failed"
+    if failed_only:
+        rows = [r for r in rows if r.failed()]
+    chosen = [m for m in request.args.get("methods", "").split(",") if m in names] or names
+    pages = max(1, -(-len(rows) // SAMPLES_PER_PAGE))
+    page = min(max(1, request.args.get("page", 1, type=int) or 1), pages)
+    toggles = [{"name": m, "shown": m in chosen, "param": ",".join(
+        n for n in names if (n in chosen) != (n == m)) or m} for m in names]
+    return render_template("simulation_samples.html", simulation=simulation, plan=plan,
+                           shown=chosen, toggles=toggles, colours=method_colours(names), count=len(rows), page=page,
+                           pages=pages, error=error, filtered=pattern is not None or failed_only,
+                           rows=rows[(page - 1) * SAMPLES_PER_PAGE: page * SAMPLES_PER_PAGE])
+
+
+def _kept(simulation_id: str) -> dict:
+    """The turns kept so far, by (conversation, round, speaker)."""
+    return {(t["conversation"], t["round"], t["speaker"]): t for t in get_store().simulation_turns(simulation_id)}
 
 
 USAGE_COLUMNS = ("speaker", "model", "endpoint", "turns", "attempts", "cache_hits", "failed", "prompt_tokens",

@@ -1,6 +1,7 @@
 """Simulations on Celery workers (CELERY_BROKER_URL): real Redis, real worker processes, the local server playing the
 simulator and the methods. Blocks of personas spread over the workers and end in one file; a worker killed with
-kill -9 mid-run (then a replacement) costs no more than the calls in flight; cancel and resume go through the API."""
+kill -9 mid-run (then a replacement) costs no more than the calls in flight; tasks a restarted Redis lost are sent
+again by the sweep; cancel and resume go through the API."""
 from __future__ import annotations
 
 import importlib.util
@@ -12,6 +13,7 @@ import pytest
 
 from simulate import personas
 from simulate.queue import PERSONAS_PER_BLOCK
+from tests.services import Redis
 from tests.simulate.support import SIMULATOR, Recorder
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("celery") is None, reason="celery is not installed")
@@ -32,18 +34,29 @@ def builtin_ten(tmp_path, monkeypatch):
     monkeypatch.setattr(personas, "BUILTIN", path)
 
 
-@pytest.fixture
-def deployment(redis_server, tmp_path, builtin_ten):
+def deployment_on(broker_url: str, folder, extra: dict | None = None):
     judge = Judge(0.03).start()
     judge.reset()
     recorder = Recorder(judge)
-    dep = Deployment(tmp_path / "deployment", redis_server.url, judge)
+    dep = Deployment(folder / "deployment", broker_url, judge, extra=extra)
     dep.recorder = recorder
     try:
         yield dep
     finally:
         dep.stop()
         judge.stop()
+
+
+@pytest.fixture
+def deployment(redis_server, tmp_path, builtin_ten):
+    yield from deployment_on(redis_server.url, tmp_path)
+
+
+@pytest.fixture
+def own_broker(tmp_path):
+    broker = Redis(tmp_path / "redis")  # its own server: the test restarts it
+    yield broker
+    broker.stop()
 
 
 def start(dep) -> str:
@@ -111,6 +124,21 @@ def test_a_killed_worker_costs_no_more_than_the_calls_in_flight(deployment):
     body = wait_until(dep, simulation_id, lambda b: b["status"] not in ("queued", "running"))
     assert body["status"] == "done" and body["progress"]["done"] == TOTAL, (body, dep.logs_tail())
     assert repeats(dep) <= CONCURRENCY and len(dep.recorder.requests) <= TOTAL + CONCURRENCY
+
+
+def test_tasks_a_restarted_redis_lost_are_sent_again_by_the_sweep(own_broker, tmp_path, builtin_ten):
+    # workers that do not requeue at their start: only the sweep can find the simulation again
+    for dep in deployment_on(own_broker.url, tmp_path, {"CELERY_REQUEUE_ON_START": "0"}):
+        simulation_id = start(dep)  # its blocks wait in the broker: no worker yet
+        own_broker.restart()  # without persistence: the queued blocks are gone
+        for name in ("w1", "w2"):
+            dep.start_worker(name)
+        body = wait_until(dep, simulation_id, lambda b: b["status"] not in ("queued", "running"))
+        assert body["status"] == "done" and body["progress"]["done"] == TOTAL, (body, dep.logs_tail())
+        assert repeats(dep) == 0 and len(dep.recorder.requests) == TOTAL
+        logs = dep.log("w1") + dep.log("w2")
+        assert logs.count(f"sweep: sent again 1 simulation(s) whose tasks were lost: {simulation_id}") == 1, logs
+        assert "requeued" not in logs
 
 
 def test_cancel_and_resume_through_the_api(deployment):

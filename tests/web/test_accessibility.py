@@ -32,7 +32,8 @@ PAGES = ("upload", "upload detail", "result", "grid", "prompt", "report", "list"
          "row diff", "settings", "share", "share grid", "share report", "share row diff", "not found",
          "conversation result", "conversations", "transcript", "transcript raw", "conversation compare",
          "mobility result", "references", "mobility compare",
-         "agentbench result", "samples", "agentbench compare", "personas upload", "login", "account")
+         "agentbench result", "samples", "agentbench compare", "personas upload", "run a simulation", "simulations",
+         "simulation", "simulation samples", "login", "account")
 AUTH_PAGES = {"login": "/login", "account": "/account"}  # served by a second server, with accounts on
 PASSWORD = "correct horse battery staple"
 
@@ -135,7 +136,26 @@ def pages(server, judge, sample_evaluation, tmp_path_factory) -> dict[str, str]:
     found["samples"] = _link(server, found["agentbench result"], "/view/samples")
     found["agentbench compare"] = f"/compare?ids={agentbench}&ids={_again(server, agentbench)}"
     found["personas upload"] = f"/uploads/{server.upload(BUILTIN_PERSONAS.read_bytes(), 'personas.jsonl')}"
+    simulation = _simulation(server, upload_id)
+    found.update({"run a simulation": "/simulations/new", "simulations": "/simulations",
+                  "simulation": f"/simulations/{simulation}", "simulation samples": f"/simulations/{simulation}/samples"})
     return found
+
+
+def _simulation(server, personas_upload_id: str) -> str:
+    """A finished simulation (two methods, the sample's personas, the judge server answering for every model)."""
+    import json
+
+    started = server.call("/api/simulations", json.dumps({
+        "personas_upload_id": personas_upload_id, "simulator": {"model": "sim-model"}, "rounds": 2,
+        "methods": [{"name": "Base", "model": "model-a"}, {"name": "Ours", "model": "model-b"}]}).encode(),
+        {"Content-Type": "application/json"})
+    deadline = time.monotonic() + 60
+    while (body := server.call(f"/api/simulations/{started['id']}"))["status"] in ("queued", "running"):
+        assert time.monotonic() < deadline, f"simulation {started['id']} did not finish"
+        time.sleep(0.1)
+    assert body["status"] == "done", body
+    return started["id"]
 
 
 def _conversation_upload() -> tuple[bytes, str] | None:

@@ -80,3 +80,35 @@ def test_transcripts_opened_stay_open_while_the_page_reloads(tmp_path, judge_ser
         assert watch.errors == []
         context.close()
         chromium.close()
+
+
+def test_the_sample_grid_follows_the_run_in_the_browser(tmp_path, judge_server):
+    from tests.simulate.support import Recorder
+
+    Recorder(judge_server)
+    judge_server.latency_s = 0.3  # slow enough for the page to reload a few times while it runs
+    with dashboard_server(tmp_path / "dashboard", judge_server.url) as server, sync_playwright() as playwright:
+        upload_id = server.upload(SAMPLE.read_bytes(), "personas-from-sessions.jsonl")
+        started = server.call("/api/simulations", json.dumps({
+            "personas_upload_id": upload_id, "simulator": {"model": "sim-model"}, "rounds": 4,
+            "methods": [{"name": "A", "model": "model-a"}, {"name": "B", "model": "model-b"}]}).encode(),
+            {"Content-Type": "application/json"})
+        chromium = launch_chromium(playwright)
+        context = new_context(chromium)
+        page = context.new_page()
+        watch = PageWatch(page)
+        page.goto(f"{server.url}/simulations/{started['id']}")
+        page.get_by_role("link", name="Read them side by side in the sample grid").click()
+        rows = page.locator("#samples-grid tbody tr")
+        expect(rows.first).to_be_attached(timeout=20_000)  # the page reloads itself until the first round begins
+        expect(page.locator("#simulation")).to_have_attribute("data-refresh", "3000")
+        assert axe_violations(page) == []
+        before = rows.count()
+        expect(rows).not_to_have_count(before, timeout=20_000)  # later rounds arrive with the reloads
+        expect(page.locator(".status-done")).to_be_visible(timeout=60_000)
+        expect(rows).to_have_count(8 * 4)  # 8 personas x 4 rounds
+        expect(page.locator("#samples-grid")).not_to_contain_text("no answer yet")
+        assert axe_violations(page) == []
+        assert watch.errors == [] and watch.foreign_requests() == []
+        context.close()
+        chromium.close()
