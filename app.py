@@ -34,6 +34,7 @@ from web import (
     manage,
     pages,
     reading,
+    request_input,
     row_diff,
     security_headers,
     share,
@@ -87,6 +88,7 @@ def create_app(config: dict | None = None) -> Flask:
         app.config["RATELIMIT_STORAGE_URI"] = broker if broker and broker.startswith("redis") else "memory://"
 
     app.json.sort_keys = False  # method order is meaningful (display order, chosen by the user)
+    request_input.register(app)  # JSON bodies read like uploaded JSON; no NUL in addresses, queries and forms
     # a URL, else the SQLite file; with the tables the kinds keep
     store = Store(app.config.get("DATABASE_URL") or app.config["DATABASE"], registry.tables())
     if not app.config["SECRET_KEY"]:

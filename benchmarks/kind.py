@@ -25,7 +25,7 @@ import inspect
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable, ClassVar, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, ClassVar, Iterable, Iterator, Literal, Mapping
 
 import jinja2
 
@@ -129,6 +129,8 @@ class Kind(ABC):
     extension: ClassVar[str] = ""
     upload_fields: ClassVar[tuple[str, ...]] = ()  # form/API fields read at upload, passed to validate()
     start_fields: ClassVar[tuple[str, ...]] = ()  # form/API fields read when starting, in StartRequest.options
+    # the JSON type of a start field in the API's contract (docs/api.md), e.g. {"annotate": Flag}; unlisted: any
+    start_types: ClassVar[Mapping[str, Any]] = {}
     fallback: ClassVar[bool] = False  # detected last: the kind of any file no other kind claims
     # whether <name>/report.html exists (its own self-contained report; otherwise the report is its result page)
     offline_report: ClassVar[bool] = False
@@ -267,6 +269,9 @@ class Kind(ABC):
     def template(self, page: str) -> str:
         """The template name of one of this kind's pages ("upload", "result", "compare", "report")."""
         return f"{self.name}/{page}.html"
+
+
+Flag = bool | Literal["1", "0", "true", "false", "on", "off", ""]  # a yes/no option as as_flag reads it
 
 
 def as_flag(value: Any) -> bool | None:

@@ -201,6 +201,7 @@ def test_the_cli_section_runs_as_written(tmp_path, judge_server):
 def test_the_api_compare_example_runs_as_written(tmp_path, judge_server):
     upload, start, status = (c.replace("curl ", "curl -sS ", 1) for c in commands(DOCS / "api.md", "API")[:3])
     [compare] = commands(DOCS / "api.md", "Paired differences of runs")
+    [contract] = commands(DOCS / "api.md", "The contract: `/api/openapi.json`")
     port = free_port()
     env = _environment(tmp_path, PORT=str(port), JUDGE_BASE_URL=judge_server.url, JUDGE_API_KEY="sk-test",
                        JUDGE_MODEL="judge-test")
@@ -216,6 +217,8 @@ def test_the_api_compare_example_runs_as_written(tmp_path, judge_server):
                     break
                 time.sleep(0.2)
         body = run(compare.replace("<evaluation id>", ids[0]).replace("<other id>", ids[1]))
+        document = run(contract)
+    assert document["openapi"] == "3.1.0" and "/api/compare" in document["paths"]
     assert set(body) == {"baseline", "runs", "paired", "regression"} and body["baseline"] == ids[0]
     assert [r["id"] for r in body["runs"]] == ids and body["regression"] is False
     # the same file judged twice by the same judge: every paired difference is 0

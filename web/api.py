@@ -4,16 +4,26 @@ from __future__ import annotations
 from flask import Blueprint, abort, current_app, jsonify, request, url_for
 
 from benchmarks import registry
+from common.contract import Error, Refused, operation
+from common.version import product_version
 from pipeline import chunked_uploads, housekeeping
 from pipeline.ingest import InvalidUpload, ingest
 from pipeline.jobs import RequestError, create_evaluation
 from translations import _
-from web import get_judge_settings, get_runner, get_site, get_store, get_uploads
+from web import get_judge_settings, get_runner, get_site, get_store, get_uploads, openapi
+from web import schemas as S
 from web.compare import CompareError, load_runs, requested_ids
 from web.paired_view import PairedError, answer, choose_baseline, choose_correction
 from web.payloads import evaluation_status, start_options, upload_json, upload_options
 
 bp = Blueprint("api", __name__, url_prefix="/api")
+
+
+@bp.get("/openapi.json")
+@operation("This document: the API's OpenAPI 3.1 description", {200: S.OpenAPIDocument})
+def openapi_document():
+    """The OpenAPI 3.1 document of the API (made from the operations' own contracts)."""
+    return jsonify(openapi.document(current_app, product_version()))
 
 
 def problem_response(exc: InvalidUpload):
@@ -25,6 +35,8 @@ def problem_response(exc: InvalidUpload):
 
 
 @bp.post("/uploads")
+@operation("Upload a file: it is checked, and stored when it passes", {201: S.Upload, 400: Refused},
+           form=S.UploadForm, files=("file",))
 def create_upload():
     """Upload a file (multipart field `file`, optional `kind`; `agent` and `task` for a lone overall.json)."""
     file = request.files.get("file")
@@ -39,11 +51,10 @@ def create_upload():
 
 
 @bp.post("/uploads/chunked")
-def start_chunked():
+@operation("Start a resumable upload of a file over the single-request limit", {201: S.ChunkedUpload, 400: Error},
+           body=S.ChunkedStart)
+def start_chunked(body: dict):
     """Start a resumable upload: `{filename, size, kind?, agent?, task?}`; answers its id and the chunk size."""
-    body = request.get_json(silent=True)
-    if not isinstance(body, dict):
-        return jsonify({"error": _("Send a JSON object such as {\"filename\": \"run.zip\", \"size\": 1048576}.")}), 400
     options = {"kind": body.get("kind") or None, **upload_options(body)}
     try:
         started = chunked_uploads.start(get_store(), get_uploads(), body.get("filename"),
@@ -54,6 +65,7 @@ def start_chunked():
 
 
 @bp.get("/uploads/chunked/<upload_id>")
+@operation("How far a resumable upload has come", {200: S.ChunkedUpload, 404: Error})
 def chunked_status(upload_id: str):
     """How far a resumable upload has come: `{id, offset, size}`."""
     try:
@@ -63,6 +75,9 @@ def chunked_status(upload_id: str):
 
 
 @bp.put("/uploads/chunked/<upload_id>")
+@operation("Send one chunk at the upload's offset", {200: S.ChunkOffset, 400: S.ChunkRefused, 404: Error,
+                                                      409: S.ChunkRefused}, query=S.ChunkQuery,
+           raw="application/octet-stream")
 def chunked_append(upload_id: str):
     """One chunk, the request's body, at `?offset=` (where the upload stands), with its `X-Chunk-SHA256`."""
     try:
@@ -77,6 +92,8 @@ def chunked_append(upload_id: str):
 
 
 @bp.post("/uploads/chunked/<upload_id>/finish")
+@operation("Check the assembled file like any upload", {201: S.UploadAtPage, 400: Refused, 404: Error,
+                                                         409: Error})
 def chunked_finish(upload_id: str):
     """Check the assembled file like any upload: 201 with the upload, or 400 with its problems."""
     store, files = get_store(), get_uploads()
@@ -100,6 +117,7 @@ def _chunk_error(exc: chunked_uploads.ChunkError):
 
 
 @bp.get("/uploads/<upload_id>")
+@operation("An upload's summary and warnings", {200: S.Upload})
 def get_upload(upload_id: str):
     """One upload's summary and warnings."""
     upload = get_store().get_upload(upload_id) or abort(404)
@@ -107,21 +125,13 @@ def get_upload(upload_id: str):
 
 
 @bp.post("/evaluations")
-def create():
+@operation("Start an evaluation of an upload", {202: S.Started, 400: Error}, body=S.evaluation_request)
+def create(body: dict):
     """Start an evaluation of an upload: `{upload_id, methods?, judge?, judges?}` (`judges`: a panel, a list of
     judge settings) and the kind's own fields (`reference` for mobility, `annotate` for conversations, `samples`
     for dialogue)."""
-    body = request.get_json(silent=True)
-    if not isinstance(body, dict):
-        return jsonify({"error": _("Send a JSON object such as {\"upload_id\": \"...\"}.")}), 400
-    methods = body.get("methods")
-    if methods is not None and not (isinstance(methods, list) and all(isinstance(m, str) for m in methods)):
-        return jsonify({"error": _("'methods' must be a list of method names.")}), 400
-    judge = body.get("judge")
-    if judge is not None and not isinstance(judge, dict):
-        return jsonify({"error": _("'judge' must be an object of judge settings.")}), 400
     try:
-        evaluation = create_evaluation(get_store(), body.get("upload_id"), methods, judge,
+        evaluation = create_evaluation(get_store(), body["upload_id"], body.get("methods"), body.get("judge"),
                                        get_judge_settings().environ(), start_options(body), body.get("judges"))
     except RequestError as exc:
         return jsonify({"error": str(exc)}), 400
@@ -131,6 +141,7 @@ def create():
 
 
 @bp.get("/evaluations")
+@operation("Evaluations, newest first", {200: S.EvaluationList}, query=S.ListQuery)
 def list_evaluations():
     """Evaluations, newest first (`?kind=` and `?tag=` filter), each with its title, tags, judge model or reference
     set, and headline scores."""
@@ -140,6 +151,7 @@ def list_evaluations():
 
 
 @bp.get("/evaluations/<evaluation_id>")
+@operation("An evaluation's status, progress and result document", {200: S.Evaluation})
 def get_evaluation(evaluation_id: str):
     """Status, progress and (when there is one) the result document."""
     evaluation = get_store().get_evaluation(evaluation_id) or abort(404)
@@ -147,6 +159,7 @@ def get_evaluation(evaluation_id: str):
 
 
 @bp.post("/evaluations/<evaluation_id>/cancel")
+@operation("Stop a queued or running evaluation", {202: S.EvaluationStatus, 409: Error})
 def cancel(evaluation_id: str):
     """Stop a queued or running evaluation; what was judged so far is kept."""
     store = get_store()
@@ -157,12 +170,14 @@ def cancel(evaluation_id: str):
 
 
 @bp.post("/evaluations/<evaluation_id>/resume")
+@operation("Continue a cancelled or failed evaluation", {202: S.EvaluationStatus, 409: Error})
 def resume(evaluation_id: str):
     """Continue a cancelled or failed evaluation from where it stopped."""
     return _restart(evaluation_id, rerun_failed=False)
 
 
 @bp.post("/evaluations/<evaluation_id>/rerun-failed")
+@operation("Ask the judge again for every failed or unparsed judgment", {202: S.EvaluationStatus, 409: Error})
 def rerun_failed(evaluation_id: str):
     """Ask the judge again for every failed or unparsed judgment (answers already paid for are kept)."""
     return _restart(evaluation_id, rerun_failed=True)
@@ -181,6 +196,7 @@ def _restart(evaluation_id: str, rerun_failed: bool):
 
 
 @bp.get("/evaluations/<evaluation_id>/sessions")
+@operation("A page of per-sample detail (dialogue)", {200: S.SessionsPage}, query=S.SessionsQuery)
 def sessions(evaluation_id: str):
     """A page of per-sample detail (dialogue: messages, replies, scores and the judge's reasoning)."""
     evaluation = get_store().get_evaluation(evaluation_id, with_result=False) or abort(404)
@@ -189,6 +205,8 @@ def sessions(evaluation_id: str):
 
 
 @bp.get("/compare")
+@operation("Paired differences of finished evaluations against a baseline", {200: S.Compared, 400: Error,
+                                                                              404: Error}, query=S.CompareQuery)
 def compare():
     """Paired differences of finished evaluations against a baseline (docs/api.md): `ids` (two or more),
     `baseline` (default the first), `correction` (holm or bh), `metric` and `max_drop` for the regression flag."""

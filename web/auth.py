@@ -17,7 +17,7 @@ from flask_login import LoginManager, UserMixin, current_user, login_user, logou
 from translations import _
 from web import accounts, errors, get_store, share
 
-PUBLIC_ENDPOINTS = frozenset({"static", "pages.plotly_js", "pages.set_language", "auth.login",
+PUBLIC_ENDPOINTS = frozenset({"static", "pages.plotly_js", "pages.set_language", "auth.login", "api.openapi_document",
                               *share.SHARED_ENDPOINTS.values(), "row_diff.shared_rows", "row_diff.shared_rows_csv"})
 ADMIN_PREFIXES = ("/settings", "/api/settings")
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")

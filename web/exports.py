@@ -9,9 +9,11 @@ from flask import Blueprint, Response, abort, render_template
 
 from benchmarks import registry
 from benchmarks.host import csv_response
+from common.contract import operation
 from common.downloads import attachment, download_stem
 from common.safe_csv import csv_line
 from web import get_store, pages, security_headers
+from web import schemas as S
 
 bp = Blueprint("exports", __name__)
 # judgments.csv: these columns, with the kind's score_columns (spread out of `scores`) after "total"; the `scores`
@@ -37,6 +39,8 @@ def download_name(evaluation_id: str, suffix: str) -> str:
 
 
 @bp.get("/evaluations/<evaluation_id>.json")
+@operation("The result document (docs/result-documents.md) as a download", {200: S.ResultDocument},
+           tags=("evaluations",))
 def export_json(evaluation_id: str):
     """The result document as a JSON download."""
     body = json.dumps(_result_or_404(evaluation_id), ensure_ascii=False, indent=1)

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 from flask import Blueprint, Flask, abort, jsonify, redirect, render_template, request, url_for
 
+from common.contract import Error, operation
 from pipeline import housekeeping
 from pipeline.housekeeping import Refused
 from translations import _
 from web import get_results, get_store, get_uploads
+from web import schemas as S
 
 bp = Blueprint("manage", __name__)
 api_bp = Blueprint("manage_api", __name__, url_prefix="/api")
@@ -36,11 +38,9 @@ def _refused(exc: Refused):
 # -- API ---------------------------------------------------------------------------------------------------
 
 @api_bp.patch("/<any(evaluations, uploads):table>/<row_id>")
-def relabel_api(table: str, row_id: str):
+@operation("Rename and tag an evaluation or an upload", {200: S.LabelsSet, 400: Error}, body=S.Labels)
+def relabel_api(table: str, row_id: str, body: dict):
     """Rename and tag: `{"title": "...", "tags": ["..."]}` (a field left out keeps its value)."""
-    body = request.get_json(silent=True)
-    if not isinstance(body, dict):
-        return jsonify({"error": _("Send a JSON object such as {\"title\": \"...\", \"tags\": [\"...\"]}.")}), 400
     current = getattr(get_store(), TABLES[table])(row_id) or abort(404)
     try:
         return jsonify(_relabel(table, row_id, body.get("title", current["title"]), body.get("tags", current["tags"])))
@@ -49,6 +49,7 @@ def relabel_api(table: str, row_id: str):
 
 
 @api_bp.delete("/evaluations/<evaluation_id>")
+@operation("Delete an evaluation (its upload stays)", {204: None, 409: Error})
 def delete_evaluation_api(evaluation_id: str):
     """Delete an evaluation (its upload stays): 204, then 404; 409 while it runs."""
     try:
@@ -59,6 +60,8 @@ def delete_evaluation_api(evaluation_id: str):
 
 
 @api_bp.delete("/uploads/<upload_id>")
+@operation("Delete an upload (with its evaluations when asked)", {200: S.UploadDeleted, 409: S.InUse},
+           query=S.DeleteUploadQuery)
 def delete_upload_api(upload_id: str):
     """Delete an upload; one with evaluations only with `?evaluations=delete` (409 naming them otherwise)."""
     try:

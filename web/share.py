@@ -37,8 +37,10 @@ from flask import (
 )
 
 from benchmarks.host import new_id
+from common.contract import Error, operation
 from translations import _
 from web import errors, exports, get_store, pages
+from web import schemas as S
 
 PREFIX = "/share/"
 TOKEN_BYTES = 24
@@ -113,6 +115,7 @@ def revoke_page(evaluation_id: str, share_id: str):
 
 # API -----------------------------------------------------------------------------------------------------
 @api_bp.post("/evaluations/<evaluation_id>/shares")
+@operation("Create a read-only share link of a finished evaluation", {201: S.Share, 409: Error})
 def create_api(evaluation_id: str):
     """Create a share link: 201 {id, token, url, ...}."""
     share, problem = _create(evaluation_id)
@@ -120,6 +123,7 @@ def create_api(evaluation_id: str):
 
 
 @api_bp.get("/evaluations/<evaluation_id>/shares")
+@operation("An evaluation's share links, revoked ones included", {200: S.ShareList})
 def list_api(evaluation_id: str):
     """Every share link of an evaluation, revoked ones included (`active` tells them apart)."""
     get_store().get_evaluation(evaluation_id, with_result=False) or abort(404)
@@ -127,6 +131,7 @@ def list_api(evaluation_id: str):
 
 
 @api_bp.post("/evaluations/<evaluation_id>/shares/<share_id>/revoke")
+@operation("Revoke a share link: its address answers 404 from now on", {200: S.Share})
 def revoke_api(evaluation_id: str, share_id: str):
     """Revoke a share link: its address answers 404 from now on."""
     return jsonify(share_json(_revoke(evaluation_id, share_id)))
@@ -153,6 +158,8 @@ def page(token: str):
 
 
 @bp.get("/share/<token>.json")
+@operation("The shared result document (no sign-in: the token is the key)", {200: S.ResultDocument},
+           tags=("share",))
 def export_json(token: str):
     """The shared result document as a JSON download."""
     return exports.export_json(_active_share(token)["evaluation_id"])

@@ -3,13 +3,15 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from flask import Blueprint, abort, current_app, jsonify, request, url_for
+from flask import Blueprint, abort, current_app, jsonify, url_for
 
+from common.contract import Error, operation
 from judge import prices
 from pipeline.jobs import RequestError
 from simulate.jobs import SimulationRunner
 from translations import _
 from web import get_judge_settings, get_store
+from web import schemas as S
 
 bp = Blueprint("simulations_api", __name__, url_prefix="/api/simulations")
 
@@ -63,11 +65,13 @@ def simulation_status(simulation: dict) -> dict:
 
 
 @bp.post("")
-def create():
+@operation("Start a simulation: simulated users talk with the methods", {202: S.Started, 400: Error},
+           body=S.SimulationRequest)
+def create(body: dict):
     """Start a simulation: `{personas | personas_upload_id, simulator, methods, rounds, protocol, reference, score,
     judge}`; 202 with its id and page."""
     try:
-        simulation = get_simulations().create(request.get_json(silent=True))
+        simulation = get_simulations().create(body)
     except RequestError as exc:
         return jsonify({"error": str(exc)}), 400
     get_simulations().start(simulation["id"])
@@ -76,12 +80,14 @@ def create():
 
 
 @bp.get("")
+@operation("Simulations, newest first", {200: S.SimulationList})
 def list_simulations():
     """Simulations, newest first."""
     return jsonify([simulation_status(s) for s in get_store().list_simulations()])
 
 
 @bp.get("/<simulation_id>")
+@operation("A simulation's status, progress, files, evaluations and usage", {200: S.Simulation})
 def get_simulation(simulation_id: str):
     """A simulation's status, progress, uploads and evaluations."""
     simulation = get_store().get_simulation(simulation_id) or abort(404)
@@ -89,6 +95,7 @@ def get_simulation(simulation_id: str):
 
 
 @bp.post("/<simulation_id>/cancel")
+@operation("Stop a queued or running simulation", {202: S.Simulation, 409: Error})
 def cancel(simulation_id: str):
     """Stop a queued or running simulation; the turns kept so far stay for a resume."""
     get_store().get_simulation(simulation_id) or abort(404)
@@ -98,12 +105,14 @@ def cancel(simulation_id: str):
 
 
 @bp.post("/<simulation_id>/resume")
+@operation("Go on with a cancelled or failed simulation", {202: S.Simulation, 409: Error})
 def resume(simulation_id: str):
     """Go on with a cancelled or failed simulation from the turns kept."""
     return _restart(simulation_id, rerun_failed=False)
 
 
 @bp.post("/<simulation_id>/rerun-failed")
+@operation("Ask a simulation's failed turns again, and go on", {202: S.Simulation, 409: Error})
 def rerun_failed(simulation_id: str):
     """Ask the failed turns of an incomplete (or cancelled, failed) simulation again, and go on."""
     return _restart(simulation_id, rerun_failed=True)

@@ -10,7 +10,19 @@ from benchmarks.conversation import annotation, figures, pairs, views
 from benchmarks.conversation.format import Conversation, read_any
 from benchmarks.conversation.prompts import ANNOTATION_PROMPT_VERSION, ANNOTATION_SCALES
 from benchmarks.conversation.result import build_result
-from benchmarks.kind import Job, Kind, Plan, Sample, Site, StartError, StartRequest, as_flag, open_file, upload_stem
+from benchmarks.kind import (
+    Flag,
+    Job,
+    Kind,
+    Plan,
+    Sample,
+    Site,
+    StartError,
+    StartRequest,
+    as_flag,
+    open_file,
+    upload_stem,
+)
 from benchmarks.problems import Report
 from judge import Prompt, judge_summary
 from translations import _
@@ -28,6 +40,7 @@ class ConversationKind(Kind):
     headline_label = _l("Intents JSD (bits)")
     headline_digits = 2
     start_fields = ("annotate",)
+    start_types = {"annotate": Flag}
     cli_options = (click.Option(["--annotate"], is_flag=True, default=None,
                                 help="Conversations: also have the judge annotate each conversation."),)
 

@@ -15,7 +15,7 @@ from benchmarks.dialogue.prompts import MODES, DialogueContext
 from benchmarks.dialogue.records import CHUNK, STORED, judgment_frame, reply_lengths
 from benchmarks.dialogue.result import build_result
 from benchmarks.figures import method_colours
-from benchmarks.kind import Job, Kind, Plan, Sample, Site, StartError, StartRequest, as_flag
+from benchmarks.kind import Flag, Job, Kind, Plan, Sample, Site, StartError, StartRequest, as_flag
 from benchmarks.problems import Report
 from judge import JudgeConfig, Prompt, mode_key, panel_settings, sample_version, split_mode
 from translations import _
@@ -107,6 +107,7 @@ class DialogueKind(Kind):
     tables = dialogue_tables.TABLES  # people's ratings and reviews
     paired_metrics = pairing.METRICS
     start_fields = ("samples", "pairwise")
+    start_types = {"samples": int | str, "pairwise": Flag}
     cli_options = (click.Option(["--samples"], type=int, default=None,
                                 help="Dialogue: ask each judgment this many times (1-5, temperature > 0) to measure "
                                      "the judge's self-consistency."),

@@ -4,13 +4,16 @@ the ratings-file export, and using them as the evaluation's people's ratings).""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Literal
 
 from flask import Blueprint, abort, jsonify, redirect, render_template, request, url_for
+from pydantic import RootModel
 
 from benchmarks import host
 from benchmarks.dialogue import human_file, reviews
 from benchmarks.dialogue import tables as dialogue_tables
 from benchmarks.kind import JobFailed
+from common.contract import Answer, Count, Error, Refused, Request, operation
 from translations import _
 
 ratings_bp = Blueprint("human_ratings", __name__)
@@ -18,6 +21,55 @@ ratings_api_bp = Blueprint("human_ratings_api", __name__, url_prefix="/api")
 reviews_bp = Blueprint("reviews", __name__)
 reviews_api_bp = Blueprint("reviews_api", __name__, url_prefix="/api")
 RATINGS_FILE = "reviews made on the judgments' pages"
+
+
+class Ratings(Answer):
+    """How many people's ratings are attached, and the judge-vs-people agreement."""
+
+    ratings: int
+    agreement: dict[str, Any] | None = None
+
+
+class JudgmentKey(Request):
+    """One judgment: the session's index, the round, the method and the mode (fine, binary, ...)."""
+
+    index: Count
+    round: Count
+    method: str
+    mode: str
+
+
+class Review(JudgmentKey):
+    """A person's review of one judgment: agreed, or overridden with their own score or verdict."""
+
+    decision: Literal["agreed", "overridden"]
+    total: float | str | None = None
+    verdict: int | str | bool | None = None
+    comment: str | None = None
+
+
+class ReviewRow(Answer):
+    """A kept review."""
+
+    session_idx: int
+    session_id: str
+    round: int
+    method: str
+    mode: str
+    decision: str
+    total: float | None
+    verdict: int | None
+    comment: str | None
+    reviewer: str | None
+    updated_at: str
+
+
+class ReviewRows(RootModel[list[ReviewRow]]):
+    """An evaluation's reviews."""
+
+
+class ReviewCounts(Answer):
+    """The evaluation's reviews, counted."""
 
 
 class NotAttached(Exception):
@@ -58,6 +110,8 @@ def rescore(evaluation_id: str) -> dict:
 
 
 @ratings_api_bp.post("/evaluations/<evaluation_id>/human-ratings")
+@operation("Attach people's ratings (CSV or JSONL) to a finished dialogue evaluation",
+           {200: Ratings, 400: Refused, 409: Error}, form=Request, files=("file",), tags=("evaluations",))
 def attach_api(evaluation_id: str):
     """Attach a ratings file (multipart `file`); answers the judge-vs-people agreement."""
     try:
@@ -70,6 +124,7 @@ def attach_api(evaluation_id: str):
 
 
 @ratings_api_bp.delete("/evaluations/<evaluation_id>/human-ratings")
+@operation("Detach the people's ratings", {200: Ratings, 400: Error, 409: Error}, tags=("evaluations",))
 def detach_api(evaluation_id: str):
     """Detach the ratings and score the evaluation again without them."""
     try:
@@ -133,11 +188,9 @@ def _save(evaluation_id: str, values) -> dict:
 
 
 @reviews_api_bp.put("/evaluations/<evaluation_id>/reviews")
-def save_api(evaluation_id: str):
+@operation("Review one judgment", {200: ReviewCounts, 400: Error, 409: Error}, body=Review, tags=("evaluations",))
+def save_api(evaluation_id: str, body: dict):
     """Review one judgment: `{index, round, method, mode, decision: agreed|overridden, total|verdict, comment}`."""
-    body = request.get_json(silent=True)
-    if not isinstance(body, dict):
-        return jsonify({"error": _("Send a JSON object naming the judgment and the decision.")}), 400
     try:
         return jsonify(_save(evaluation_id, body))
     except NotAttached as exc:
@@ -145,6 +198,7 @@ def save_api(evaluation_id: str):
 
 
 @reviews_api_bp.get("/evaluations/<evaluation_id>/reviews")
+@operation("Every review of an evaluation", {200: ReviewRows}, tags=("evaluations",))
 def list_api(evaluation_id: str):
     """Every review of the evaluation."""
     host.store().get_evaluation(evaluation_id, with_result=False) or abort(404)
@@ -152,6 +206,8 @@ def list_api(evaluation_id: str):
 
 
 @reviews_api_bp.delete("/evaluations/<evaluation_id>/reviews")
+@operation("Forget the review of one judgment", {204: None, 400: Error, 409: Error}, query=JudgmentKey,
+           tags=("evaluations",))
 def delete_api(evaluation_id: str):
     """Forget the review of one judgment (`?index=&round=&method=&mode=`): 204, or 404 when there is none."""
     try:

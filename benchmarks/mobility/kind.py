@@ -27,6 +27,7 @@ class MobilityKind(Kind):
     extension = ".json"
     tables = (reference_sets.TABLE,)
     start_fields = ("reference",)
+    start_types = {"reference": str}
     cli_options = (click.Option(["--reference"], help="Mobility: the reference set, by name or id, or the path of "
                                                       "a groundtruth folder, a ZIP or a JSON file."),)
 

@@ -2,16 +2,41 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Literal
 
 from flask import Blueprint, abort, current_app, jsonify, redirect, render_template, request, url_for
+from pydantic import RootModel
 
 from benchmarks import host
 from benchmarks.mobility import reference_files as mobility_reference
 from benchmarks.mobility import reference_sets as references
+from common.contract import Answer, Error, Request, operation
 from translations import _
 
 bp = Blueprint("references", __name__)
 api_bp = Blueprint("references_api", __name__, url_prefix="/api")
+
+
+class ReferenceForm(Request):
+    """The multipart fields of a new reference set, beside its `file`."""
+
+    name: str | None = None
+    source: Literal["huggingface", ""] | None = None
+
+
+class ReferenceSet(Answer):
+    """A mobility reference set: its name, content hash, source and summary."""
+
+    id: str
+    name: str
+    sha256: str
+    source: str
+    summary: dict[str, Any]
+    created_at: str
+
+
+class ReferenceSets(RootModel[list[ReferenceSet]]):
+    """Every reference set, newest first."""
 
 
 def _add_from_request() -> dict:
@@ -62,6 +87,7 @@ def delete_page(reference_id: str):
 
 
 @api_bp.delete("/references/<reference_id>")
+@operation("Delete a reference set that no evaluation uses", {204: None, 409: Error}, tags=("references",))
 def delete_api(reference_id: str):
     """Delete a reference set that no evaluation uses: 204; 404 when there is none, 409 while one uses it."""
     store = host.store()
@@ -75,12 +101,16 @@ def delete_api(reference_id: str):
 
 
 @api_bp.get("/references")
+@operation("Every mobility reference set", {200: ReferenceSets}, tags=("references",))
 def list_api():
     """Every reference set with its size and summary."""
     return jsonify(references.records(host.store()))
 
 
 @api_bp.post("/references")
+@operation("Add a mobility reference set: a ZIP of the official layout or four-key JSON, or the benchmark's own "
+           "(source=huggingface)", {201: ReferenceSet, 400: Error}, form=ReferenceForm, files=("file",),
+           tags=("references",))
 def create_api():
     """Add a reference set: multipart `file` and `name`, or `source=huggingface`."""
     try:
@@ -90,6 +120,7 @@ def create_api():
 
 
 @api_bp.get("/references/<reference_id>")
+@operation("One reference set", {200: ReferenceSet}, tags=("references",))
 def get_api(reference_id: str):
     """One reference set."""
     return jsonify(references.get(host.store(), reference_id) or abort(404))

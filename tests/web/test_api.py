@@ -137,7 +137,7 @@ def test_method_subset(client):
 @pytest.mark.parametrize("payload, message", [
     ({"upload_id": "nope"}, "does not exist"),
     ({"upload_id": "UPLOAD", "methods": ["Z"]}, "Unknown methods: Z"),
-    ({"upload_id": "UPLOAD", "methods": "A"}, "list of method names"),
+    ({"upload_id": "UPLOAD", "methods": "A"}, "The field 'methods' is wrong: Input should be a valid list"),
     ({"upload_id": "UPLOAD", "judge": {"api_key": "x"}}, "JUDGE_API_KEY"),
     ({"upload_id": "UPLOAD", "judge": {"colour": "red"}}, "Unknown judge settings: colour"),
     ({"upload_id": "UPLOAD", "judge": {"concurrency": "many"}}, "concurrency"),

@@ -234,7 +234,7 @@ def test_sign_in_form_needs_its_csrf_token(make_app):
     refused = client.post("/api/evaluations", json={})
     assert refused.status_code == 400 and "did not come from this site" in refused.get_json()["error"]
     checked = client.post("/api/evaluations", json={}, headers={"X-CSRFToken": token})
-    assert checked.status_code == 400 and "Upload 'None' does not exist" in checked.get_json()["error"]
+    assert checked.status_code == 400 and "The field 'upload_id' is wrong: Field required" in checked.get_json()["error"]
 
 
 def test_sign_in_is_rate_limited_per_address(auth_app):

@@ -43,7 +43,8 @@ def test_an_evaluation_is_renamed_and_tagged_and_listed_with_its_kind_model_and_
 
 def test_labels_are_checked(client):
     _upload_id, evaluation_id = evaluated(client)
-    for body, words in (({"title": 5}, "must be text"), ({"tags": [1]}, "list of texts"), ({"title": "x" * 201}, "longer than"),
+    for body, words in (({"title": 5}, "The field 'title' is wrong"), ({"tags": [1]}, "The field 'tags[0]' is wrong"),
+                        ({"title": "x" * 201}, "longer than"),
                         ({"tags": [f"t{i}" for i in range(21)]}, "at most 20 tags")):
         resp = client.patch(f"/api/evaluations/{evaluation_id}", json=body)
         assert resp.status_code == 400 and words in resp.get_json()["error"], body

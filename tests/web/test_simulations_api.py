@@ -77,7 +77,7 @@ def test_a_simulation_started_over_the_api_becomes_scored_uploads(sim_app, judge
     ({"methods": [{"name": "A", "model": "gpt-4o", "endpoint": "local"}]}, "does not allow model 'gpt-4o'"),
     ({"rounds": 30}, "'rounds' must be a whole number from 1 to 20"),
     ({"score": True, "judge": {"endpoint": "theirs"}}, "Unknown judge endpoint 'theirs'"),
-    ({"colour": "blue"}, "Unknown fields: colour"),
+    ({"colour": "blue"}, "The field 'colour' is wrong: it is not a field of this request (its fields: personas,"),
 ])
 def test_a_request_that_cannot_be_honoured_is_a_400_before_any_connection(sim_app, judge_server, change, message):
     client = sim_app.test_client()

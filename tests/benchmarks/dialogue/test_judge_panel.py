@@ -165,7 +165,7 @@ def test_self_consistency_samples_sd_and_flip_rate(client, judge_server):
 
 
 @pytest.mark.parametrize("body, message", [
-    ({"judges": "judge-a"}, "'judges' must be a list"),
+    ({"judges": "judge-a"}, "The field 'judges' is wrong: Input should be a valid list"),
     ({"judges": []}, "'judges' must be a list"),
     ({"judges": [{"model": f"m{i}"} for i in range(6)]}, "'judges' must be a list of 1 to 5"),
     ({"judges": [{"model": "same"}, {"model": "same"}]}, "Judge 2 is the same model on the same endpoint as judge 1"),

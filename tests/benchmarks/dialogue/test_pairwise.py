@@ -168,7 +168,7 @@ def test_a_judge_with_position_bias_gives_only_ties(client, judge_server):
 
 
 @pytest.mark.parametrize("body, message", [({"pairwise": True, "methods": ["A"]}, "choose at least two"),
-                                           ({"pairwise": "maybe"}, "'pairwise' must be true or false")])
+                                           ({"pairwise": "maybe"}, "The field 'pairwise' is wrong")])
 def test_bad_pairwise_requests_are_400(client, body, message):
     upload_id = upload(client, marked(SCORED)).get_json()["id"]
     resp = client.post("/api/evaluations", json={"upload_id": upload_id, **body})

@@ -53,12 +53,12 @@ def test_overrides_change_the_metrics_shown_with_them_and_agreements_do_not(clie
 
 def test_a_review_is_checked(client, app):
     evaluation_id = evaluation(client)
-    for body, status, words in (({**FINE_A}, 400, "'decision' must be"),
+    for body, status, words in (({**FINE_A}, 400, "The field 'decision' is wrong: Field required"),
                                 ({**FINE_A, "decision": "overridden"}, 400, "from 0 to 100"),
                                 ({**FINE_A, "decision": "overridden", "total": 101}, 400, "from 0 to 100"),
                                 ({**FINE_A, "mode": "binary", "decision": "overridden", "verdict": 2}, 400, "1 (keep"),
                                 ({**FINE_A, "round": 9, "decision": "agreed"}, 404, "no such judgment"),
-                                ({"index": "x", "decision": "agreed"}, 400, "Name the judgment")):
+                                ({"index": "x", "decision": "agreed"}, 400, "The field 'index' is wrong")):
         resp = review(client, evaluation_id, **body)
         assert resp.status_code == status and words in resp.get_json()["error"], body
     app.extensions["store"].set_status(evaluation_id, "running")

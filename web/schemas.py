@@ -1,0 +1,363 @@
+"""The models of the JSON API's requests and answers (common/contract.py): they check each request and make the
+OpenAPI document. The kinds' own operations declare theirs beside their routes."""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel, create_model
+
+from benchmarks import registry
+from benchmarks.kind import Flag
+from common.contract import Answer, Count, Request
+
+Id = str
+Text = str
+
+
+# -- requests --------------------------------------------------------------------------------------------------
+
+class UploadForm(Request):
+    """The multipart fields of an upload, beside its `file`."""
+
+    kind: str | None = Field(None, description="dialogue, mobility, conversation, agentbench or personas; "
+                                               "detected when left out")
+    agent: str | None = Field(None, description="AgentBench: the agent of a lone overall.json")
+    task: str | None = Field(None, description="AgentBench: the task of a lone overall.json")
+
+
+class ChunkedStart(Request):
+    """A resumable upload announced: the file's name and size, and the upload fields."""
+
+    filename: str
+    size: int = Field(ge=0, le=2**53)
+    kind: str | None = None
+    agent: str | None = None
+    task: str | None = None
+
+
+class ChunkQuery(Request):
+    """Where a chunk goes: the upload's current offset."""
+
+    offset: int = Field(ge=0, le=2**53)
+
+
+class JudgeRequest(Request):
+    """Judge settings a request may set (never the key: it stays on the server, bound to its endpoint). Other keys
+    are refused with a 400 naming them."""
+
+    model_config = ConfigDict(extra="allow")
+    endpoint: str | None = Field(None, description="the name of an endpoint the operator named (JUDGE_ENDPOINTS)")
+    model: str | None = None
+    temperature: float | None = None
+    language: str | None = Field(None, description="the judge prompt's language: en or zh")
+    concurrency: Count | None = None
+    max_tokens: Count | None = None
+    timeout_s: float | None = None
+    max_retries: Count | None = None
+    use_cache: Flag | None = None
+    batch: Flag | None = None
+
+
+class EvaluationRequest(Request):
+    """Start an evaluation of an upload, with the fields of the upload's kind (see `evaluation_request`)."""
+
+    upload_id: Id
+    methods: list[str] | None = Field(None, description="dialogue: the methods to score (default: all)")
+    judge: JudgeRequest | None = None
+    judges: list[JudgeRequest] | None = Field(None, description="a panel: each judge's settings over `judge`'s")
+
+
+def evaluation_request() -> type[BaseModel]:
+    """EvaluationRequest with every registered kind's start fields (Kind.start_fields, typed by Kind.start_types),
+    so that a kind added later is in the contract too."""
+    kinds = tuple(registry.kinds())
+    if kinds not in _WITH_KINDS:
+        fields = {name: (kind.start_types.get(name, Any) | None,
+                         Field(None, description=f"{kind.name}: an option of this kind"))
+                  for kind in kinds for name in kind.start_fields}
+        _WITH_KINDS[kinds] = create_model("EvaluationRequest", __base__=EvaluationRequest,
+                                          __doc__=EvaluationRequest.__doc__, **fields)  # type: ignore[call-overload]
+    return _WITH_KINDS[kinds]
+
+
+_WITH_KINDS: dict[tuple, type[BaseModel]] = {}
+
+
+class Speaker(Request):
+    """The simulator of a simulation (other keys, a URL or a key among them, are refused with a 400 naming
+    them)."""
+
+    model_config = ConfigDict(extra="allow")
+    model: str
+    endpoint: str | None = None
+    temperature: float | None = None
+    max_tokens: Count | None = None
+    language: Literal["en", "zh"] | None = None
+
+
+class SimulatedMethod(Request):
+    """A method a simulation talks with (other keys are refused with a 400 naming them)."""
+
+    model_config = ConfigDict(extra="allow")
+    name: str
+    model: str
+    endpoint: str | None = None
+    system_prompt: str | None = None
+    temperature: float | None = None
+    max_tokens: Count | None = None
+
+
+class SimulationRequest(Request):
+    """Start a simulation: personas (the built-in set or an upload), the simulator, the methods, the rounds."""
+
+    personas: Literal["builtin"] | None = None
+    personas_upload_id: Id | None = None
+    simulator: Speaker
+    methods: list[SimulatedMethod]
+    rounds: Count
+    protocol: Literal["shared", "independent"] | None = None
+    reference: str | None = Field(None, description="shared protocol: the method the simulator hears")
+    score: Flag | None = None
+    judge: JudgeRequest | None = None
+    judges: list[JudgeRequest] | None = None
+    sample: Count | None = Field(None, description="a sample's number, for a new draw at temperature > 0")
+
+
+class Labels(Request):
+    """A new title and tags (a field left out keeps its value)."""
+
+    title: str | None = None
+    tags: list[str] | str | None = Field(None, description="a list, or one text with the tags separated by commas")
+
+
+class ListQuery(Request):
+    """Filters of the list of evaluations."""
+
+    kind: str | None = None
+    tag: str | None = None
+
+
+class SessionsQuery(Request):
+    """A page of a dialogue evaluation's sessions."""
+
+    page: Count | None = None
+    per_page: Count | None = None
+    q: str | None = None
+
+
+class CompareQuery(Request):
+    """The runs to compare (`ids` repeated), the baseline and the regression rule."""
+
+    ids: list[str] | str = Field(description="two or more evaluation ids (repeat `ids`, or separate by commas)")
+    baseline: str | None = None
+    correction: str | None = Field(None, description="holm (default) or bh")
+    metric: str | None = None
+    max_drop: str | None = Field(None, description="points a metric may drop before it is a regression")
+
+
+class DeleteUploadQuery(Request):
+    """Whether an upload's evaluations go with it."""
+
+    evaluations: Literal["delete", ""] | None = None
+
+
+# -- answers ---------------------------------------------------------------------------------------------------
+
+class Upload(Answer):
+    """A stored upload: its kind, file, summary and the warnings of its validation."""
+
+    id: Id
+    kind: str
+    filename: str
+    size: int
+    summary: dict[str, Any]
+    warnings: list[Any]
+    created_at: str
+
+
+class UploadAtPage(Upload):
+    """A stored upload and its page."""
+
+    url: str
+
+
+class ChunkedUpload(Answer):
+    """A resumable upload: where it stands."""
+
+    id: Id
+    offset: int
+    size: int
+    chunk_bytes: int | None = None
+
+
+class ChunkOffset(Answer):
+    """Where the upload stands after a chunk."""
+
+    offset: int
+
+
+class ChunkRefused(Answer):
+    """A chunk that does not fit: why, and (409) where the upload stands."""
+
+    error: str
+    offset: int | None = None
+
+
+class Started(Answer):
+    """An evaluation or simulation started: its id and page."""
+
+    id: Id
+    status: str
+    url: str
+
+
+class Progress(Answer):
+    """How far an evaluation has come."""
+
+    done: int
+    total: int
+    failed: int | None = None
+    unparsed: int | None = None
+    cached: int | None = None
+    rate_per_s: float | None = None
+    eta_s: float | None = None
+    waiting: Literal["worker", "retry"] | None = None
+
+
+class EvaluationStatus(Answer):
+    """An evaluation's status and progress."""
+
+    id: Id
+    upload_id: Id
+    kind: str
+    status: Literal["queued", "running", "done", "incomplete", "failed", "cancelled"]
+    methods: list[str] | None
+    error: str | None
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    progress: Progress
+    failure: dict[str, Any] | None
+
+
+class Evaluation(EvaluationStatus):
+    """An evaluation with its result document (docs/result-documents.md) once it has one."""
+
+    result: dict[str, Any] | None
+
+
+class EvaluationListItem(Answer):
+    """One evaluation of the list."""
+
+    id: Id
+    upload_id: Id
+    kind: str
+    status: str
+    methods: list[str] | None
+    created_at: str
+    finished_at: str | None
+    filename: str | None
+    title: str | None
+    tags: list[str]
+    headline: list[Any] | None
+    measured_with: str | None
+
+
+class EvaluationList(RootModel[list[EvaluationListItem]]):
+    """Evaluations, newest first."""
+
+
+class SimulationProgress(Answer):
+    """How far a simulation has come."""
+
+    done: int
+    total: int
+    failed: int
+    cached: int
+    rate: float | None
+    eta_s: float | None
+
+
+class Simulation(Answer):
+    """A simulation's status, progress, files, evaluations and usage."""
+
+    id: Id
+    status: Literal["queued", "running", "done", "incomplete", "failed", "cancelled"]
+    error: str | None
+    created_at: str
+    finished_at: str | None
+    progress: SimulationProgress
+    upload_ids: list[Id]
+    evaluation_ids: list[Id]
+    protocol: str
+    rounds: int
+    methods: list[str]
+    personas: int
+    usage: list[dict[str, Any]]
+    url: str
+
+
+class SimulationList(RootModel[list[Simulation]]):
+    """Simulations, newest first."""
+
+
+class Compared(Answer):
+    """Paired differences against the baseline, and the regression flag."""
+
+    baseline: Id
+    runs: list[Any]
+    paired: list[Any]
+    regression: Any
+
+
+class LabelsSet(Answer):
+    """A row's title and tags as they are now."""
+
+    id: Id
+    title: str | None
+    tags: list[str]
+
+
+class UploadDeleted(Answer):
+    """The evaluations deleted with an upload."""
+
+    deleted_evaluations: list[Id]
+
+
+class InUse(Answer):
+    """Refused while something depends on it: which evaluations."""
+
+    error: str
+    evaluations: list[Any] | None = None
+
+
+class Share(Answer):
+    """A read-only share link."""
+
+    id: Id
+    evaluation_id: Id
+    token: str
+    url: str
+    created_at: str
+    revoked_at: str | None
+    active: bool
+
+
+class ShareList(RootModel[list[Share]]):
+    """An evaluation's share links, revoked ones included."""
+
+
+class SessionsPage(Answer):
+    """A page of per-sample detail (dialogue: replies, scores and the judge's reasoning)."""
+
+
+class ResultDocument(Answer):
+    """A result document (docs/result-documents.md): its keys depend on the kind."""
+
+
+class OpenAPIDocument(Answer):
+    """An OpenAPI 3.1 document."""
+
+    openapi: str
+    info: dict[str, Any]
+    paths: dict[str, Any]
