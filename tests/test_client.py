@@ -6,7 +6,10 @@ import http.server
 import json
 import math
 import os
+import re
+import shutil
 import subprocess
+import sys
 import threading
 import urllib.error
 import urllib.request
@@ -20,6 +23,7 @@ from client import ApiError, Client, EvaluationError
 from storage.store import Store
 from tests.browser_support import DashboardServer
 from tests.conftest import ROOT, jsonl, session_line
+from tests.doc_commands import commands, substitute
 from tests.judge_server import JudgeServer
 from tests.web.test_paired import OTHER_JUDGE, dialogue_file, shifted_judge
 from web import accounts
@@ -408,3 +412,70 @@ def test_remote_mode_errors_are_clear(live, tmp_path):
     alone = flask(f"flask --app app score {bad} --token {live.token}", env)
     assert alone.returncode == 2 and "--token needs --server" in alone.stderr
     assert live.token not in alone.stderr + rejected.stderr + no_token.stderr
+
+
+# -- docs/client.md, run as written ---------------------------------------------------------------------------------
+
+CLIENT_PAGE = ROOT / "docs" / "client.md"
+
+
+def doc_workspace(tmp_path: Path) -> Path:
+    """A working folder with the file the examples name."""
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copy(ROOT / "sample_data.jsonl", work)
+    return work
+
+
+def test_the_notebook_example_runs_as_written(live, tmp_path):
+    blocks = re.findall(r"^```python\n(.*?)^```", CLIENT_PAGE.read_text(encoding="utf-8"), flags=re.S | re.M)
+    assert len(blocks) == 4
+    env = cli_env(tmp_path, PSB_URL=live.url, PSB_TOKEN=live.token, PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", "\n".join(blocks)], cwd=doc_workspace(tmp_path), env=env,
+                          text=True, capture_output=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "dialogue 8 sessions"
+    progress = [line for line in lines if line.endswith(" judged")]
+    sessions = [json.loads(line) for line in (ROOT / "sample_data.jsonl").read_text(encoding="utf-8").splitlines()]
+    total = sum(len(s["rounds"]) for s in sessions) * 2 * 2  # rounds x the 2 methods x (score, verdict)
+    assert progress[-1] == f"{total}/{total} judged"
+    assert lines[len(progress) + 1].startswith("done {'Base': ")
+    assert "regression: False" in lines and any(line.startswith(f"{live.url}/share/") for line in lines)
+    rejected = next(i for i, line in enumerate(lines) if line.startswith("400 The file was rejected"))
+    problems = lines[rejected + 1:]
+    assert problems and all(line.startswith("line 1 ") for line in problems)
+    assert "line 1 user_profile: Line 1: 'user_profile' is missing; add it as a string." in problems
+
+
+def test_the_remote_mode_commands_run_as_written(live, tmp_path):
+    work = doc_workspace(tmp_path)
+    env = cli_env(tmp_path, PYTHONPATH=str(ROOT))
+    evaluations: list[str] = []
+    steps = commands(CLIENT_PAGE, "The CLI's remote mode")
+    assert len(steps) == 3 and steps[0].startswith("export PSB_TOKEN=")
+    for step in steps:
+        step = substitute(step, {"http://lab-server.example:5000": live.url,
+                                 "psb_your_token_from_the_account_page": live.token})
+        step = step.replace("EVAL_ID", evaluations[0]) if evaluations else step
+        if step.startswith("export "):  # kept for the next commands, as in the shell that typed it
+            done = subprocess.run(["bash", "-c", f"{step} && env -0"], env=env, capture_output=True, timeout=30)
+            env = dict(item.split("=", 1) for item in done.stdout.decode().split("\0") if "=" in item)
+            continue
+        done = subprocess.run(["bash", "-c", step], cwd=work, env=env, text=True, capture_output=True, timeout=300)
+        assert done.returncode == 0, f"{step}\n{done.stderr}"
+        evaluations += re.findall(r"^evaluation (\w+)$", done.stderr, flags=re.M)
+    assert env["PSB_TOKEN"] == live.token and len(evaluations) == 2
+    document = json.loads((work / "result.json").read_text(encoding="utf-8"))
+    assert document == Client(live.url, live.token).result(evaluations[0])
+    assert f"Paired differences against {evaluations[0]}:" in done.stderr
+
+
+def test_remote_mode_refuses_a_local_reference_path(live, tmp_path):
+    from tests.benchmarks.mobility.test_mobility_pipeline import synthetic
+
+    generated = tmp_path / "generated.json"
+    generated.write_text(json.dumps(synthetic(seed=2)))
+    done = flask(f"flask --app app score {generated} --kind mobility --reference {tmp_path} --server {live.url}",
+                 cli_env(tmp_path, PSB_TOKEN=live.token))
+    assert done.returncode == 2 and "--reference with a path works locally only" in done.stderr, done.stderr

@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 import click
@@ -16,45 +15,10 @@ from benchmarks.kind import StartError
 from client import opened
 from pipeline.ingest import InvalidUpload, ingest
 from pipeline.jobs import RequestError, create_evaluation
-from translations import _, duration
+from translations import _
 from web import cli_gate as gate
 from web import get_judge_settings, get_runner, get_site, get_store, get_uploads, users_cli
-
-
-class ProgressBar:
-    """A one-line progress bar on stderr: done / total, failures, pace and time left."""
-
-    WIDTH = 30
-
-    def __init__(self) -> None:
-        self.started = time.monotonic()
-        self.first_done: int | None = None
-
-    def __call__(self, progress: dict) -> None:
-        done, total = progress["done"], progress["total"] or 1
-        if self.first_done is None:
-            self.first_done = done
-        filled = self.WIDTH * done // total
-        elapsed = time.monotonic() - self.started
-        rate = (done - self.first_done) / elapsed if elapsed > 0 else 0
-        eta = duration((total - done) / rate) if rate else "—"
-        line = _("%(done)s/%(total)s judged (%(percent)s%%), %(failed)s failed, %(unparsed)s unparsed",
-                 done=done, total=progress["total"], percent=round(100 * done / total), failed=progress["failed"],
-                 unparsed=progress["unparsed"])
-        speed = _("%(rate)s judgments/s · about %(eta)s left", rate=f"{rate:.1f}", eta=eta)
-        click.echo(f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] {line} · {speed}  ", nl=False, err=True)
-
-
-def _panel(judge_models: tuple[str, ...], judges_file: Path | None) -> list | None:
-    """A panel of judges from --judge-model (several) or --judges-file (a JSON list of judge settings); None for
-    the one judge of the server's settings."""
-    if judges_file:
-        try:
-            return json.loads(judges_file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise RequestError(_("%(path)s is not a JSON list of judge settings: %(problem)s", path=judges_file,
-                                 problem=exc)) from exc
-    return [{"model": model} for model in judge_models] or None
+from web.cli_shared import ProgressBar, check_kind_options, panel
 
 
 def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, judge_endpoint: str | None,
@@ -99,7 +63,7 @@ def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, 
         options = detected.cli_start(kind_values, get_site())
         judge = {**({"endpoint": judge_endpoint} if judge_endpoint else {}), **({"batch": True} if batch else {})}
         evaluation = create_evaluation(get_store(), upload["id"], chosen, judge, get_judge_settings().environ(),
-                                       options, _panel(judge_model, judges_file))
+                                       options, panel(judge_model, judges_file))
     except (RequestError, StartError) as exc:
         click.echo(_("error: %(message)s", message=exc), err=True)
         sys.exit(2)
@@ -124,15 +88,6 @@ def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, 
         sys.exit(1)
     if failed:
         sys.exit(1)
-
-
-def check_kind_options(detected, kind_values: dict) -> None:
-    """StartError for an option of another kind than the file's (--reference for a dialogue file)."""
-    for other in registry.kinds():
-        for option in other.cli_options:
-            if other is not detected and option not in detected.cli_options and kind_values.get(option.name):
-                raise StartError(_("%(option)s applies to %(kind)s uploads only.", option=option.opts[0],
-                                   kind=other.name))
 
 
 def score_command() -> click.Command:

@@ -14,8 +14,8 @@ from benchmarks.kind import Kind, StartError
 from client import ApiError, Client
 from pipeline.jobs import RequestError
 from translations import _
-from web import cli
 from web import cli_gate as gate
+from web.cli_shared import ProgressBar, check_kind_options, panel
 from web.compare import COMPARABLE
 
 
@@ -77,7 +77,7 @@ def score(server: str | None, token: str | None, file: Path, kind: str | None, m
     upload_fields = {f: kind_values[f] for k in registry.kinds() for f in k.upload_fields if kind_values.get(f)}
     try:
         baseline_kind = _check_baseline(client, baseline) if baseline is not None else None
-        panel = cli._panel(judge_model, judges_file)
+        judges = panel(judge_model, judges_file)
         upload = client.upload(file, kind, **upload_fields)
     except ApiError as exc:
         if exc.problems:
@@ -92,18 +92,18 @@ def score(server: str | None, token: str | None, file: Path, kind: str | None, m
     try:
         gate.check_kind(detected, baseline, metric, {"--fail-on-regression": fail_on_regression, "--metric": metric,
                                                      "--max-drop": max_drop}, baseline_kind)
-        cli.check_kind_options(detected, kind_values)
+        check_kind_options(detected, kind_values)
         options = _start_options(detected, kind_values)
         judge = {**({"endpoint": judge_endpoint} if judge_endpoint else {}), **({"batch": True} if batch else {})}
         chosen = [m.strip() for m in methods.split(",") if m.strip()] if methods else None
         started = client.evaluate(upload["id"], **({"methods": chosen} if chosen else {}),
-                                  **({"judge": judge} if judge else {}), **({"judges": panel} if panel else {}),
+                                  **({"judge": judge} if judge else {}), **({"judges": judges} if judges else {}),
                                   **options)
     except (ApiError, StartError) as exc:
         _fail(str(exc))
     click.echo(_("evaluation %(id)s", id=started["id"]), err=True)  # for the API and the pages
     try:
-        record = client.wait(started["id"], on_progress=cli.ProgressBar())
+        record = client.wait(started["id"], on_progress=ProgressBar())
         click.echo("", err=True)
         if record["status"] not in ("done", "incomplete"):
             _ended(record)
