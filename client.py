@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import email.utils
 import hashlib
+import http.client
 import io
 import json
 import os
@@ -125,7 +126,7 @@ class Client:
                     raise ApiError(None, f"cannot reach {self.url}: {exc}") from exc
                 time.sleep(self._backoff(attempt))
                 continue
-            except OSError as exc:  # also timeouts and dropped connections
+            except (OSError, http.client.HTTPException) as exc:  # timeouts, dropped connections, cut answers
                 if last or not idempotent:
                     raise ApiError(None, f"no answer from {self.url}{path}: {exc}") from exc
                 time.sleep(self._backoff(attempt))
@@ -153,9 +154,12 @@ class Client:
             try:
                 return min(max(float(value), 0.0), RETRY_AFTER_MAX_S)
             except ValueError:
-                when = email.utils.parsedate_to_datetime(value) if value else None
-                if when is not None:
-                    return min(max(when.timestamp() - time.time(), 0.0), RETRY_AFTER_MAX_S)
+                pass
+            try:  # an HTTP date
+                return min(max(email.utils.parsedate_to_datetime(value).timestamp() - time.time(), 0.0),
+                           RETRY_AFTER_MAX_S)
+            except (TypeError, ValueError):
+                pass
         return self._backoff(attempt)
 
     # -- uploads -------------------------------------------------------------------------------------------------
@@ -327,12 +331,12 @@ def _parsed(raw: bytes, headers: dict) -> Any:
 
 def _error(status: int, body: Any, headers: dict, url: str) -> ApiError:
     """The ApiError of a failed answer: the server's message and problems, else what the status means."""
-    if isinstance(body, dict):
-        return ApiError(status, str(body.get("error") or f"HTTP {status}"), body.get("problems"),
-                        bool(body.get("truncated")), body)
     if 300 <= status < 400:
         return ApiError(status, f"{url} redirects to {_header(headers, 'Location')}; the client follows redirects "
                                 "only within the same server, for GET")
+    if isinstance(body, dict):
+        return ApiError(status, str(body.get("error") or f"HTTP {status}"), body.get("problems"),
+                        bool(body.get("truncated")), body)
     return ApiError(status, f"{url} answered HTTP {status}", body=body)
 
 

@@ -305,9 +305,15 @@ def test_the_token_never_follows_a_redirect_to_another_server():
 
 def test_503_is_retried_after_retry_after_for_gets_only():
     unavailable = (503, {"Retry-After": "0"}, b'{"error": "The database cannot be reached right now"}')
-    with Scripted([unavailable, unavailable, (200, {}, b'{"id": "e1", "status": "done"}')]) as server:
-        assert Client(server.url).status("e1") == {"id": "e1", "status": "done"}
-        assert len(server.seen) == 3
+    as_date = (503, {"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}, unavailable[2])  # in the past: at once
+    unreadable = (503, {"Retry-After": "soon"}, unavailable[2])  # the client's own backoff
+    with Scripted([unavailable, as_date, unreadable, (200, {}, b'{"id": "e1", "status": "done"}')]) as server:
+        assert Client(server.url, backoff_s=0.01).status("e1") == {"id": "e1", "status": "done"}
+        assert len(server.seen) == 4
+    with Scripted([unavailable] * 5) as server:  # a few times only
+        with pytest.raises(ApiError) as still:
+            Client(server.url, retries=2).status("e1")
+        assert still.value.status == 503 and len(server.seen) == 3
     with Scripted([unavailable, (202, {}, b'{"id": "e2"}')]) as server:
         with pytest.raises(ApiError) as refused:  # a POST that may have been applied is never sent again
             Client(server.url).evaluate("u1")

@@ -17,7 +17,7 @@ from pipeline.ingest import InvalidUpload, ingest
 from pipeline.jobs import RequestError, create_evaluation
 from translations import _
 from web import cli_gate as gate
-from web import get_judge_settings, get_runner, get_site, get_store, get_uploads, users_cli
+from web import cli_remote, get_judge_settings, get_runner, get_site, get_store, get_uploads, users_cli
 from web.cli_shared import ProgressBar, check_kind_options, panel
 
 
@@ -31,8 +31,6 @@ def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, 
     evaluation, and exit 1 on a regression (--fail-on-regression) or a headline value below --fail-below.
     With --server, the same evaluation runs on that deployment (its token: --token or PSB_TOKEN)."""
     if server or token:
-        from web import cli_remote
-
         cli_remote.score(server, token or os.environ.get("PSB_TOKEN"), file, kind, methods, out, judge_endpoint,
                          batch, judge_model, judges_file, baseline, fail_on_regression, metric, max_drop, fail_below,
                          kind_values)
