@@ -2,13 +2,9 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
-import tempfile
-import time
-import zipfile
-from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Iterator
 
 import click
 from flask import Flask, current_app
@@ -16,78 +12,35 @@ from flask.cli import with_appcontext
 
 from benchmarks import registry
 from benchmarks.kind import StartError
+from client import opened
 from pipeline.ingest import InvalidUpload, ingest
 from pipeline.jobs import RequestError, create_evaluation
-from translations import _, duration
+from translations import _
 from web import cli_gate as gate
-from web import get_judge_settings, get_runner, get_site, get_store, get_uploads, users_cli
-
-
-class ProgressBar:
-    """A one-line progress bar on stderr: done / total, failures, pace and time left."""
-
-    WIDTH = 30
-
-    def __init__(self) -> None:
-        self.started = time.monotonic()
-        self.first_done: int | None = None
-
-    def __call__(self, progress: dict) -> None:
-        done, total = progress["done"], progress["total"] or 1
-        if self.first_done is None:
-            self.first_done = done
-        filled = self.WIDTH * done // total
-        elapsed = time.monotonic() - self.started
-        rate = (done - self.first_done) / elapsed if elapsed > 0 else 0
-        eta = duration((total - done) / rate) if rate else "—"
-        line = _("%(done)s/%(total)s judged (%(percent)s%%), %(failed)s failed, %(unparsed)s unparsed",
-                 done=done, total=progress["total"], percent=round(100 * done / total), failed=progress["failed"],
-                 unparsed=progress["unparsed"])
-        speed = _("%(rate)s judgments/s · about %(eta)s left", rate=f"{rate:.1f}", eta=eta)
-        click.echo(f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] {line} · {speed}  ", nl=False, err=True)
-
-
-@contextmanager
-def _opened(path: Path) -> Iterator[tuple[BinaryIO, str]]:
-    """A file to upload, with the name it is uploaded under; a folder (AgentBench outputs/, a conversation
-    dataset, a mobility groundtruth/ folder) as an uncompressed ZIP of its files, written to a temporary file."""
-    if not path.is_dir():
-        with path.open("rb") as stream:
-            yield stream, str(path)
-        return
-    with tempfile.TemporaryFile() as spool:
-        with zipfile.ZipFile(spool, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
-            for member in sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink()):
-                archive.write(member, f"{path.name}/{member.relative_to(path).as_posix()}")
-        spool.seek(0)
-        yield spool, f"{path}.zip"
-
-
-def _panel(judge_models: tuple[str, ...], judges_file: Path | None) -> list | None:
-    """A panel of judges from --judge-model (several) or --judges-file (a JSON list of judge settings); None for
-    the one judge of the server's settings."""
-    if judges_file:
-        try:
-            return json.loads(judges_file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise RequestError(_("%(path)s is not a JSON list of judge settings: %(problem)s", path=judges_file,
-                                 problem=exc)) from exc
-    return [{"model": model} for model in judge_models] or None
+from web import cli_remote, get_judge_settings, get_runner, get_site, get_store, get_uploads, users_cli
+from web.cli_shared import ProgressBar, check_kind_options, panel
 
 
 def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, judge_endpoint: str | None,
            batch: bool, judge_model: tuple[str, ...] = (), judges_file: Path | None = None,
            baseline: str | None = None, fail_on_regression: bool = False, metric: str | None = None,
-           max_drop: float | None = None, fail_below: tuple[str, ...] = (), **kind_values) -> None:
+           max_drop: float | None = None, fail_below: tuple[str, ...] = (), server: str | None = None,
+           token: str | None = None, **kind_values) -> None:
     """Validate and score FILE (or a folder: AgentBench outputs/, a conversation dataset, a mobility groundtruth/
     folder), then print the result document as JSON; with --baseline, the paired differences against that
-    evaluation, and exit 1 on a regression (--fail-on-regression) or a headline value below --fail-below."""
+    evaluation, and exit 1 on a regression (--fail-on-regression) or a headline value below --fail-below.
+    With --server, the same evaluation runs on that deployment (its token: --token or PSB_TOKEN)."""
+    if server or token:
+        cli_remote.score(server, token or os.environ.get("PSB_TOKEN"), file, kind, methods, out, judge_endpoint,
+                         batch, judge_model, judges_file, baseline, fail_on_regression, metric, max_drop, fail_below,
+                         kind_values)
+        return
     thresholds = gate.parse_thresholds(fail_below)
     if baseline is not None:
         gate.check_baseline(baseline)
     upload_options = {f: kind_values[f] for k in registry.kinds() for f in k.upload_fields if kind_values.get(f)}
     try:
-        with _opened(file) as (stream, name):
+        with opened(file) as (stream, name):
             # the path as given, so that <run>/<agent>/<task>/overall.json names its agent and task
             upload = ingest(stream, name, get_store(), get_uploads(), kind, upload_options)
     except InvalidUpload as exc:
@@ -104,15 +57,11 @@ def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, 
     try:
         gate.check_kind(detected, baseline, metric, {"--fail-on-regression": fail_on_regression, "--metric": metric,
                                                      "--max-drop": max_drop})
-        for other in registry.kinds():
-            for option in other.cli_options:
-                if other is not detected and option not in detected.cli_options and kind_values.get(option.name):
-                    raise StartError(_("%(option)s applies to %(kind)s uploads only.", option=option.opts[0],
-                                       kind=other.name))
+        check_kind_options(detected, kind_values)
         options = detected.cli_start(kind_values, get_site())
         judge = {**({"endpoint": judge_endpoint} if judge_endpoint else {}), **({"batch": True} if batch else {})}
         evaluation = create_evaluation(get_store(), upload["id"], chosen, judge, get_judge_settings().environ(),
-                                       options, _panel(judge_model, judges_file))
+                                       options, panel(judge_model, judges_file))
     except (RequestError, StartError) as exc:
         click.echo(_("error: %(message)s", message=exc), err=True)
         sys.exit(2)
@@ -154,7 +103,11 @@ def score_command() -> click.Command:
                            help="A JSON list of judge settings, one object per judge of a panel (dialogue)."),
               click.Option(["--batch"], is_flag=True,
                            help="Send the judgments through the OpenAI Batch API (half price, within 24 hours)."),
-              *gate.OPTIONS]
+              *gate.OPTIONS,
+              click.Option(["--server"], metavar="URL",
+                           help="Run the evaluation on this deployment (its JSON API) instead of locally."),
+              click.Option(["--token"], metavar="TOKEN",
+                           help="With --server: an API token (psb_...); default: the PSB_TOKEN variable.")]
     seen = {p.name for p in params}
     for kind in registry.kinds():
         params += [option for option in kind.cli_options if option.name not in seen]

@@ -57,11 +57,13 @@ def check_baseline(baseline: str) -> None:
         _fail(_("The baseline %(id)s has not finished (%(status)s).", id=baseline, status=record["status"]))
 
 
-def check_kind(kind: Kind, baseline: str | None, metric: str | None, baseline_options: dict[str, object]) -> None:
-    """StartError when the baseline is of another kind, the metric is not one of the kind's paired metrics, or an
-    option that reads the baseline (`baseline_options`, by flag) is given without one."""
+def check_kind(kind: Kind, baseline: str | None, metric: str | None, baseline_options: dict[str, object],
+               baseline_kind: str | None = None) -> None:
+    """StartError when the baseline is of another kind (`baseline_kind`, else read from the store), the metric is
+    not one of the kind's paired metrics, or an option that reads the baseline (`baseline_options`, by flag) is given
+    without one."""
     if baseline is not None:
-        other = get_store().get_evaluation(baseline, with_result=False)["kind"]
+        other = baseline_kind or get_store().get_evaluation(baseline, with_result=False)["kind"]
         if other != kind.name:
             raise StartError(_("The baseline %(id)s is of kind %(other)s; this file is of kind %(kind)s.", id=baseline,
                                other=other, kind=kind.name))
@@ -108,18 +110,32 @@ def run_gate(kind: Kind, record: dict, baseline: str | None, fail_on_regression:
     """Print the paired table against the baseline (stderr) and say whether the run fails the gate."""
     failed = False
     if baseline is not None:
-        runs = load_runs([baseline, record["id"]])
-        rows = paired(runs, baseline)
-        click.echo(_("Paired differences against %(id)s:", id=baseline), err=True)
-        click.echo(_table(rows) if rows else _("These runs share no samples: no paired differences."),
-                   err=True)
-        for row in regressions(rows, metric_of(kind, metric), max_drop) if fail_on_regression else []:
-            click.echo(_("regression: %(method)s %(metric)s %(diff)s, 95%% CI [%(low)s, %(high)s]",
-                         method=row["method"], metric=row["metric"], diff=number(row["diff"], 3),
-                         low=number(row["ci95"][0], 3), high=number(row["ci95"][1], 3)), err=True)
-            failed = True
+        rows = paired(load_runs([baseline, record["id"]]), baseline)
+        failed = report_paired(kind, rows, baseline, fail_on_regression, metric, max_drop)
+    return check_thresholds(record["result"], thresholds) or failed
+
+
+def report_paired(kind: Kind, rows: list[dict], baseline: str, fail_on_regression: bool, metric: str | None,
+                  max_drop: float | None) -> bool:
+    """Print the paired rows against the baseline (stderr), and each regression of --metric when the gate is on;
+    whether there was one."""
+    click.echo(_("Paired differences against %(id)s:", id=baseline), err=True)
+    click.echo(_table(rows) if rows else _("These runs share no samples: no paired differences."), err=True)
+    failed = False
+    for row in regressions(rows, metric_of(kind, metric), max_drop) if fail_on_regression else []:
+        click.echo(_("regression: %(method)s %(metric)s %(diff)s, 95%% CI [%(low)s, %(high)s]",
+                     method=row["method"], metric=row["metric"], diff=number(row["diff"], 3),
+                     low=number(row["ci95"][0], 3), high=number(row["ci95"][1], 3)), err=True)
+        failed = True
+    return failed
+
+
+def check_thresholds(result: dict, thresholds: dict[str, float]) -> bool:
+    """Print each headline value of the result below its --fail-below threshold (stderr); whether there was one.
+    Exit 2 for a metric the result does not have."""
+    failed = False
     if thresholds:
-        values = headline_values(record["result"])
+        values = headline_values(result)
         for name, threshold in thresholds.items():
             found = {m: v[name] for m, v in values.items() if name in v}
             if not found:

@@ -16,7 +16,7 @@ from simulate.output import file_part, outputs
 from simulate.plan import Plan
 from translations import _, duration
 from web import get_judge_settings, get_runner, get_store, get_uploads
-from web.cli import ProgressBar
+from web.cli_shared import ProgressBar
 
 
 class TurnsBar:

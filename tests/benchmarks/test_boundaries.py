@@ -17,7 +17,7 @@ NOT_PRODUCT = ("tests", "bench", "docs", "vendor")
 # A kind is a package under benchmarks/ with a kind.py (benchmarks/<name>/kind.py); the rest of benchmarks/ is the plug-in API
 # (kind.py, host.py), the registry and the modules the kinds share (readers/, stats.py, ...). The core is everything else.
 KIND_PARENT = "benchmarks"
-CORE = ("storage", "pipeline", "simulate", "web", "judge", "common", "app", "evaluator", "translations")
+CORE = ("storage", "pipeline", "simulate", "web", "judge", "common", "app", "evaluator", "translations", "client")
 # What a kind package never imports (nor another kind's package): the core's insides and the registry (which
 # imports the kinds). It may import the plug-in API, the shared modules, `judge`, `common` and `translations`.
 KIND_MAY_NOT_IMPORT = ("web", "pipeline", "storage", "benchmarks.registry")
