@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator
 
 DEFAULT_CHUNK_THRESHOLD = 32 * 1024 * 1024  # files above this go up in chunks (the server's own limit is larger)
-RESUME_CHUNK_BYTES = 8 * 1024 * 1024  # the chunk size when resuming (the server's usual; halved on a 413)
 FINISHED = ("done", "incomplete", "failed", "cancelled")
 RETRY_AFTER_MAX_S = 60.0
 # judgments.csv's text columns; every other column (round, total, the kind's scores, tokens, ...) is numeric
@@ -203,7 +202,8 @@ class Client:
             state = self._json("GET", f"/api/uploads/chunked/{resume}")
             if state["size"] != size:
                 raise ApiError(None, f"the chunked upload {resume} is of {state['size']} bytes, this file of {size}")
-            upload_id, offset, step = resume, state["offset"], self.chunk_bytes or RESUME_CHUNK_BYTES
+            upload_id, offset = resume, state["offset"]
+            step = min(state["chunk_bytes"], self.chunk_bytes or state["chunk_bytes"])
         else:
             started = self._json("POST", "/api/uploads/chunked", {"filename": name, "size": size,
                                                                   **({"kind": kind} if kind else {}), **fields},

@@ -90,10 +90,11 @@ def _described(store, files: blobs.Blobs, upload_id: str) -> tuple[dict, list[bl
     return described, chain
 
 
-def status(store, files: str | Path | blobs.Blobs, upload_id: str) -> dict:
-    """How far an upload has come: {id, offset, size}."""
+def status(store, files: str | Path | blobs.Blobs, upload_id: str, request_limit: int) -> dict:
+    """How far an upload has come, and the chunk size to go on with: {id, offset, size, chunk_bytes}."""
     described, chain = _described(store, blobs.at(files), upload_id)
-    return {"id": upload_id, "offset": _reached(chain), "size": described["size"]}
+    return {"id": upload_id, "offset": _reached(chain), "size": described["size"],
+            "chunk_bytes": chunk_bytes(request_limit)}
 
 
 def append(store, files: str | Path | blobs.Blobs, upload_id: str, offset: object, data: bytes,

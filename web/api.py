@@ -69,7 +69,8 @@ def start_chunked(body: dict):
 def chunked_status(upload_id: str):
     """How far a resumable upload has come: `{id, offset, size}`."""
     try:
-        return jsonify(chunked_uploads.status(get_store(), get_uploads(), upload_id))
+        return jsonify(chunked_uploads.status(get_store(), get_uploads(), upload_id,
+                                              current_app.config["MAX_CONTENT_LENGTH"]))
     except chunked_uploads.ChunkError as exc:
         return _chunk_error(exc)
 

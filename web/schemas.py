@@ -187,7 +187,7 @@ class ChunkedUpload(Answer):
     id: Id
     offset: int
     size: int
-    chunk_bytes: int | None = None
+    chunk_bytes: int
 
 
 class ChunkOffset(Answer):
