@@ -24,7 +24,6 @@ from translations import _
 from translations import lazy_gettext as _l
 
 ROOT = Path(__file__).resolve().parent.parent
-COMMIT_VARIABLE = "PSB_COMMIT"  # the commit an image was built from (the Docker image has no .git)
 GIT_TIMEOUT_S = 2.0
 LIBRARIES = ("numpy", "scipy", "pandas")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -56,7 +55,7 @@ def _git_commit() -> str | None:
 def commit(environ=os.environ) -> str | None:
     """The git commit the code runs from: PSB_COMMIT when set (an image), else the checkout's HEAD (asked once per
     process), else None."""
-    given = (environ.get(COMMIT_VARIABLE) or "").strip().lower()
+    given = (environ.get("PSB_COMMIT") or "").strip().lower()  # an image has no .git
     return given if _COMMIT.match(given) else _git_commit()
 
 
