@@ -16,6 +16,7 @@ from benchmarks import registry
 from benchmarks.host import Site
 from benchmarks.readers import limits as hard_limits
 from judge import JudgeSettings
+from pipeline import provenance
 from pipeline.ingest import stored_name
 from pipeline.jobs import Runner
 from simulate.jobs import SimulationRunner
@@ -121,6 +122,7 @@ def create_app(config: dict | None = None) -> Flask:
     app.jinja_loader = jinja2.ChoiceLoader([app.jinja_loader, registry.template_loader()])
     app.jinja_env.globals["kinds"] = registry.kinds
     reading.register(app)  # the `reply` filter: replies as Markdown or JSON, or as written (?raw=1)
+    app.jinja_env.filters["provenance_rows"] = provenance.rows  # a result's provenance as labelled fields
     app.register_blueprint(pages.bp)
     app.register_blueprint(api.bp)
     app.register_blueprint(exports.bp)

@@ -140,6 +140,9 @@ class Kind(ABC):
     headline_digits: ClassVar[int] = 1  # decimals of the headline numbers in lists of evaluations
     # tables only this kind keeps (benchmarks/host.py's Table), created with the store's schema steps
     tables: ClassVar[tuple[Table, ...]] = ()
+    # the version of what this kind reads and how it scores it: raised when the file format or the result document
+    # changes, so that results of both can be told apart (the result's `provenance`)
+    format_version: ClassVar[int] = 1
 
     # -- detect and validate -----------------------------------------------------------------------------
 
@@ -176,6 +179,18 @@ class Kind(ABC):
     def score(self, job: Job) -> dict:
         """The result document, from the file and (for a judge) the judgments stored so far."""
         ...
+
+    def prompt_templates(self, evaluation: dict, config: Any) -> dict[str, tuple[str, str]]:
+        """The prompt templates the judge `config` (one of a panel's) is sent in this evaluation, by name ("fine"):
+        (prompt version, the template's text as filled in for each judgment); the result's provenance keeps the
+        SHA-256 of each text, so that runs with differently worded prompts can be told apart."""
+        return {}
+
+    def provenance(self, job: Job) -> dict:
+        """This kind's own part of the result's provenance, beside the common part (pipeline/provenance.py):
+        "bootstrap" ({"seed", "replicates"} of its intervals) when it draws bootstrap intervals, "reference"
+        ({"name", "sha256"}) when it scores against a reference set."""
+        return {}
 
     # -- show --------------------------------------------------------------------------------------------
 

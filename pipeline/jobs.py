@@ -21,9 +21,10 @@ from benchmarks.kind import Job, JobFailed, Kind, Site, StartError, StartRequest
 from judge import PLACEHOLDER_API_KEY, Judge, JudgeConfig, Verdict, judge_of, panel_settings, prices
 from judge import batch as judge_batch
 from judge import endpoints as judge_endpoints
+from pipeline import provenance
 from pipeline.ingest import stored_name
 from storage import blobs
-from storage.database import database_unreachable
+from storage.database import database_unreachable, now
 from storage.store import JudgeCache, Store
 from translations import _, ngettext
 
@@ -350,16 +351,25 @@ class Pipeline:
                                       base_url=settings.get("base_url"), api_key=PLACEHOLDER_API_KEY)
                           for settings in panel_settings(evaluation["settings"])]
             job.config = job.judges[0]
-        document = kind.score(job)
+        document = self.score(kind, job)
         self.finish(evaluation_id, document, status=evaluation["status"], error=evaluation["error"])
+        return document
+
+    def score(self, kind: Kind, job: Job) -> dict:
+        """The kind's result document of the job, with its provenance (pipeline/provenance.py) ending now."""
+        document = kind.score(job)
+        started = (self.store.get_evaluation(job.evaluation["id"], with_result=False) or {}).get("started_at")
+        document["provenance"] = provenance.build(kind, job, started, now(), self.environ())
         return document
 
     def finish(self, evaluation_id: str, document: dict, status: str = "done", error: str | None = None) -> None:
         """Keep a result document: results/<id>.json, then the database with the final status (and why, when the
-        evaluation is incomplete); the next run gets its own JUDGE_FAILED_RETRY_S again."""
+        evaluation is incomplete) and the end time its provenance records; the next run gets its own
+        JUDGE_FAILED_RETRY_S again."""
         self._write_result_file(evaluation_id, document)
         self.store.set_result(evaluation_id, document, status=status,
-                              headline=registry.get(document["kind"]).headline(document), error=error)
+                              headline=registry.get(document["kind"]).headline(document), error=error,
+                              finished_at=(document.get("provenance") or {}).get("finished_at"))
         self.store.set_setting(f"retry:{evaluation_id}", None)
 
     def _write_result_file(self, evaluation_id: str, document: dict) -> None:
@@ -472,7 +482,7 @@ class Runner(Pipeline):
                 while not stop() and (pause := self.retry_failed(evaluation_id)) is not None:
                     _wait(pause, stop)
                     self._judge_all(kind, job, on_progress)
-            document = kind.score(job)
+            document = self.score(kind, job)
         except JobFailed as exc:
             self.store.set_status(evaluation_id, "failed", str(exc))
             return

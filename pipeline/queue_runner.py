@@ -445,7 +445,7 @@ class CeleryRunner:
                 return
             kind, job = loaded
             try:
-                document = kind.score(job)
+                document = self.pipeline.score(kind, job)
             except JobFailed as exc:
                 with self._state(evaluation_id):
                     if self.store.get_evaluation(evaluation_id, with_result=False)["status"] == "running":

@@ -168,12 +168,13 @@ class Store(Judgments, Simulations, Access, Database):
         self._write("UPDATE evaluations SET total = :total WHERE id = :id", {"total": total, "id": evaluation_id})
 
     def set_result(self, evaluation_id: str, document: dict, status: str = "done",
-                   headline: list | None = None, error: str | None = None) -> None:
+                   headline: list | None = None, error: str | None = None, finished_at: str | None = None) -> None:
         """Store the result document, its headline scores and the final status (with why, when incomplete) in one
-        transaction."""
+        transaction; `finished_at` is the end time (default now)."""
         self._write("UPDATE evaluations SET result = :result, headline = :headline, status = :status, error = :error,"
                     " finished_at = :now WHERE id = :id",
-                    {"result": json.dumps(document, ensure_ascii=False), "status": status, "now": now(), "error": error,
+                    {"result": json.dumps(document, ensure_ascii=False), "status": status, "now": finished_at or now(),
+                     "error": error,
                      "headline": None if headline is None else json.dumps(headline, ensure_ascii=False),
                      "id": evaluation_id})
 

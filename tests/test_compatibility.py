@@ -176,9 +176,13 @@ def outputs(client, case: str, evaluation_id: str, downloads: list[str]) -> dict
     return files
 
 
-# The evaluation's own times in the API body (set by the clock when it was created, started and finished); the
-# times inside result documents come from the inputs and are kept.
-TIMES = re.compile(r'"(created_at|started_at|finished_at)":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?\+00:00"')
+# The evaluation's own times in the API body and in a result's provenance (set by the clock when it was created,
+# started and finished); the other times inside result documents come from the inputs and are kept.
+TIMES = re.compile(r'"(created_at|started_at|finished_at)":( ?)"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?\+00:00"')
+# In a result's provenance, what the code runs from and on: the commit (each one differs) and the versions of Python
+# and its libraries (each machine's); the product's version, the hashes and the settings are kept.
+COMMIT = re.compile(r'"commit":( ?)(?:"[0-9a-f]{40}"|null)')
+ENVIRONMENT = re.compile(r'"environment":( ?)\{[^{}]*\}')
 CSV_FIELD = re.compile(r'"(?:[^"]|"")*"|[^,\r\n]*')
 
 
@@ -190,8 +194,10 @@ def normalise(name: str, data: bytes, ids: dict[str, str], judge_port: int) -> b
         text = text.replace(value, f"<{placeholder}>")
     # The local judge listens on a free port chosen at start; its endpoint is named in results and judgments.
     text = text.replace(f"127.0.0.1:{judge_port}", "127.0.0.1:<judge-port>")
-    if name == "api.json":
-        text = TIMES.sub(lambda m: f'"{m.group(1)}":"<time>"', text)
+    if name in ("api.json", "result.json"):
+        text = TIMES.sub(lambda m: f'"{m.group(1)}":{m.group(2)}"<time>"', text)
+        text = COMMIT.sub(lambda m: f'"commit":{m.group(1)}"<commit>"', text)
+        text = ENVIRONMENT.sub(lambda m: f'"environment":{m.group(1)}"<environment>"', text)
     if name == "judgments.csv":
         text = blank_column(text, "latency_ms", "<latency>")  # how long the judge took to answer each request
     return text.encode("utf-8")

@@ -16,6 +16,7 @@ from benchmarks import registry
 from benchmarks.figures import MAX_RUNS
 from benchmarks.host import csv_response
 from benchmarks.kind import list_arg
+from pipeline import provenance
 from translations import _, status_label
 from web import get_store, paired_view
 from web.run_labels import run_labels
@@ -99,7 +100,15 @@ def compare():
               "labels": {run["id"]: run["label"] for run in runs},
               "metric_labels": {m.name: m.label for m in kind.paired_metrics}}
     return render_template("compare.html", cmp=data, figures=data.get("figures"), colours=data.get("colours", {}),
-                           paired=paired)
+                           paired=paired, provenance=provenance_differences(runs))
+
+
+def provenance_differences(runs: list[dict]) -> dict:
+    """What tells the runs' provenance apart: the differing fields (`rows`, each with every run's value, in the order
+    of `runs`) and the runs that recorded none (`missing`)."""
+    blocks = [run["result"].get("provenance") for run in runs]
+    return {"runs": runs, "rows": provenance.differences(blocks),
+            "missing": [run for run, block in zip(runs, blocks) if not block]}
 
 
 @bp.get("/compare/paired.csv")

@@ -9,6 +9,7 @@ import click
 from benchmarks.conversation import annotation, figures, pairs, views
 from benchmarks.conversation.format import Conversation, read_any
 from benchmarks.conversation.prompts import ANNOTATION_PROMPT_VERSION, ANNOTATION_SCALES
+from benchmarks.conversation.prompts import template as annotation_template
 from benchmarks.conversation.result import build_result
 from benchmarks.kind import (
     Flag,
@@ -84,6 +85,10 @@ class ConversationKind(Kind):
     def requests(self, job: Job, pending: set) -> Iterator[tuple[tuple, Prompt]]:
         """The pending conversations' annotation requests, (key, Prompt) in the judge's language."""
         return annotation.requests(self._conversations(job), pending, job.config.language)
+
+    def prompt_templates(self, evaluation: dict, config) -> dict[str, tuple[str, str]]:
+        """The annotation prompt in the judge's language."""
+        return {"annotation": (ANNOTATION_PROMPT_VERSION, annotation_template(config.language))}
 
     def score(self, job: Job) -> dict:
         """Statistics of each source and, when annotated, the judge's ratings beside the people's."""

@@ -140,6 +140,16 @@ def build_messages(ctx: ConversationContext, language: str) -> list[dict]:
             {"role": "user", "content": _render_conversation(ctx, language)}]
 
 
+def template(language: str) -> str:
+    """The template of the annotation prompt in a language, the text each judgment fills in: its system message, the
+    labels of its user message and the longest turn quoted whole, as JSON (the result's provenance keeps its
+    SHA-256)."""
+    if language not in LANGUAGES:
+        raise ValueError(f"no annotation prompt in {language!r}")
+    return json.dumps({"system": SYSTEM[language], "user": LABELS[language], "max_turn_chars": MAX_TURN_CHARS},
+                      ensure_ascii=False, sort_keys=True)
+
+
 def prompt(ctx: ConversationContext, language: str) -> Prompt:
     """The judge request that annotates one conversation."""
     return Prompt(build_messages(ctx, language), _annotation_fields, ANNOTATION_PROMPT_VERSION)

@@ -13,8 +13,9 @@ import numpy as np
 
 from benchmarks.agreement import bootstrap_alpha, bootstrap_kappa, bootstrap_spearman, kendall_tau
 from benchmarks.dialogue.prompts import DIMENSIONS
+from benchmarks.stats import DEFAULT_N_BOOT
 
-N_BOOT = 1000  # replicates of each interval, as the metrics' intervals
+N_BOOT = DEFAULT_N_BOOT  # replicates of each interval, as the metrics' intervals
 
 
 def vote(binary: float | None) -> int | None:

@@ -10,13 +10,21 @@ from benchmarks import search
 from benchmarks.dialogue import columns, figures, pairing, prompts, triage, views
 from benchmarks.dialogue import tables as dialogue_tables
 from benchmarks.dialogue.format import iter_sessions_with_offsets, validate
-from benchmarks.dialogue.pairwise_mode import PAIR_MODES, pair_method, pair_prompt, pairs
+from benchmarks.dialogue.pairwise_mode import (
+    PAIR_MODES,
+    PAIRWISE_PROMPT_VERSION,
+    pair_method,
+    pair_prompt,
+    pair_template,
+    pairs,
+)
 from benchmarks.dialogue.prompts import MODES, DialogueContext
 from benchmarks.dialogue.records import CHUNK, STORED, judgment_frame, reply_lengths
 from benchmarks.dialogue.result import build_result
 from benchmarks.figures import method_colours
 from benchmarks.kind import Flag, Job, Kind, Plan, Sample, Site, StartError, StartRequest, as_flag
 from benchmarks.problems import Report
+from benchmarks.stats import DEFAULT_N_BOOT, DEFAULT_SEED
 from judge import JudgeConfig, Prompt, mode_key, panel_settings, sample_version, split_mode
 from translations import _
 from translations import lazy_gettext as _l
@@ -197,6 +205,17 @@ class DialogueKind(Kind):
                             reply_lengths(job.path, job.evaluation["methods"]),
                             dialogue_tables.human_ratings(job.store, evaluation_id),
                             dialogue_tables.reviews(job.store, evaluation_id))
+
+    def prompt_templates(self, evaluation: dict, config: JudgeConfig) -> dict[str, tuple[str, str]]:
+        """The fine and binary prompts in the judge's language, and the pairwise one in pairwise mode."""
+        templates = {mode: (prompts.PROMPT_VERSION, prompts.template(mode, config.language)) for mode in MODES}
+        if evaluation["settings"].get("pairwise"):
+            templates["pairwise"] = (PAIRWISE_PROMPT_VERSION, pair_template(config.language))
+        return templates
+
+    def provenance(self, job: Job) -> dict:
+        """The bootstrap behind every interval of the result (metrics, pairwise, agreement)."""
+        return {"bootstrap": {"seed": DEFAULT_SEED, "replicates": DEFAULT_N_BOOT}}
 
     def result_context(self, record: dict, args: Mapping, site: Site) -> dict:
         """Colours, the methods and columns shown (`methods`, `cols` in the query), the tables and a page of sessions."""

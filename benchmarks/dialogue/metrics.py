@@ -240,8 +240,8 @@ def method_comparisons(per_method: dict, methods: list[str], weights: _WeightCac
 def score_methods(
     records: Iterable[dict] | pd.DataFrame,
     methods: list[str],
-    n_boot: int = 1000,
-    seed: int = 0,
+    n_boot: int = stats.DEFAULT_N_BOOT,
+    seed: int = stats.DEFAULT_SEED,
 ) -> tuple[dict, list]:
     """Score judgments into per-method metrics (docs/result-documents.md) and pairwise comparisons."""
     frame = _frame(records)

@@ -17,6 +17,7 @@ from itertools import combinations
 
 from benchmarks.comparisons import bradley_terry, pair_outcome, position_consistent, win_rates
 from benchmarks.dialogue.prompts import DialogueContext
+from benchmarks.stats import DEFAULT_N_BOOT, DEFAULT_SEED
 from judge import LANGUAGES, Prompt, split_mode
 from translations import _
 
@@ -87,6 +88,14 @@ def _conversation(name: str, ctx: DialogueContext, block, labels: dict) -> str:
     return "\n\n".join(lines)
 
 
+def pair_template(language: str) -> str:
+    """The template of the pairwise prompt in a language (both orders), the text each judgment fills in: its system
+    message and the labels of its user message, as JSON (the result's provenance keeps its SHA-256)."""
+    if language not in LANGUAGES:
+        raise ValueError(f"no pairwise prompt in {language!r}")
+    return json.dumps({"system": _SYSTEM[language], "user": _LABELS[language]}, ensure_ascii=False, sort_keys=True)
+
+
 def pair_prompt(order: str, ctx_a: DialogueContext, ctx_b: DialogueContext, language: str) -> Prompt:
     """The judge request comparing method a's and b's replies: a's conversation shown first ("pair_ab") or b's
     ("pair_ba"); the first shown is called assistant A."""
@@ -143,8 +152,8 @@ def _summary(outcomes: list[tuple[str, str, str, int, bool]], methods: list[str]
             "bradley_terry": {"strengths": fit.strengths, "ranking": fit.ranking, "converged": fit.converged}}
 
 
-def pairwise_result(judgments: list[dict], methods: list[str], labels: list[str], n_boot: int = 1000,
-                    seed: int = 0) -> dict:
+def pairwise_result(judgments: list[dict], methods: list[str], labels: list[str], n_boot: int = DEFAULT_N_BOOT,
+                    seed: int = DEFAULT_SEED) -> dict:
     """The `pairwise` block of a dialogue result: per judge (and for a panel, all judges' outcomes pooled) the
     win / tie / loss rates of each pair with 95% cluster-bootstrap intervals over sessions, the share of pairs
     judged the same way in both orders, and a Bradley-Terry ranking of the methods. Each (session, round, pair,

@@ -189,6 +189,17 @@ def build_messages(mode: str, ctx: DialogueContext, language: str) -> list[dict]
     ]
 
 
+def template(mode: str, language: str) -> str:
+    """The template of a mode's prompt in a language, the text each judgment fills in: its system message and the
+    labels of its user message, as JSON (the result's provenance keeps its SHA-256)."""
+    if mode not in MODES or language not in LANGUAGES:
+        raise ValueError(f"no {mode!r} prompt in {language!r}")
+    unused = "binary_tail" if mode == "fine" else "fine_tail"
+    labels = {k: v for k, v in _LABELS[language].items() if k != unused}
+    system = (_FINE_SYSTEM if mode == "fine" else _BINARY_SYSTEM)[language]
+    return json.dumps({"system": system, "user": labels}, ensure_ascii=False, sort_keys=True)
+
+
 def prompt(mode: str, ctx: DialogueContext, language: str) -> Prompt:
     """The judge request of one reply in one mode ("fine" or "binary")."""
     parse = _fine_fields if mode == "fine" else _binary_fields

@@ -67,6 +67,11 @@ class MobilityKind(Kind):
         return build_result(job.evaluation, job.upload, record, reference_sets.load(job.site.files, record),
                             generated)
 
+    def provenance(self, job: Job) -> dict:
+        """The reference set scored against: its name and the SHA-256 of its arrays."""
+        record = reference_sets.get(job.store, job.evaluation["settings"]["reference"])
+        return {"reference": {"name": record["name"], "sha256": record["sha256"]}} if record else {}
+
     def upload_context(self, upload: dict, site: Site) -> dict:
         """The reference sets to pick from."""
         return {"references": reference_sets.records(site.store)}

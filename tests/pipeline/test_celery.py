@@ -250,6 +250,9 @@ def test_large_evaluation_is_spread_over_the_workers_and_scored_like_in_process(
     assert body["result"]["methods"] == reference[SESSIONS]
     written = json.loads((dep.folder / "results" / f"{evaluation_id}.json").read_text())
     assert written["methods"] == reference[SESSIONS]
+    provenance = written["provenance"]  # scored on a worker, with its start and end times as the store keeps them
+    assert (provenance["started_at"], provenance["finished_at"]) == (body["started_at"], body["finished_at"])
+    assert provenance["kind"]["name"] == "dialogue" and len(provenance["judges"]) == 1
     bound, why = concurrency_bound()
     assert dep.judge.max_in_flight <= bound, (dep.judge.max_in_flight, why)
     # blocks of about 200 judgments went to both workers
