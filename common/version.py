@@ -9,9 +9,9 @@ PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 
 
 @functools.cache
-def product_version() -> str:
-    """The version in pyproject.toml ("unknown" when the file is not there)."""
+def product_version() -> str | None:
+    """The version in pyproject.toml (None when it cannot be read)."""
     try:
         return tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]["version"]
     except (OSError, KeyError, tomllib.TOMLDecodeError):
-        return "unknown"
+        return None

@@ -14,11 +14,11 @@ import os
 import platform
 import re
 import subprocess
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from benchmarks.kind import Job, Kind
+from common.version import product_version
 from judge import panel_settings
 from translations import _
 from translations import lazy_gettext as _l
@@ -29,16 +29,6 @@ LIBRARIES = ("numpy", "scipy", "pandas")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 # fields that tell two runs apart in time only, left out of `differences`
 TIMES = ("started_at", "finished_at")
-
-
-@functools.cache
-def package_version() -> str | None:
-    """The product's version, as pyproject.toml gives it."""
-    try:
-        with open(ROOT / "pyproject.toml", "rb") as f:
-            return tomllib.load(f)["project"]["version"]
-    except (OSError, KeyError, tomllib.TOMLDecodeError):
-        return None
 
 
 @functools.cache
@@ -98,7 +88,7 @@ def judges(kind: Kind, job: Job) -> list[dict]:
 def build(kind: Kind, job: Job, started_at: str | None, finished_at: str, environ=os.environ) -> dict:
     """The provenance block of a result scored now (docs/result-documents.md)."""
     own = kind.provenance(job)
-    return {"code": {"version": package_version(), "commit": commit(environ)},
+    return {"code": {"version": product_version(), "commit": commit(environ)},
             "upload": {"sha256": job.upload["sha256"]},
             "kind": {"name": kind.name, "format_version": kind.format_version},
             "judges": judges(kind, job),

@@ -23,7 +23,7 @@ bp = Blueprint("api", __name__, url_prefix="/api")
 @operation("This document: the API's OpenAPI 3.1 description", {200: S.OpenAPIDocument})
 def openapi_document():
     """The OpenAPI 3.1 document of the API (made from the operations' own contracts)."""
-    return jsonify(openapi.document(current_app, product_version()))
+    return jsonify(openapi.document(current_app, product_version() or "unknown"))
 
 
 def problem_response(exc: InvalidUpload):
