@@ -179,13 +179,13 @@ def _exceeded(value: object, limits: Limits, strings: bool) -> tuple[str | None,
     cap = limits.string_chars
     if type(value) is str:
         return ("string" if strings and len(value) > cap else None), 0, 1
-    level = [value] if _IS_CONTAINER(type(value)) else []
+    level: list = [value] if _IS_CONTAINER(type(value)) else []
     depth = keys = texts = 0
     while level:
         depth += 1
         if depth > limits.json_depth:
             return "depth", keys, texts
-        parts = [node.values() if type(node) is dict else node for node in level]
+        parts: list[Iterable] = [node.values() if type(node) is dict else node for node in level]
         objects: Iterable = compress(level, map(_IS_OBJECT, map(type, level)))
         types = set(map(type, chain.from_iterable(parts)))
         if str in types:
