@@ -163,6 +163,10 @@ def _agentbench() -> dict[str, Bad]:
         "agentbench ZIP: a status twice in runs.jsonl": Bad(
             zip_bytes({f"{folder}/overall.json": dumps(overall()), f"{folder}/runs.jsonl": twice + b"\n"}),
             "outputs.zip", 1, "output", (f"{folder}/runs.jsonl line 1", 'the key "status"')),
+        "agentbench ZIP: NUL in an error.jsonl info": Bad(
+            zip_bytes({f"{folder}/overall.json": dumps(overall()), f"{folder}/error.jsonl": dumps(
+                {"index": 3, "error": "AGENT_FAILED", "info": "bad\x00"}) + b"\n"}), "outputs.zip", 1, "info",
+            (f"{folder}/error.jsonl line 1", "NUL")),
         "agentbench ZIP: an overall.json that is not UTF-8": Bad(
             zip_bytes({f"{folder}/overall.json": dumps(overall(note="@")).replace(b"@", b"\xfe")}), "outputs.zip",
             1, "", ("overall.json", "not valid UTF-8", "0xFE")),
