@@ -15,6 +15,7 @@ from typing import BinaryIO
 
 from benchmarks.dialogue.prompts import DIMENSIONS
 from benchmarks.problems import Problem, Report, describe, short_json
+from benchmarks.readers import limits as hard_limits
 from translations import _
 
 MAX_BYTES = 20 * 1024 * 1024
@@ -74,11 +75,15 @@ def _is_jsonl(text: str, filename: str) -> bool:
 def _jsonl(text: str, report: Report) -> list[tuple[int, dict]]:
     """(line, object) of each non-blank line of a JSONL file."""
     records = []
+    limits = hard_limits.current()
     for line, content in enumerate(text.splitlines(), start=1):
         if not content.strip():
             continue
         try:
-            value = json.loads(content)
+            value = hard_limits.loads(content, limits, first_line=line)
+        except hard_limits.LimitError as exc:
+            report.add(exc.problem())
+            continue
         except json.JSONDecodeError as exc:
             report.add(Problem(line, "", _("Line %(line)s is not valid JSON (%(reason)s at column %(column)s).",
                                            line=line, reason=exc.msg, column=exc.colno)))
