@@ -23,7 +23,11 @@ class _StrictJSON:
     @staticmethod
     def loads(s: str | bytes, **kwargs: Any) -> Any:
         """Parse a request body."""
-        text = s.decode("utf-8") if isinstance(s, bytes) else s
+        try:
+            text = s.decode("utf-8") if isinstance(s, bytes) else s
+        except UnicodeDecodeError as exc:
+            raise ValueError(_("The body is not UTF-8 text (byte %(position)s); send it encoded as UTF-8.",
+                               position=exc.start)) from None
         try:
             return limits.loads(text, BODY_LIMITS, label=_("the request body"))
         except limits.LimitError as exc:
@@ -37,7 +41,14 @@ class StrictRequest(Request):
     """A request whose JSON body is read strictly, and refused with a 400 saying why (without Flask's generic
     prefix)."""
 
-    json_module = _StrictJSON
+    @property
+    def json_module(self) -> Any:  # type: ignore[override]
+        """The strict reader (Flask hands each request the app's JSON provider, which the answers keep using)."""
+        return _StrictJSON
+
+    @json_module.setter
+    def json_module(self, _provider: Any) -> None:
+        pass
 
     def on_json_loading_failed(self, e: ValueError | None) -> Any:
         """400 with the reason the body was refused."""

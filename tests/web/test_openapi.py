@@ -170,6 +170,12 @@ def test_a_wrong_type_is_a_400_naming_the_field(request, make_app, judge_server,
     assert answer.status_code == 400
     assert answer.get_json()["error"].startswith(f"The field '{field}' is wrong: ")
     assert answer.get_json()["problems"][0]["path"] == field
+    if field == "judge.temperature":  # the example of docs/api.md, word for word
+        assert answer.get_json() == {
+            "error": "The field 'judge.temperature' is wrong: Input should be a valid number, unable to parse string "
+                     "as a number.",
+            "problems": [{"path": "judge.temperature",
+                          "message": "Input should be a valid number, unable to parse string as a number"}]}
 
 
 @pytest.mark.parametrize("database", ["sqlite", "postgresql"])
@@ -179,7 +185,7 @@ def test_text_that_cannot_be_stored_is_refused_at_the_door(request, make_app, da
     nested = "[" * 3000 + "]" * 3000
     for raw, words in (('{"upload_id": "\\ud800"}', "lone surrogate"),
                        ('{"upload_id": "a\\u0000b"}', "NUL"),
-                       ('{"upload_id": ' + nested + "}", "nested"),
+                       ('{"upload_id": ' + nested + "}", "deeper than 64 levels"),
                        ('{"upload_id": "a", "upload_id": "b"}', "upload_id")):
         answer = client.post("/api/evaluations", data=raw, content_type="application/json")
         assert answer.status_code == 400, (raw[:40], answer.status_code)
@@ -203,3 +209,10 @@ def test_a_number_no_column_holds_is_a_400(request, make_app, database):
     assert answer.status_code == 400 and answer.get_json()["problems"][0]["path"] == "round"
     answer = client.get("/api/evaluations/e1/sessions?page=-1")
     assert answer.status_code == 400 and answer.get_json()["problems"][0]["path"] == "page"
+
+
+def test_a_body_that_is_not_utf8_is_a_400(make_app):
+    client = make_app({}).test_client()
+    for raw in (b'{"upload_id": "\xff"}', '{"upload_id": "\ud800"}'.encode("utf-8", "surrogatepass")):
+        answer = client.post("/api/evaluations", data=raw, content_type="application/json")
+        assert answer.status_code == 400 and "not UTF-8" in answer.get_json()["error"]
