@@ -1,6 +1,6 @@
 """What a request may carry, checked at the door: JSON bodies are read with the uploads' JSON reader (its depth
 and string limits, and the text it refuses: benchmarks/readers/limits.py), and text that cannot be stored or
-shown (a NUL character) in an address, a query or a form field is refused before any view sees it."""
+shown (a NUL character) in an address, a query, a form field or a file name is refused before any view sees it."""
 from __future__ import annotations
 
 import json
@@ -76,7 +76,8 @@ def register(app: Flask) -> None:
             abort(404)  # no id holds one
         field = _refused_text(request.args.items(multi=True))
         if field is None and request.mimetype in ("application/x-www-form-urlencoded", "multipart/form-data"):
-            field = _refused_text(request.form.items(multi=True))
+            field = _refused_text([*request.form.items(multi=True),
+                                   *((name, file.filename) for name, file in request.files.items(multi=True))])
         if field is not None:
             message = _("The field '%(field)s' holds a NUL character, which cannot be stored; remove it.",
                         field=field)

@@ -195,6 +195,8 @@ def test_text_that_cannot_be_stored_is_refused_at_the_door(request, make_app, da
     answer = client.get("/api/evaluations?kind=a%00b")
     assert answer.status_code == 400 and "NUL" in answer.get_json()["error"]
     assert client.get("/api/evaluations?kind=%ED%A0%80").status_code == 200  # not UTF-8: read as U+FFFD, no match
+    named = client.post("/api/uploads", data={"file": (io.BytesIO(jsonl(session_line())), "log\x00.jsonl")})
+    assert named.status_code == 400 and "'file' holds a NUL character" in named.get_json()["error"]
 
 
 @pytest.mark.parametrize("database", ["sqlite", "postgresql"])
