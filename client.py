@@ -45,9 +45,10 @@ class ApiError(Exception):
 
     def __str__(self) -> str:
         lines = [f"{self.message} (HTTP {self.status})" if self.status else self.message]
-        for p in self.problems:
-            where = f"line {p['line']}" if p.get("line") else "file"
-            lines.append(f"  {where}{' ' + p['path'] if p.get('path') else ''}: {p.get('message', '')}")
+        for p in self.problems:  # a file's problem has its line (and path); a request field's, its path
+            where = " ".join(str(part) for part in (f"line {p['line']}" if p.get("line") else None, p.get("path"))
+                             if part) or "file"
+            lines.append(f"  {where}: {p.get('message', '')}")
         if self.truncated:
             lines.append("  (more problems were found; fix these first)")
         return "\n".join(lines)

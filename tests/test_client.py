@@ -486,3 +486,12 @@ def test_remote_mode_refuses_a_local_reference_path(live, tmp_path):
     done = flask(f"flask --app app score {generated} --kind mobility --reference {tmp_path} --server {live.url}",
                  cli_env(tmp_path, PSB_TOKEN=live.token))
     assert done.returncode == 2 and "--reference with a path works locally only" in done.stderr, done.stderr
+
+
+def test_an_error_names_each_problem_by_its_line_or_field():
+    error = ApiError(400, "The field 'judge.temperature' is wrong: ...", [
+        {"path": "judge.temperature", "message": "Input should be a valid number"},
+        {"line": 3, "path": "rounds[0]", "message": "missing"}, {"message": "empty file"}])
+    assert str(error).splitlines() == ["The field 'judge.temperature' is wrong: ... (HTTP 400)",
+                                       "  judge.temperature: Input should be a valid number",
+                                       "  line 3 rounds[0]: missing", "  file: empty file"]
