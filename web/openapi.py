@@ -68,20 +68,19 @@ def _path(rule: Rule) -> tuple[str, list[dict]]:
 
 def _operation(spec: Operation, rule: Rule, parameters: list[dict], schemas: dict) -> dict:
     """One operation of the document."""
+    section = rule.rule.removeprefix("/api").split("/")[1].split(".")[0]  # evaluations, uploads, ...
     operation: dict[str, Any] = {"operationId": rule.endpoint.replace(".", "_"), "summary": spec.summary,
-                                 "tags": list(spec.tags) or [rule.rule.split("/")[2 if rule.rule.startswith("/api/")
-                                                                                  else 1]]}
-    query = _schema(spec.query, schemas, "validation") if spec.query else None
-    if parameters or query:
+                                 "tags": list(spec.tags) or [section]}
+    query = _schema(spec.query, schemas, "validation") if spec.query else {}
+    if parameters or query:  # a list in the query is the name repeated (OpenAPI's default, style form, explode)
         operation["parameters"] = parameters + [
-            {"name": name, "in": "query", "required": name in query.get("required", ()), "schema": field,
-             **({"style": "form", "explode": True} if field.get("anyOf", [{}])[0].get("type") == "array" else {})}
-            for name, field in (query or {}).get("properties", {}).items()]
+            {"name": name, "in": "query", "required": name in query.get("required", ()), "schema": field}
+            for name, field in query.get("properties", {}).items()]
     body = _request_body(spec, schemas)
     if body:
         operation["requestBody"] = body
     responses: dict[str, Any] = {}
-    for status, model in sorted({**spec.responses, **_implied(spec, parameters)}.items()):
+    for status, model in sorted({**_implied(spec, parameters), **spec.responses}.items()):
         responses[str(status)] = _response(status, model, spec, schemas)
     for status, text in COMMON.items():
         responses.setdefault(str(status), {"description": text, "content": {"application/json": {
