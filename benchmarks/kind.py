@@ -25,7 +25,7 @@ import inspect
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable, ClassVar, Iterable, Iterator, Literal, Mapping
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, ClassVar, Iterable, Iterator, Mapping
 
 import jinja2
 
@@ -284,9 +284,6 @@ class Kind(ABC):
     def template(self, page: str) -> str:
         """The template name of one of this kind's pages ("upload", "result", "compare", "report")."""
         return f"{self.name}/{page}.html"
-
-
-Flag = bool | Literal["1", "0", "true", "false", "on", "off", ""]  # a yes/no option as as_flag reads it
 
 
 def as_flag(value: Any) -> bool | None:

@@ -12,13 +12,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from flask import jsonify, request
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
 from translations import _
 
+Flag = StrictBool | Literal["1", "0", "true", "false", "on", "off", ""]  # a yes/no option, as a form or JSON sends it
 Count = Annotated[int, Field(ge=0, le=2**31 - 1)]  # a whole number a database column holds (an index, a size)
 
 

@@ -7,8 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, RootModel, create_model
 
 from benchmarks import registry
-from benchmarks.kind import Flag
-from common.contract import Answer, Count, Request
+from common.contract import Answer, Count, Flag, Request
 
 Id = str
 Text = str

@@ -12,7 +12,6 @@ from benchmarks.conversation.prompts import ANNOTATION_PROMPT_VERSION, ANNOTATIO
 from benchmarks.conversation.prompts import template as annotation_template
 from benchmarks.conversation.result import build_result
 from benchmarks.kind import (
-    Flag,
     Job,
     Kind,
     Plan,
@@ -25,6 +24,7 @@ from benchmarks.kind import (
     upload_stem,
 )
 from benchmarks.problems import Report
+from common.contract import Flag
 from judge import Prompt, judge_summary
 from translations import _
 from translations import lazy_gettext as _l

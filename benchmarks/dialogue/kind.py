@@ -22,9 +22,10 @@ from benchmarks.dialogue.prompts import MODES, DialogueContext
 from benchmarks.dialogue.records import CHUNK, STORED, judgment_frame, reply_lengths
 from benchmarks.dialogue.result import build_result
 from benchmarks.figures import method_colours
-from benchmarks.kind import Flag, Job, Kind, Plan, Sample, Site, StartError, StartRequest, as_flag
+from benchmarks.kind import Job, Kind, Plan, Sample, Site, StartError, StartRequest, as_flag
 from benchmarks.problems import Report
 from benchmarks.stats import DEFAULT_N_BOOT, DEFAULT_SEED
+from common.contract import Flag
 from judge import JudgeConfig, Prompt, mode_key, panel_settings, sample_version, split_mode
 from translations import _
 from translations import lazy_gettext as _l

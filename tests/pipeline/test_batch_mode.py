@@ -108,7 +108,7 @@ def test_batch_must_be_a_flag(make_app, batch_server, judge):
     upload = client.post("/api/uploads", data={"file": (io.BytesIO(FILE), "log.jsonl")},
                          content_type="multipart/form-data").get_json()
     resp = client.post("/api/evaluations", json={"upload_id": upload["id"], "judge": judge})
-    assert resp.status_code == 400 and "'batch' must be true or false" in resp.get_json()["error"]
+    assert resp.status_code == 400 and "The field 'judge.batch' is wrong" in resp.get_json()["error"]
 
 
 @pytest.mark.parametrize("factor, expected", [(None, 0.5), ("0.25", 0.25)])

@@ -211,7 +211,7 @@ def test_annotation_needs_a_judge_and_a_conversation_upload(make_app, client):
     # without annotation the statistics need no judge
     assert bare.post("/api/evaluations", json={"upload_id": up["id"]}).status_code == 202
     resp = client.post("/api/evaluations", json={"upload_id": up["id"], "annotate": "yes"})
-    assert resp.status_code == 400 and "'annotate' must be true or false" in resp.get_json()["error"]
+    assert resp.status_code == 400 and "The field 'annotate' is wrong" in resp.get_json()["error"]
 
 
 def test_annotation_from_the_upload_page_form(client):
