@@ -268,6 +268,10 @@ class _Calls:
         self.tasks.discard(task)
         self.paid.discard(task)
         self.finished.append(task)
+        if not task.cancelled():
+            # Seen: run() raises the first failure (a cache write with the database down fails every judgment
+            # waiting on it), and asyncio would log each other one when its task is collected, on any thread, later.
+            task.exception()
         if self._arrived is not None and not self._arrived.done():
             self._arrived.set_result(None)
 
