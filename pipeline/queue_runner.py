@@ -50,7 +50,6 @@ from benchmarks import registry
 from benchmarks.kind import JobFailed
 from pipeline.jobs import Pipeline, Runner, can_resume
 from storage.database import database_unreachable
-from storage.store import Store
 from translations import _
 
 log = logging.getLogger(__name__)
@@ -201,11 +200,12 @@ class Lease:
             self.release()
 
 
-class _StopCheck:
-    """should_stop() of a block: its lease was lost, or its evaluation left queued/running (cancelled, failed)."""
+class StopCheck:
+    """should_stop() of a block: its lease was lost, or `status()` (its evaluation's or simulation's, None when it
+    is gone, read at most every STATUS_CHECK_S) left queued/running; `cancelled` says it was the latter."""
 
-    def __init__(self, store: Store, evaluation_id: str, lease: Lease):
-        self.store, self.evaluation_id, self.lease = store, evaluation_id, lease
+    def __init__(self, lease: Lease, status: Callable[[], str | None]):
+        self.lease, self.status = lease, status
         self.cancelled = False
         self._next = 0.0
 
@@ -215,8 +215,7 @@ class _StopCheck:
         now = time.monotonic()
         if not self.cancelled and now >= self._next:
             self._next = now + STATUS_CHECK_S
-            evaluation = self.store.get_evaluation(self.evaluation_id, with_result=False)
-            self.cancelled = evaluation is None or evaluation["status"] not in RUNNING
+            self.cancelled = self.status() not in RUNNING
         return self.cancelled
 
 
@@ -400,7 +399,8 @@ class CeleryRunner:
                 if loaded is None:
                     return
                 kind, job = loaded
-                stop = _StopCheck(self.store, evaluation_id, lease)
+                stop = StopCheck(lease, lambda: (self.store.get_evaluation(evaluation_id, with_result=False)
+                                                 or {}).get("status"))
                 self.pipeline.judge(kind, job, pending, stop)
                 if stop.cancelled:
                     self._send("psb.score", evaluation_id)  # the partial result, with this block's last verdicts

@@ -21,7 +21,15 @@ from typing import Any, Callable
 from celery import Celery, Task, signals
 from celery.exceptions import Retry
 
-from pipeline.queue_runner import Lease, lost_work, stopped_from_outside, transient, visibility_timeout_of
+from pipeline.queue_runner import (
+    RUNNING,
+    Lease,
+    StopCheck,
+    lost_work,
+    stopped_from_outside,
+    transient,
+    visibility_timeout_of,
+)
 from simulate.engine import Engine
 from simulate.jobs import SimulationRunner, configs_of, reopen
 from simulate.plan import Plan
@@ -29,27 +37,6 @@ from translations import _
 
 log = logging.getLogger(__name__)
 PERSONAS_PER_BLOCK = 4
-RUNNING = ("queued", "running")
-STATUS_CHECK_S = 0.5
-
-
-class _StopCheck:
-    """should_stop() of a block: its lease was lost, or its simulation left queued/running (cancelled)."""
-
-    def __init__(self, runner: SimulationRunner, simulation_id: str, lease: Lease) -> None:
-        self.runner, self.simulation_id, self.lease = runner, simulation_id, lease
-        self.stopped = False
-        self._next = 0.0
-
-    def __call__(self) -> bool:
-        if self.lease.lost:
-            return True
-        now = time.monotonic()
-        if not self.stopped and now >= self._next:
-            self._next = now + STATUS_CHECK_S
-            simulation = self.runner.store.get_simulation(self.simulation_id)
-            self.stopped = simulation is None or simulation["status"] not in RUNNING
-        return self.stopped
 
 
 class SimulationQueue:
@@ -111,7 +98,7 @@ class SimulationQueue:
         return simulation is not None and simulation["status"] in RUNNING
 
     def cancel(self, simulation_id: str) -> bool:
-        """Mark a queued or running simulation cancelled; its blocks stop within STATUS_CHECK_S of their calls."""
+        """Mark a queued or running simulation cancelled; its blocks stop within StopCheck's STATUS_CHECK_S."""
         with self._state(simulation_id):
             if not self.running(simulation_id):
                 return False
@@ -154,9 +141,9 @@ class SimulationQueue:
             with self._state(simulation_id):
                 if self.store.get_simulation(simulation_id)["status"] == "queued":  # type: ignore[index]
                     self.store.set_simulation_status(simulation_id, "running")
-            stop = _StopCheck(self.local, simulation_id, lease)
+            stop = StopCheck(lease, lambda: (self.store.get_simulation(simulation_id) or {}).get("status"))
             Engine(self.store, simulation_id, plan, configs, personas=(first, last)).run(stop)
-            if stop.stopped:
+            if stop.cancelled:
                 return
             if lease.lost:
                 raise task.retry(countdown=self.lease_s / 2, max_retries=None)

@@ -202,6 +202,7 @@ def test_the_cli_section_runs_as_written(tmp_path, judge_server):
 def test_the_api_compare_example_runs_as_written(tmp_path, judge_server):
     upload, start, status = (c.replace("curl ", "curl -sS ", 1) for c in commands(DOCS / "api.md", "API")[:3])
     [compare] = commands(DOCS / "api.md", "Paired differences of runs")
+    assert compare == "curl 'http://127.0.0.1:5000/api/compare?ids=<evaluation id>&ids=<other id>&baseline=<evaluation id>'"
     [contract] = commands(DOCS / "api.md", "The contract: `/api/openapi.json`")
     port = free_port()
     env = _environment(tmp_path, PORT=str(port), JUDGE_BASE_URL=judge_server.url, JUDGE_API_KEY="sk-test",

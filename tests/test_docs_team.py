@@ -108,6 +108,7 @@ def test_the_team_deployment_runs_as_the_docs_say(tmp_path, judge_server, s3_ser
         "createdb ": f"createdb -h 127.0.0.1 -p {postgres.port} ",
     }
     steps = [c for c in commands(TEAM, "Deploying for a team") if not c.startswith(INSTALLS)]
+    assert "gunicorn -w 4 -b 0.0.0.0:8000 'app:create_app()'" in steps  # the web line, run below as written
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_", "DATABASE", "CELERY_", "UPLOAD_",
                                                                    "RESULTS_", "AUTH", "STORAGE_", "SECRET_", "SETTINGS_",
                                                                    "AWS_", "RATELIMIT"))}
