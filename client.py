@@ -289,8 +289,8 @@ class Client:
         return frame
 
     def compare(self, ids: list[str], baseline: str | None = None, **options: Any) -> dict:
-        """The paired differences of finished evaluations against `baseline` (default the first): {baseline, runs,
-        paired, regression}; `options`: correction, metric, max_drop."""
+        """The paired differences of finished evaluations against `baseline` (default the earliest created):
+        {baseline, runs, paired, regression}; `options`: correction, metric, max_drop."""
         params = {"ids": list(ids), **({"baseline": baseline} if baseline else {}),
                   **{k: v for k, v in options.items() if v is not None}}
         return self._json("GET", "/api/compare", params=params)

@@ -97,24 +97,30 @@ class Job:
 
 @dataclass(frozen=True)
 class Metric:
-    """A headline metric that pairs sample by sample between two runs (`Kind.paired_metrics`)."""
+    """A headline metric that pairs sample by sample between two runs (`Kind.paired_metrics`), computed from the
+    paired samples exactly as the result document defines the figure of the same name: the mean of the samples'
+    values (or, `per_stratum`, the mean over strata of each stratum's mean), times `scale`."""
 
-    name: str  # its key in Sample.values, e.g. "avg"
+    name: str  # its key in Sample.values and in the result document, e.g. "avg"
     label: Any  # a lazy translated string shown in tables
     binary: bool = False  # 0/1 verdicts (McNemar's test) rather than scores (a signed-rank or t test)
+    scale: float = 1.0  # the result's figure is the mean x scale (a rate in %: 100)
+    per_stratum: bool = False  # the mean over Sample.stratum of each stratum's mean (dialogue's AVG: over rounds)
 
 
 @dataclass(frozen=True)
 class Sample:
     """One sample of a finished run as a paired comparison sees it: the same `method` and `key` in two runs are one
     pair. `cluster` is the unit a bootstrap resamples (dialogue: the session, not the round); `values` holds the
-    sample's value of each paired metric (None when it has none: a failed judgment); `text` is what was judged
-    (a reply), shown by the row-level diff; `links` name the kind's view of the sample ({label: "view?query"})."""
+    sample's value of each paired metric (None when it has none: a failed judgment); `stratum` groups the samples a
+    `per_stratum` metric averages first (dialogue: the round); `text` is what was judged (a reply), shown by the
+    row-level diff; `links` name the kind's view of the sample ({label: "view?query"})."""
 
     method: str
     key: tuple
     cluster: str
     values: Mapping[str, float | None]
+    stratum: Any = None
     text: str | None = None
     links: Mapping[str, str] = field(default_factory=dict)
 
@@ -244,7 +250,8 @@ class Kind(ABC):
     @abstractmethod
     def compare(self, runs: list[dict]) -> dict:
         """The values of `<name>/compare.html` (as `cmp` there; "figures" are drawn) for finished runs, each a
-        dict of its "id", "label", "filename", "model" (run_label) and "result"."""
+        dict of its "id", "label", "filename", "model" (run_label), "result" and "baseline" (true for the one run
+        every difference shown is measured from)."""
         ...
 
     # headline metrics that pair sample by sample between runs; empty: runs of this kind compare unpaired

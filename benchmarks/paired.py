@@ -3,8 +3,11 @@
 A *pair* is one sample (a session's round, a task) scored in both runs; ``clusters`` names each pair's session.
 Rounds of one session are not independent, so:
 
-- the interval resamples whole sessions with replacement (a cluster bootstrap): in each resample the difference
-  is the mean over the pairs of the drawn sessions, as in the point estimate;
+- every figure is the one the result document defines, over the pairs: the mean of the pairs' values, or for a
+  figure averaged over strata first (``strata``: dialogue's AVG is the mean over rounds of AL(k)), the mean over
+  the strata of each stratum's mean. When both runs have every sample, the two figures are the two results' own;
+- the interval resamples whole sessions with replacement (a cluster bootstrap): each resample recomputes the
+  difference from the drawn sessions' pairs by the same definition as the point estimate;
 - the paired test of a score (Wilcoxon signed-rank or paired t) runs on the sessions' mean differences, one number
   per session; with one pair per session that is the usual test on the pairs;
 - the minimum detectable difference (MDD) is that of a two-sided paired t-test at alpha 0.05 with 80% power on
@@ -29,7 +32,14 @@ from typing import Hashable, NamedTuple, Sequence
 import numpy as np
 
 from benchmarks.comparisons import benjamini_hochberg, holm
-from benchmarks.stats import DEFAULT_LEVEL, DEFAULT_N_BOOT, percentile_interval, resample_weights, resampled_sums
+from benchmarks.stats import (
+    DEFAULT_LEVEL,
+    DEFAULT_N_BOOT,
+    bootstrap_curve_mean_ci,
+    percentile_interval,
+    resample_weights,
+    resampled_sums,
+)
 
 ALPHA = 0.05
 POWER = 0.8
@@ -72,39 +82,50 @@ class _Pairs(NamedTuple):
     other: np.ndarray
     codes: np.ndarray  # the session of each pair, numbered 0.. in order of first appearance
     n_clusters: int
+    strata: np.ndarray  # the stratum of each pair, numbered 0..; all 0 when the figure is a plain mean
+    n_strata: int
 
 
-def _pairs(baseline: Sequence, other: Sequence, clusters: Sequence[Hashable]) -> _Pairs:
-    """The complete pairs, and their sessions numbered in order of first appearance."""
+def _numbered(labels, keep: np.ndarray) -> tuple[np.ndarray, int]:
+    """The kept labels numbered 0.. in order of first appearance, and how many there are."""
+    index: dict[Hashable, int] = {}
+    codes = np.array([index.setdefault(c, len(index)) for c, k in zip(labels, keep) if k], dtype=np.intp)
+    return codes, len(index)
+
+
+def _pairs(baseline: Sequence, other: Sequence, clusters: Sequence[Hashable],
+           strata: Sequence[Hashable] | None = None) -> _Pairs:
+    """The complete pairs, their sessions and their strata numbered in order of first appearance."""
     a = np.array(baseline, dtype=float)  # None becomes NaN
     b = np.array(other, dtype=float)
-    if a.ndim != 1 or a.shape != b.shape or len(clusters) != a.size:
-        raise ValueError("baseline, other and clusters must be 1-D sequences of the same length")
+    if a.ndim != 1 or a.shape != b.shape or len(clusters) != a.size or (strata is not None and len(strata) != a.size):
+        raise ValueError("baseline, other, clusters and strata must be 1-D sequences of the same length")
     keep = ~(np.isnan(a) | np.isnan(b))
-    index: dict[Hashable, int] = {}
-    codes = np.array([index.setdefault(c, len(index)) for c, k in zip(clusters, keep) if k], dtype=np.intp)
-    return _Pairs(a[keep], b[keep], codes, len(index))
+    codes, n_clusters = _numbered(clusters, keep)
+    strata_codes, n_strata = _numbered([0] * a.size if strata is None else strata, keep)
+    return _Pairs(a[keep], b[keep], codes, n_clusters, strata_codes, n_strata)
 
 
-def _cluster_sums(pairs: _Pairs) -> tuple[np.ndarray, np.ndarray]:
-    """Per session: the sum of its paired differences and its number of pairs."""
-    sums = np.bincount(pairs.codes, weights=pairs.other - pairs.baseline, minlength=pairs.n_clusters)
-    counts = np.bincount(pairs.codes, minlength=pairs.n_clusters).astype(float)
-    return sums, counts
+def mean_of_strata(values: np.ndarray, strata: np.ndarray, n_strata: int) -> float:
+    """The mean over strata of each stratum's mean (with one stratum, the plain mean): dialogue's AVG is the mean
+    over rounds of AL(k), each round's mean over sessions."""
+    if n_strata <= 1:
+        return float(np.mean(values))
+    sums = np.bincount(strata, weights=values, minlength=n_strata)
+    counts = np.bincount(strata, minlength=n_strata)
+    return float(np.mean(sums / counts))
 
 
-def cluster_bootstrap_ci(sums, counts, n_boot: int = DEFAULT_N_BOOT, seed: int = 0,
+def cluster_bootstrap_ci(pairs: _Pairs, n_boot: int = DEFAULT_N_BOOT, seed: int = 0,
                          level: float = DEFAULT_LEVEL) -> list[float] | None:
-    """Percentile interval of sum(sums) / sum(counts) resampling clusters (rows); None below 2 clusters."""
-    sums = np.asarray(sums, dtype=float)
-    counts = np.asarray(counts, dtype=float)
-    if sums.size < 2:
-        return None
-    weights = resample_weights(sums.size, n_boot, seed)  # the same draws as stats.resample_indices
-    means = resampled_sums(weights, sums) / resampled_sums(weights, counts)
-    cluster_means = sums / counts
-    # A pooled mean lies within the clusters' means; clipping only removes float dust, so equal clusters give [v, v].
-    return percentile_interval(np.clip(means, cluster_means.min(), cluster_means.max()), level)
+    """Percentile interval of the difference (mean_of_strata of other - baseline), resampling sessions: each
+    resample recomputes the same figure from the drawn sessions' pairs; None below 2 sessions."""
+    cells = pairs.codes * pairs.n_strata + pairs.strata
+    size = pairs.n_clusters * pairs.n_strata
+    sums = np.bincount(cells, weights=pairs.other - pairs.baseline, minlength=size)
+    counts = np.bincount(cells, minlength=size).astype(float)
+    shape = (pairs.n_clusters, pairs.n_strata)
+    return bootstrap_curve_mean_ci(sums.reshape(shape), counts.reshape(shape), n_boot, seed, level)
 
 
 def _power(effect: float, n: int, alpha: float) -> float:
@@ -154,22 +175,25 @@ def _score_test(cluster_diffs: np.ndarray, test: str) -> float | None:
 
 
 def _common(pairs: _Pairs, n_boot: int, seed: int, level: float) -> tuple:
-    """baseline mean, other mean, diff, CI, the sessions' mean differences, and their MDD."""
+    """baseline figure, other figure, diff, CI, the sessions' mean differences, and their MDD."""
     if pairs.baseline.size == 0:
         return None, None, None, None, np.empty(0), None
-    sums, counts = _cluster_sums(pairs)
-    cluster_diffs = sums / counts
-    diff = float(np.mean(pairs.other - pairs.baseline))
-    return (float(pairs.baseline.mean()), float(pairs.other.mean()), diff,
-            cluster_bootstrap_ci(sums, counts, n_boot, seed, level), cluster_diffs, _mdd(cluster_diffs))
+    cluster_diffs = (np.bincount(pairs.codes, weights=pairs.other - pairs.baseline, minlength=pairs.n_clusters)
+                     / np.bincount(pairs.codes, minlength=pairs.n_clusters))
+    diff = mean_of_strata(pairs.other - pairs.baseline, pairs.strata, pairs.n_strata)
+    return (mean_of_strata(pairs.baseline, pairs.strata, pairs.n_strata),
+            mean_of_strata(pairs.other, pairs.strata, pairs.n_strata), diff,
+            cluster_bootstrap_ci(pairs, n_boot, seed, level), cluster_diffs, _mdd(cluster_diffs))
 
 
 def paired_scores(baseline: Sequence, other: Sequence, clusters: Sequence[Hashable], n_boot: int = DEFAULT_N_BOOT,
-                  seed: int = 0, level: float = DEFAULT_LEVEL, test: str = "wilcoxon") -> PairedScores:
-    """Other minus baseline on the shared samples of a score: means, CI over sessions, paired test, MDD."""
+                  seed: int = 0, level: float = DEFAULT_LEVEL, test: str = "wilcoxon",
+                  strata: Sequence[Hashable] | None = None) -> PairedScores:
+    """Other minus baseline on the shared samples of a score: means (over `strata` first when given), CI over
+    sessions, paired test, MDD."""
     if test not in TESTS:
         raise ValueError(f"test must be one of {TESTS}, got {test!r}")
-    pairs = _pairs(baseline, other, clusters)
+    pairs = _pairs(baseline, other, clusters, strata)
     base, value, diff, ci, cluster_diffs, mdd = _common(pairs, n_boot, seed, level)
     p_value = _score_test(cluster_diffs, test) if cluster_diffs.size else None
     return PairedScores(base, value, diff, ci, p_value, test, int(pairs.baseline.size), pairs.n_clusters, mdd)
@@ -185,9 +209,11 @@ def mcnemar_exact(gained: int, lost: int) -> float | None:
 
 
 def paired_verdicts(baseline: Sequence, other: Sequence, clusters: Sequence[Hashable], n_boot: int = DEFAULT_N_BOOT,
-                    seed: int = 0, level: float = DEFAULT_LEVEL) -> PairedVerdicts:
-    """Other minus baseline on the shared samples of a 0/1 verdict: rates, CI over sessions, McNemar, MDD."""
-    pairs = _pairs(baseline, other, clusters)
+                    seed: int = 0, level: float = DEFAULT_LEVEL,
+                    strata: Sequence[Hashable] | None = None) -> PairedVerdicts:
+    """Other minus baseline on the shared samples of a 0/1 verdict: rates (over `strata` first when given), CI over
+    sessions, McNemar, MDD."""
+    pairs = _pairs(baseline, other, clusters, strata)
     if not np.isin(pairs.baseline, (0.0, 1.0)).all() or not np.isin(pairs.other, (0.0, 1.0)).all():
         raise ValueError("verdicts must be 0 or 1 (or missing)")
     base, value, diff, ci, _, mdd = _common(pairs, n_boot, seed, level)

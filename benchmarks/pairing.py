@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Iterable, Mapping
 
 from benchmarks.kind import Kind, Metric, Sample
-from benchmarks.paired import paired_scores, paired_verdicts, with_adjusted
+from benchmarks.paired import PairedScores, PairedVerdicts, paired_scores, paired_verdicts, with_adjusted
 from benchmarks.stats import DEFAULT_N_BOOT
 
 
@@ -41,8 +41,8 @@ def _is_binary(values: Iterable[float | None]) -> bool:
 
 def metric_row(metric: Metric, pairs: list[tuple[Sample, Sample]], n_boot: int = DEFAULT_N_BOOT,
                seed: int = SEED) -> dict | None:
-    """The paired difference of one metric over one method's pairs (pairs missing either value left out); None
-    without a complete pair."""
+    """The paired difference of one metric over one method's pairs (pairs missing either value left out), on the
+    result document's scale and by its definition (`Metric`); None without a complete pair."""
     complete = [(a, b) for a, b in pairs
                 if a.values.get(metric.name) is not None and b.values.get(metric.name) is not None]
     if not complete:
@@ -50,13 +50,24 @@ def metric_row(metric: Metric, pairs: list[tuple[Sample, Sample]], n_boot: int =
     base = [a.values[metric.name] for a, _ in complete]
     other = [b.values[metric.name] for _, b in complete]
     clusters = [a.cluster for a, _ in complete]
+    strata = [a.stratum for a, _ in complete] if metric.per_stratum else None
+    figures: PairedScores | PairedVerdicts
     if metric.binary and _is_binary(base) and _is_binary(other):
-        figures = paired_verdicts(base, other, clusters, n_boot=n_boot, seed=seed)
+        figures = paired_verdicts(base, other, clusters, n_boot=n_boot, seed=seed, strata=strata)
     else:  # scores, and verdicts that are cell means (repeated samples or a panel disagreeing)
-        figures = paired_scores(base, other, clusters, n_boot=n_boot, seed=seed)
-    return {"method": complete[0][0].method, "metric": metric.name, "baseline_value": figures.baseline_value,
-            "value": figures.value, "diff": figures.diff, "ci95": figures.ci95, "p_value": figures.p_value,
-            "n_pairs": figures.n_pairs, "test": figures.test, "mdd": figures.mdd}
+        figures = paired_scores(base, other, clusters, n_boot=n_boot, seed=seed, strata=strata)
+    return {"method": complete[0][0].method, "metric": metric.name,
+            "baseline_value": _scaled(figures.baseline_value, metric), "value": _scaled(figures.value, metric),
+            "diff": _scaled(figures.diff, metric), "ci95": _scaled(figures.ci95, metric),
+            "p_value": figures.p_value, "n_pairs": figures.n_pairs, "test": figures.test,
+            "mdd": _scaled(figures.mdd, metric)}
+
+
+def _scaled(figure, metric: Metric):
+    """A figure (or an interval) times the metric's scale; None stays None."""
+    if figure is None or metric.scale == 1:
+        return figure
+    return [v * metric.scale for v in figure] if isinstance(figure, list) else figure * metric.scale
 
 
 def paired_rows(kind: Kind, baseline: Iterable[Sample], runs: Mapping[str, Iterable[Sample]],

@@ -101,6 +101,15 @@ class Store(Judgments, Simulations, Access, Database):
         columns = EVALUATION if with_result else EVALUATION_HEAD
         return _decode(self._one(f"SELECT {columns} FROM evaluations WHERE id = :id", {"id": evaluation_id}))
 
+    def in_creation_order(self, evaluation_ids: list[str]) -> list[str]:
+        """The ids of those evaluations that exist, oldest first (created in the same second: in creation order)."""
+        if not evaluation_ids:
+            return []
+        names = {f"id{i}": evaluation_id for i, evaluation_id in enumerate(evaluation_ids)}
+        rows = self._all(f"SELECT id FROM evaluations WHERE id IN ({', '.join(':' + n for n in names)})"
+                         " ORDER BY created_at, seq", names)
+        return [row["id"] for row in rows]
+
     def list_evaluations(self, limit: int = 200, kind: str | None = None, upload_id: str | None = None) -> list[dict]:
         """Newest evaluations first (of one kind, or of one upload, when asked), without their result documents."""
         where = "".join((" AND e.kind = :kind" if kind else "", " AND e.upload_id = :upload" if upload_id else ""))

@@ -210,7 +210,7 @@ def sessions(evaluation_id: str):
                                                                               404: Error}, query=S.CompareQuery)
 def compare():
     """Paired differences of finished evaluations against a baseline (docs/api.md): `ids` (two or more),
-    `baseline` (default the first), `correction` (holm or bh), `metric` and `max_drop` for the regression flag."""
+    `baseline` (default the earliest created), `correction` (holm or bh), `metric` and `max_drop` for the regression flag."""
     ids = requested_ids(request.args)
     unknown = [i for i in ids if get_store().get_evaluation(i, with_result=False) is None]
     if unknown:

@@ -2,9 +2,10 @@
 
 `GET /compare?ids=a,b` (or `?ids=a&ids=b`): the kind's `compare(runs)` fills its `<kind>/compare.html` (for
 dialogue: the merged table, the overlaid AL(k) and BAR(k) curves and the differences between runs of the same
-method). Without ids the page offers the finished evaluations to pick from. Below, the paired differences against
-`?baseline=<id>` (default the first) with `?correction=holm|bh` (web/paired_view.py); `/compare/paired.csv` has
-the same rows.
+method). Without ids the page offers the finished evaluations to pick from. Every table of differences on the page
+measures from one baseline: `?baseline=<id>`, by default the earliest created of the runs (web/paired_view.py), each
+run marked `baseline` (true or false) for the kind's template. Below, the paired differences with
+`?correction=holm|bh`; `/compare/paired.csv` has the same rows.
 """
 from __future__ import annotations
 
@@ -90,9 +91,11 @@ def compare():
     try:
         runs = load_runs(ids)
         kind = registry.get(runs[0]["result"]["kind"])
-        data = {**kind.compare(runs), "template": kind.template("compare")}
         baseline = paired_view.choose_baseline(ids, request.args)
         correction = paired_view.choose_correction(request.args)
+        for run in runs:  # the one baseline every table of differences on the page measures from
+            run["baseline"] = run["id"] == baseline
+        data = {**kind.compare(runs), "template": kind.template("compare")}
     except (CompareError, paired_view.PairedError) as exc:
         return render_template("compare.html", error=str(exc), candidates=_candidates(), chosen=ids), 400
     paired = {"ids": ids, "runs": runs, "baseline": baseline, "correction": correction,

@@ -19,9 +19,15 @@ CSV_COLUMNS = ("run", "method", "metric", "baseline_value", "value", "diff", "ci
                "p_holm", "p_bh", "n_pairs", "test", "mdd")
 
 
+def earliest(ids: list[str]) -> str | None:
+    """The earliest created of the evaluations `ids` (None when none exists): the default baseline."""
+    return next(iter(get_store().in_creation_order(ids)), None)
+
+
 def choose_baseline(ids: list[str], args: Mapping) -> str:
-    """The `baseline` of the query string (default: the first id); PairedError when it is not one of the ids."""
-    baseline = (args.get("baseline") or "").strip() or ids[0]
+    """The `baseline` of the query string, else the earliest created of the evaluations `ids` (so "old run, new run"
+    reads new minus old, whatever order they were ticked in); PairedError when it is not one of the ids."""
+    baseline = (args.get("baseline") or "").strip() or earliest(ids) or ""
     if baseline not in ids:
         raise PairedError(_("The baseline %(id)s is not one of the compared evaluations.", id=baseline))
     return baseline

@@ -26,6 +26,7 @@ from benchmarks.pairing import align
 from translations import _
 from web import errors, get_site, get_store
 from web.compare import CompareError, load_runs, requested_ids
+from web.paired_view import earliest
 
 bp = Blueprint("row_diff", __name__)
 MAX_THRESHOLD = 1e9
@@ -167,8 +168,9 @@ def _cell(value: float | None) -> float | str:
 def _app_pair() -> tuple[Pair | None, str | None]:
     ids = requested_ids(request.args)
     try:
-        return _run_pair(ids, request.args.get("baseline"),
-                         lambda i: url_for("pages.kind_view", evaluation_id=i, name="x")[:-1]), None
+        # the compare page's rule: `baseline`, else the earlier created of the two
+        baseline = request.args.get("baseline") if request.args.get("baseline") in ids else earliest(ids)
+        return _run_pair(ids, baseline, lambda i: url_for("pages.kind_view", evaluation_id=i, name="x")[:-1]), None
     except CompareError as exc:
         return None, str(exc)
 

@@ -148,9 +148,10 @@ class CompareQuery(Request):
     """The runs to compare (`ids` repeated), the baseline and the regression rule."""
 
     ids: list[str] | str = Field(description="two or more evaluation ids (repeat `ids`, or separate by commas)")
-    baseline: str | None = None
+    baseline: str | None = Field(None, description="one of `ids` (default: the earliest created)")
     correction: str | None = Field(None, description="holm (default) or bh")
-    metric: str | None = None
+    metric: str | None = Field(None, description="a paired metric by its result-document name (default: the kind's "
+                                                 "first); an unknown name is a 400 listing the kind's")
     max_drop: str | None = Field(None, description="points a metric may drop before it is a regression")
 
 

@@ -33,12 +33,13 @@ OA = "oa"
 LABELS = {"os": _l("Operating System"), "db": _l("Database"), "kg": _l("Knowledge Graph"),
           "dcg": _l("Digital Card Game"), "ltp": _l("Lateral Thinking Puzzles"), "hh": _l("House-Holding"),
           "ws": _l("Web Shopping"), "wb": _l("Web Browsing")}
-METRICS = tuple(Metric(f"task:{task}", LABELS[task]) for task in STANDARD_TASKS)
+# Named like the result document's tasks (agents.<agent>.tasks.<task>.score): "os", "db", ...
+METRICS = tuple(Metric(task, LABELS[task]) for task in STANDARD_TASKS)
 
 
 def metric_name(task: str) -> str:
-    """The paired metric of a standard task's score: "task:os"."""
-    return f"task:{task}"
+    """The paired metric of a standard task's score: the task's key in the result document, "os"."""
+    return task
 
 
 def _field_value(result, field: str) -> float:

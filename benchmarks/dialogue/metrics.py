@@ -130,6 +130,13 @@ def add_round_cis(points: list[dict], sums: np.ndarray, counts: np.ndarray, scal
         point["ci95"] = None if ci is None else [v * scale for v in ci]
 
 
+def dimension_means(fine: pd.DataFrame) -> dict[str, float | None]:
+    """Each dimension's mean over the replies (a reply's value: the mean of its valid fine judgments), so that, as in
+    AL(k), a reply judged several times weighs the same as one judged once."""
+    by_reply = fine.groupby(["session", "round"], sort=False)[list(DIMENSIONS)].mean()
+    return {d: stats.as_float(by_reply[d].mean()) for d in DIMENSIONS}
+
+
 class _Judgments:
     """One method's valid fine and binary judgments and their (session, round) cells."""
 
@@ -186,7 +193,7 @@ def _method_result(j: _Judgments, weights: _WeightCache) -> dict:
         "binary_r2": bar["r2"],
         "binary_n_ir": bar["n_ir"],
         "binary_n_r2": bar["n_r2"],
-        "dimensions": {d: stats.as_float(j.fine[d].mean()) for d in DIMENSIONS},
+        "dimensions": dimension_means(j.fine),
         "ci95": {"avg": avg_ci, "binary_rate": rate_ci},
         "sessions": len(sessions),
         "judged": len(j.fine) + len(j.binary),

@@ -1,9 +1,10 @@
 """The dialogue kind's samples for comparing two runs: one per reply (session, round, method).
 
 A sample's values are the reply's judged figures as the result document counts them (records.py, panel.py): its fine
-score "avg" (0-100, the mean over repeated samples and, for a panel, over judges), its keep-chatting verdict "keep"
-(0 or 1; the mean, in between, when repeated samples or a panel's judges disagree) and each dimension. The session is
-the cluster: rounds of one session are not independent evidence.
+score "avg" (0-100, the mean over repeated samples and, for a panel, over judges), its keep-chatting verdict
+"binary_rate" (0 or 1; the mean, in between, when repeated samples or a panel's judges disagree) and each dimension.
+Its round is its stratum (AVG averages the rounds' means), the session its cluster: rounds of one session are not
+independent evidence.
 """
 from __future__ import annotations
 
@@ -18,9 +19,11 @@ from benchmarks.kind import Metric, Sample, Site
 from judge import judge_labels
 from translations import lazy_gettext as _l
 
+# The result document's figures of the same names (metrics.py): AVG the mean over rounds of AL(k), the binary rate
+# 100 x the mean of the verdicts, a dimension the mean of the replies' scores.
 METRICS = (
-    Metric("avg", _l("AVG")),
-    Metric("keep", _l("Keep-chatting rate"), binary=True),
+    Metric("avg", _l("AVG"), per_stratum=True),
+    Metric("binary_rate", _l("Keep-chatting rate"), binary=True, scale=100.0),
     Metric("style", _l("Style")),
     Metric("content", _l("Content")),
     Metric("naturalness", _l("Naturalness")),
@@ -48,10 +51,10 @@ def paired_samples(record: dict, site: Site) -> Iterator[Sample]:
                 cell = judged.get((idx, session.session_id, rnd.number, method))
                 if cell is None:
                     continue
-                values = {"avg": cell["total"], "keep": cell["binary"], **{d: cell[d] for d in DIMENSIONS}}
+                values = {"avg": cell["total"], "binary_rate": cell["binary"], **{d: cell[d] for d in DIMENSIONS}}
                 where = {"index": idx, "round": rnd.number, "method": method}
                 yield Sample(method=method, key=(session.session_id, rnd.number), cluster=session.session_id,
-                             values=values, text=reply,
+                             values=values, stratum=rnd.number, text=reply,
                              links={"session": "session?" + urlencode({"index": idx}),
                                     "fine": "prompt?" + urlencode({**where, "mode": "fine"}),
                                     "binary": "prompt?" + urlencode({**where, "mode": "binary"})})

@@ -186,7 +186,8 @@ def _overlap(first, second) -> bool | None:
 
 
 def comparison(runs: list[dict]) -> dict:
-    """Rows of the merged table, differences between runs of the same method, colours and figures."""
+    """Rows of the merged table, differences of each run from the baseline run (the one marked "baseline", else the
+    first) for the methods both have, colours and figures."""
     methods: list[str] = []
     for run in runs:
         methods += [m for m in run["result"]["methods"] if m not in methods]
@@ -194,12 +195,13 @@ def comparison(runs: list[dict]) -> dict:
     for position, run in enumerate(runs):
         run["style"] = run_style(position)
     rows = [{"run": run, "method": name, "metrics": m} for run in runs for name, m in run["result"]["methods"].items()]
+    base = next((run for run in runs if run.get("baseline")), runs[0])
     differences = []
     for name in methods:
-        having = [run for run in runs if name in run["result"]["methods"]]
-        base = having[0]
+        if name not in base["result"]["methods"]:
+            continue
         a = base["result"]["methods"][name]
-        for other in having[1:]:
+        for other in (run for run in runs if run is not base and name in run["result"]["methods"]):
             b = other["result"]["methods"][name]
             differences.append({
                 "method": name, "base": base, "other": other,
@@ -207,4 +209,4 @@ def comparison(runs: list[dict]) -> dict:
                 "binary_rate": _difference(a["binary_rate"], b["binary_rate"]),
                 "binary_rate_overlap": _overlap(a["ci95"]["binary_rate"], b["ci95"]["binary_rate"])})
     return {"runs": runs, "methods": methods, "colours": colours, "rows": rows, "differences": differences,
-            "figures": figures.compare_figures(runs, colours)}
+            "baseline": base, "figures": figures.compare_figures(runs, colours)}

@@ -440,6 +440,11 @@ def test_compare_view_draws_overlaid_curves(page, watch, server, judge, sample_e
     # two runs x three methods, one line each, in the AL(k) chart
     assert page.locator(".main-svg").count() >= 2
     assert page.locator(".legendtext").count() >= 6
+    # the picker lists the newest first, so the address names the new run first; the baseline is still the old one
+    assert page.url.index(other["id"]) < page.url.index(sample_evaluation)
+    expect(page.locator("#paired-baseline")).to_have_value(sample_evaluation)
+    baseline_label = page.locator("#paired-baseline option:checked").inner_text()
+    expect(page.locator("#differences .hint")).to_contain_text(f"minus the baseline, {baseline_label}")
     check_widths(page, tmp_path, "compare")
     assert watch.errors == [], watch.errors
 
@@ -909,7 +914,7 @@ def test_row_level_diff_filters_flipped_verdicts_and_fits_the_width(page, watch,
     finally:
         judge.latency_s = latency
     assert other["status"] == "done", other
-    open_page(page, server, f"/compare/rows?ids={sample_evaluation}&ids={other['id']}&metric=keep&changed=1")
+    open_page(page, server, f"/compare/rows?ids={sample_evaluation}&ids={other['id']}&metric=binary_rate&changed=1")
     rows = page.locator("#row-diff tbody tr")
     pairs = sum(len(json.loads(line)["rounds"]) * len(SAMPLE_METHODS) for line in SAMPLE.read_text("utf-8").splitlines())
     assert rows.count() == min(pairs, 50)  # every verdict flipped: every pair changed, 50 on a page

@@ -128,7 +128,7 @@ def test_gate_refuses_an_unknown_metric_and_a_baseline_of_another_kind(runner, g
     baseline = scored_id(runner.invoke(args=["score", str(gate_file)]))
     bad = runner.invoke(args=["score", str(gate_file), "--baseline", baseline, "--metric", "nope"])
     assert bad.exit_code == 2
-    assert "Unknown metric nope; the metrics of dialogue are: avg, keep, style, content, naturalness, " \
+    assert "Unknown metric nope; the metrics of dialogue are: avg, binary_rate, style, content, naturalness, " \
            "personalization, conversation." in bad.stderr
     lone = tmp_path / "gpt-x" / "dbbench-std" / "overall.json"
     lone.parent.mkdir(parents=True)

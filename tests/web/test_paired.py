@@ -84,9 +84,9 @@ def test_api_gives_exactly_the_known_paired_differences(client, runs):
     assert a["p_value"] == pytest.approx(wilcoxon([-5.0] * SESSIONS).pvalue)
     assert a["mdd"] is None  # no spread between sessions
     # A's verdicts: round 2 flips 1 -> 0 in all ten sessions: McNemar with 10 lost, 0 gained
-    keep = rows[("A", "keep")]
+    keep = rows[("A", "binary_rate")]  # the result's binary rate: in %
     assert keep["test"] == "mcnemar" and keep["n_pairs"] == 20
-    assert keep["baseline_value"] == 1.0 and keep["value"] == 0.5 and keep["diff"] == -0.5
+    assert keep["baseline_value"] == 100.0 and keep["value"] == 50.0 and keep["diff"] == -50.0
     assert keep["p_value"] == pytest.approx(2 * 0.5 ** 10)
     from statsmodels.stats.contingency_tables import mcnemar
     assert keep["p_value"] == pytest.approx(mcnemar([[10, 10], [0, 0]], exact=True).pvalue)
@@ -96,7 +96,7 @@ def test_api_gives_exactly_the_known_paired_differences(client, runs):
     assert b["diff"] == pytest.approx(-2.5) and b["n_pairs"] == 20
     assert b["ci95"] == pytest.approx(bootstrap_ci(cluster_diffs))
     assert b["p_value"] == pytest.approx(wilcoxon(cluster_diffs).pvalue)
-    assert rows[("B", "keep")]["diff"] == 0.0 and rows[("B", "keep")]["p_value"] is None
+    assert rows[("B", "binary_rate")]["diff"] == 0.0 and rows[("B", "binary_rate")]["p_value"] is None
     # the five dimensions split the total: their differences sum to AVG's
     dims = ("style", "content", "naturalness", "personalization", "conversation")
     assert sum(rows[("A", d)]["diff"] for d in dims) == pytest.approx(-5.0)
@@ -110,7 +110,7 @@ def test_api_gives_exactly_the_known_paired_differences(client, runs):
     assert body["regression"] is True
     again = client.get(f"/api/compare?ids={baseline}&ids={other}&max_drop=6").get_json()
     assert again["regression"] is False and again["paired"] == body["paired"]  # the same seed, the same answer
-    assert client.get(f"/api/compare?ids={baseline}&ids={other}&metric=keep").get_json()["regression"] is True
+    assert client.get(f"/api/compare?ids={baseline}&ids={other}&metric=binary_rate").get_json()["regression"] is True
 
 
 def test_a_rerun_with_the_same_judge_has_no_difference(client, runs):
@@ -132,7 +132,7 @@ def test_the_baseline_can_be_any_run_and_errors_are_json(client, runs):
                           (f"ids={baseline}", 400), (f"ids={baseline}&ids=missing", 404)):
         resp = client.get(f"/api/compare?{query}")
         assert resp.status_code == status and resp.get_json()["error"], query
-    assert "avg, keep, style" in client.get(f"/api/compare?ids={baseline}&ids={other}&metric=nope").get_json()["error"]
+    assert "avg, binary_rate, style" in client.get(f"/api/compare?ids={baseline}&ids={other}&metric=nope").get_json()["error"]
 
 
 def test_compare_page_shows_the_paired_table_and_paired_csv(client, runs):

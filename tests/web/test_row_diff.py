@@ -68,10 +68,10 @@ def counts(html: str) -> dict[str, int]:
 
 def test_changed_only_finds_exactly_the_flipped_verdicts(client, runs):
     base, other = runs
-    html = page(client, f"ids={base}&ids={other}&metric=keep&changed=1")
+    html = page(client, f"ids={base}&ids={other}&metric=binary_rate&changed=1")
     assert rows_of(html) == [("A", "s1 / 2", "regressed"), ("B", "s1 / 2", "improved")]
     assert counts(html) == {"improved": 1, "regressed": 1, "unchanged": 6}
-    assert rows_of(page(client, f"ids={base}&ids={other}&metric=keep&direction=improved")) == [
+    assert rows_of(page(client, f"ids={base}&ids={other}&metric=binary_rate&direction=improved")) == [
         ("B", "s1 / 2", "improved")]
 
 
@@ -127,15 +127,15 @@ def test_paging_keeps_the_query(client, runs, monkeypatch):
 
 def test_csv_has_the_filtered_rows(client, runs):
     base, other = runs
-    resp = client.get(f"/compare/rows.csv?ids={base}&ids={other}&metric=keep&changed=1")
+    resp = client.get(f"/compare/rows.csv?ids={base}&ids={other}&metric=binary_rate&changed=1")
     assert resp.status_code == 200 and resp.mimetype == "text/csv"
     table = list(csv.reader(io.StringIO(resp.get_data(as_text=True).lstrip("\ufeff"))))
     assert table == [
         ["method", "key_1", "key_2", "baseline_value", "other_value", "diff", "changed", "baseline_text", "other_text"],
         ["A", "s1", "2", "1.0", "0.0", "-1.0", "regressed", REPLIES[("s1", 2, "A")][0], REPLIES[("s1", 2, "A")][1]],
         ["B", "s1", "2", "0.0", "1.0", "1.0", "improved", REPLIES[("s1", 2, "B")][0], REPLIES[("s1", 2, "B")][1]]]
-    assert f'href="/compare/rows.csv?ids={base}&amp;ids={other}&amp;metric=keep&amp;changed=1"' in page(
-        client, f"ids={base}&ids={other}&metric=keep&changed=1")
+    assert f'href="/compare/rows.csv?ids={base}&amp;ids={other}&amp;metric=binary_rate&amp;changed=1"' in page(
+        client, f"ids={base}&ids={other}&metric=binary_rate&changed=1")
 
 
 def test_bad_input_is_a_clear_400(client, runs):
@@ -169,7 +169,7 @@ def test_share_links_show_the_diff_of_two_shared_runs_only(client, runs):
     base, other = runs
     first, second = create_share(client, base), create_share(client, other)
     path = urlsplit(first["url"]).path
-    resp = client.get(f"{path}/compare/rows?other={second['token']}&metric=keep&changed=1")
+    resp = client.get(f"{path}/compare/rows?other={second['token']}&metric=binary_rate&changed=1")
     assert resp.status_code == 200 and resp.headers["Referrer-Policy"] == "no-referrer"
     html = resp.get_data(as_text=True)
     assert rows_of(html) == [("A", "s1 / 2", "regressed"), ("B", "s1 / 2", "improved")]
@@ -177,7 +177,7 @@ def test_share_links_show_the_diff_of_two_shared_runs_only(client, runs):
     assert not [x for x in links if x.startswith(("/evaluations", "/compare"))], links
     view = f"/share/{second['token']}/view/prompt?index=0&amp;round=2&amp;method=A&amp;mode=fine"
     assert view in links and client.get(view.replace("&amp;", "&")).status_code == 200
-    csv_resp = client.get(f"{path}/compare/rows.csv?other={second['token']}&metric=keep&changed=1")
+    csv_resp = client.get(f"{path}/compare/rows.csv?other={second['token']}&metric=binary_rate&changed=1")
     assert csv_resp.status_code == 200 and len(csv_resp.get_data(as_text=True).strip().splitlines()) == 3
     # an evaluation without a share link cannot be read through someone else's link: not by its id, nor once revoked
     client.post(f"/api/evaluations/{other}/shares/{second['id']}/revoke")
@@ -192,7 +192,10 @@ def test_share_links_show_the_diff_of_two_shared_runs_only(client, runs):
 def test_the_compare_page_of_two_runs_links_to_their_diff(client, runs):
     base, other = runs
     html = client.get(f"/compare?ids={base}&ids={other}").get_data(as_text=True)
-    assert f'href="/compare/rows?ids={base}&amp;ids={other}"' in html
+    assert f'href="/compare/rows?ids={base}&amp;ids={other}&amp;baseline={base}"' in html
+    # ticked newest first, the earlier run is still the baseline of the diff it links to
+    html = client.get(f"/compare?ids={other}&ids={base}").get_data(as_text=True)
+    assert f'href="/compare/rows?ids={other}&amp;ids={base}&amp;baseline={base}"' in html
 
 
 class PairedCounts(CountsKind):
@@ -251,11 +254,11 @@ def test_with_accounts_the_diff_needs_sign_in_and_share_links_do_not(make_app, j
 
 def test_the_view_gives_its_share_address_once_both_runs_are_shared(client, runs):
     base, other = runs
-    query = f"ids={base}&ids={other}&metric=keep&changed=1&page=2"
+    query = f"ids={base}&ids={other}&metric=binary_rate&changed=1&page=2"
     assert "Create a share link on both runs" in page(client, query)
     first, second = create_share(client, base), create_share(client, other)
     html = page(client, query)
     address = re.search(r'id="row-diff-share" type="text" readonly size="64" value="([^"]+)"', html).group(1)
-    assert address == f"{first['url']}/compare/rows?other={second['token']}&amp;metric=keep&amp;changed=1"
+    assert address == f"{first['url']}/compare/rows?other={second['token']}&amp;metric=binary_rate&amp;changed=1"
     shared = client.get(urlsplit(address.replace("&amp;", "&")).path + "?" + urlsplit(address.replace("&amp;", "&")).query)
     assert rows_of(shared.get_data(as_text=True)) == [("A", "s1 / 2", "regressed"), ("B", "s1 / 2", "improved")]

@@ -97,22 +97,22 @@ def test_two_runs_pair_by_task_and_index_and_the_oa_difference(client, app):
     assert len(base) == 32 and len(other) == 32
     # every task's sample values average to the score the result document shows
     for task, score in SCORES.items():
-        values = [s.values[f"task:{task}"] for s in base if s.key[0] == task]
+        values = [s.values[task] for s in base if s.key[0] == task]
         assert sum(values) / len(values) == pytest.approx(score)
         assert base_record["result"]["agents"]["agent-a"]["tasks"][task]["score"] == pytest.approx(score)
     first = base[0]
     assert (first.method, first.key, first.cluster, first.text) == ("agent-a", ("os", 0), "os:0", "done 0")
     assert first.links == {"sample": "samples?agent=agent-a&task=os&status=completed"}
     kind = get_kind("agentbench")
-    assert [m.name for m in kind.paired_metrics] == [f"task:{t}" for t in SCORES]
+    assert [m.name for m in kind.paired_metrics] == [t for t in SCORES]
 
     pairs = align(base, other)
     assert len(pairs) == 32
-    changed = [(a.key, a.values["task:os"], b.values["task:os"]) for a, b in pairs
+    changed = [(a.key, a.values["os"], b.values["os"]) for a, b in pairs
                if a.values != b.values]
     assert changed == [(("os", 1), 0.0, 100.0), (("os", 2), 0.0, 100.0)]  # OS score 50 -> 100: +2/4 x 100
     os_pairs = [(a, b) for a, b in pairs if a.key[0] == "os"]
-    os_score = paired_scores([a.values["task:os"] for a, _b in os_pairs], [b.values["task:os"] for _a, b in os_pairs],
+    os_score = paired_scores([a.values["os"] for a, _b in os_pairs], [b.values["os"] for _a, b in os_pairs],
                              [a.cluster for a, _b in os_pairs])
     assert (os_score.baseline_value, os_score.value, os_score.diff, os_score.n_pairs) == (50.0, 100.0, 50.0, 4)
     assert os_score.n_clusters == 4  # each sample its own cluster
