@@ -7,7 +7,7 @@
   intervals that resample whole clusters (sessions).
 - :func:`bradley_terry` fits Bradley-Terry strengths to pairwise outcomes (MM algorithm, Hunter 2004).
 - :func:`length_correlation` and :func:`length_controlled_differences` measure how much reply length drives
-  the judge's scores.
+  the judge's scores; :func:`within_group_share` says whether a file can tell length from method at all.
 
 As in :mod:`benchmarks.stats`, results are plain Python floats (or None where a number does not exist).
 """
@@ -285,12 +285,36 @@ def _coefficient(value: float | None, se: float | None, t_crit: float | None) ->
     return {"estimate": value, "se": se, "ci95": ci}
 
 
+MIN_WITHIN_LENGTH_SHARE = 0.1  # below it the length's variance inflation factor exceeds 10: see within_group_share
+
+
+def within_group_share(values: Sequence[float], groups: Sequence[Hashable]) -> float | None:
+    """Share of the values' sum of squares about their mean that lies within groups: sum over groups of the squares
+    about the group's mean, over the total; None when the values are constant.
+
+    For the length column of a fit on group dummies and length it is 1 / VIF, the inverse of the length's variance
+    inflation factor: the length's R^2 on the dummies is the share between groups.
+    """
+    x = np.asarray(values, dtype=float)
+    if x.shape != (len(groups),):
+        raise ValueError("values and groups must be 1-D sequences of the same length")
+    import pandas as pd  # factorize: codes of a million labels without a Python object each
+
+    total = float(np.sum((x - x.mean()) ** 2)) if x.size else 0.0
+    if total == 0.0:
+        return None
+    codes = pd.factorize(groups if isinstance(groups, np.ndarray) else pd.Series(list(groups), dtype=object))[0]
+    means = np.bincount(codes, weights=x) / np.bincount(codes)
+    return min(float(np.sum((x - means[codes]) ** 2)) / total, 1.0)
+
+
 def length_controlled_differences(
     scores: Sequence[float],
     lengths: Sequence[float],
     methods: Sequence[Hashable],
     reference: Hashable,
     level: float = DEFAULT_LEVEL,
+    min_within_share: float = MIN_WITHIN_LENGTH_SHARE,
 ) -> dict:
     """Each method's mean score minus the reference method's, with reply length regressed out.
 
@@ -298,9 +322,13 @@ def length_controlled_differences(
     method being the baseline, so d_m is method m's difference from the reference at equal length.
     Standard errors are sqrt(diag(s^2 (X'X)^-1)) with s^2 = RSS / (n - p), and intervals use Student's t
     with n - p degrees of freedom at `level`. Returns {"differences": {method: {"estimate", "se", "ci95"}},
-    "length_slope": {...}, "n", "df"}, methods in order of first appearance. Estimates are None when the
-    design is rank deficient (for example a constant length); standard errors and intervals are None when
-    no degree of freedom is left.
+    "length_slope": {...}, "adjusted_means": {method: b0 + d_m + slope * mean length}, "identifiable", "reason",
+    "within_length_share", "n", "df"}, methods in order of first appearance.
+
+    The slope rests on how length varies within methods only; when that is less than `min_within_share` of the
+    length's variance (within_group_share), length and method cannot be told apart, and nothing is estimated:
+    "identifiable" is False, "reason" "collinear" ("constant_length" when every length is the same), estimates
+    None and "adjusted_means" empty. Standard errors and intervals are None when no degree of freedom is left.
     """
     y = np.asarray(scores, dtype=float)
     length = np.asarray(lengths, dtype=float)
@@ -318,24 +346,35 @@ def length_controlled_differences(
     lookup = np.array([others.index(m) if m != reference else -1 for m in uniques])
     labels = lookup[appearance]
     n, p = y.size, len(others) + 2
-    X = np.column_stack([np.ones(n), *(labels == i for i in range(len(others))), length]).astype(float, copy=False)
     df = n - p
-    coef, _, rank, _ = np.linalg.lstsq(X, y, rcond=None)
-    if rank < p:
-        estimates, ses = [None] * p, [None] * p
-    else:
-        estimates = [float(c) for c in coef]
-        ses = [None] * p
-        if df > 0:
-            residuals = y - X @ coef
-            variance = float(residuals @ residuals) / df
-            ses = [as_float(math.sqrt(max(v, 0.0))) for v in np.diag(variance * np.linalg.inv(X.T @ X))]
+    share = within_group_share(length, appearance)
+    reason = "constant_length" if share is None else "collinear" if share < min_within_share else None
+    estimates: list[float | None] = [None] * p
+    ses: list[float | None] = [None] * p
+    adjusted: dict = {}
+    if reason is None:
+        X = np.column_stack([np.ones(n), *(labels == i for i in range(len(others))), length]).astype(float, copy=False)
+        coef, _, rank, _ = np.linalg.lstsq(X, y, rcond=None)
+        if rank < p:  # cannot happen above the minimum share but through rounding: nothing is estimated then
+            reason = "collinear"
+        else:
+            estimates = [float(c) for c in coef]
+            at_mean = float(coef[0] + coef[-1] * length.mean())
+            adjusted = {m: at_mean + (0.0 if m == reference else float(coef[1 + others.index(m)])) for m in uniques}
+            if df > 0:
+                residuals = y - X @ coef
+                variance = float(residuals @ residuals) / df
+                ses = [as_float(math.sqrt(max(v, 0.0))) for v in np.diag(variance * np.linalg.inv(X.T @ X))]
     from scipy.stats import t  # slow to import: on first use
 
     t_crit = float(t.ppf(0.5 + level / 2.0, df)) if df > 0 else None
     return {
         "differences": {m: _coefficient(estimates[1 + i], ses[1 + i], t_crit) for i, m in enumerate(others)},
         "length_slope": _coefficient(estimates[-1], ses[-1], t_crit),
+        "adjusted_means": adjusted,
+        "identifiable": reason is None,
+        "reason": reason,
+        "within_length_share": share,
         "n": n,
         "df": df,
     }

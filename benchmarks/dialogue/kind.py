@@ -112,6 +112,7 @@ class DialogueKind(Kind):
     extension = ".jsonl"
     fallback = True  # any file no other kind claims is read as dialogue JSONL, whose problems say what is wrong
     offline_report = True
+    format_version = 2  # 2: the length_bias block says whether the file tells reply length from method
     score_columns = prompts.DIMENSIONS
     tables = dialogue_tables.TABLES  # people's ratings and reviews
     paired_metrics = pairing.METRICS

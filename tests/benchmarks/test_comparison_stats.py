@@ -430,3 +430,48 @@ def test_length_controlled_differences_degenerate_inputs():
         cmp.length_controlled_differences(scores, [1, 2, 3, 4, 5, 6], methods, "Z")
     with pytest.raises(ValueError):
         cmp.length_controlled_differences(scores, [1, 2, 3], methods, "A")
+
+
+def test_within_group_share_by_hand_and_as_the_inverse_variance_inflation_factor():
+    # Group a: 1, 3 (mean 2); group b: 5, 7, 9 (mean 7). Within: 2 + 8 = 10; total about the mean 5: 16+4+0+4+16 = 40.
+    assert cmp.within_group_share([1, 3, 5, 7, 9], ["a", "a", "b", "b", "b"]) == pytest.approx(0.25)
+    assert cmp.within_group_share([4, 4, 4], ["a", "b", "a"]) is None  # constant: no variance to share
+    assert cmp.within_group_share([1, 1, 2, 2], ["a", "a", "b", "b"]) == 0.0  # one value per group
+    from statsmodels.stats.outliers_influence import variance_inflation_factor
+
+    methods, lengths = _design(np.random.default_rng(4))
+    labels = np.array(methods)
+    X = np.column_stack([np.ones(len(labels)), labels == "B", labels == "C", lengths]).astype(float)
+    assert cmp.within_group_share(lengths, methods) == pytest.approx(1 / variance_inflation_factor(X, 3), rel=1e-9)
+    with pytest.raises(ValueError):
+        cmp.within_group_share([1, 2], ["a"])
+
+
+def test_length_controlled_differences_refuse_a_collinear_design():
+    # Each method's replies have one of two neighbouring lengths, 100 characters apart between the methods:
+    # within share = (4 x 0.25 x 2) / (2 + 8 x 50^2) = 2 / 20002, far below the minimum.
+    methods = ["A"] * 4 + ["B"] * 4
+    lengths = [100, 101, 100, 101, 200, 201, 200, 201]
+    scores = [60, 70, 61, 69, 55, 65, 54, 66]
+    result = cmp.length_controlled_differences(scores, lengths, methods, "A")
+    assert result["identifiable"] is False and result["reason"] == "collinear"
+    assert result["within_length_share"] == pytest.approx(2 / 20002)
+    assert result["differences"]["B"] == {"estimate": None, "se": None, "ci95": None}
+    assert result["length_slope"]["estimate"] is None and result["adjusted_means"] == {}
+    # With the minimum lowered below the share, the same design is fitted: the extrapolation the rule prevents.
+    forced = cmp.length_controlled_differences(scores, lengths, methods, "A", min_within_share=1e-5)
+    assert forced["identifiable"] is True and forced["reason"] is None
+    assert forced["differences"]["B"]["estimate"] < -900  # 10 points a character over 100 characters
+    flat = cmp.length_controlled_differences(scores, [150] * 8, methods, "A")
+    assert flat["reason"] == "constant_length" and flat["within_length_share"] is None
+
+
+def test_adjusted_means_are_each_methods_fitted_score_at_the_mean_length():
+    methods, lengths = _design(np.random.default_rng(2))
+    scores = [50 + 5 * (m == "B") - 3 * (m == "C") + 0.1 * n for m, n in zip(methods, lengths)]
+    result = cmp.length_controlled_differences(scores, lengths, methods, "A")
+    assert result["identifiable"] is True and result["within_length_share"] > cmp.MIN_WITHIN_LENGTH_SHARE
+    at_mean = 50 + 0.1 * np.mean(lengths)  # the exact line, by hand
+    expected = {"A": at_mean, "B": at_mean + 5, "C": at_mean - 3}
+    assert result["adjusted_means"] == pytest.approx(expected, abs=1e-9)
+    assert list(result["adjusted_means"]) == list(dict.fromkeys(methods))

@@ -96,7 +96,7 @@ def test_a_dialogue_result_records_exactly_what_produced_it(client, judge_server
         version = tomllib.load(f)["project"]["version"]
     assert provenance["code"] == {"version": version, "commit": expected_commit()}
     assert provenance["upload"] == {"sha256": hashlib.sha256(data).hexdigest()}
-    assert provenance["kind"] == {"name": "dialogue", "format_version": 1}
+    assert provenance["kind"] == {"name": "dialogue", "format_version": 2}
     assert provenance["environment"] == {"python": platform.python_version(), "numpy": numpy.__version__,
                                          "scipy": scipy.__version__, "pandas": pandas.__version__}
     fine, binary = (dialogue_prompts.template(mode, "en") for mode in ("fine", "binary"))
