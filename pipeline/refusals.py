@@ -22,7 +22,7 @@ def explain(report: Report, kind: Kind, chosen: bool, head: bytes, filename: str
     head = head.removeprefix(UTF8_BOM)
     claim = _first_claim(kind, head, filename, path)
     if claim is None:
-        message = _binary(kind, chosen, head, filename, path) or _no_kinds(kind, chosen, head, path, filename)
+        message = _binary(kind, chosen, head, filename, path) or _no_kinds(kind, chosen, head, filename, path)
     elif claim[0] is kind:
         return report
     elif chosen:
@@ -57,7 +57,7 @@ def _binary(kind: Kind, chosen: bool, head: bytes, filename: str, path: Path) ->
              "reads it. The files each kind takes: %(formats)s.", file=filename, formats=every_format())
 
 
-def _no_kinds(kind: Kind, chosen: bool, head: bytes, path: Path, filename: str) -> str | None:
+def _no_kinds(kind: Kind, chosen: bool, head: bytes, filename: str, path: Path) -> str | None:
     """The message of a text file no kind claimed, when it is one whole JSON document (package.json, say) or holds no
     line that starts like JSON (a README, a table): a JSON Lines file keeps the fallback kind's messages line by line,
     as do an empty file, a UTF-16 one and one past a hard limit."""
