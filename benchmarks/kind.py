@@ -7,7 +7,9 @@ one, subclass `Kind` in a package of its own and register an instance in `benchm
 The life of an upload, and which method answers each step:
 
 1. detect    `sniff(head, filename, path)`: is this file of the kind? (first kind in registry order wins)
-2. validate  `validate(stream, filename, options)` -> Report: streaming, problems located by line or path
+2. validate  `validate(stream, filename, options)` -> Report: streaming, problems located by line or path;
+             when another kind refuses a file, `upload_hint(head, filename, path)` says whether it looks like
+             one of this kind's, and how to upload it
 3. start     `start(upload, request)` -> Plan: what an evaluation records (methods, settings, units of work)
 4. run       `plan(job)` -> judgment keys, `requests(job, pending)` -> (key, judge.Prompt) judge calls
              (kinds with a judge),
@@ -35,6 +37,7 @@ from benchmarks.host import Store, Table
 from benchmarks.host import StoredFile as StoredFile
 from benchmarks.host import open_file as open_file
 from benchmarks.problems import Report
+from translations import _
 
 if TYPE_CHECKING:
     from judge import Prompt
@@ -130,6 +133,9 @@ class Kind(ABC):
 
     name: ClassVar[str]
     label: ClassVar[Any]  # a lazy translated string, e.g. _l("Dialogue (persona alignment)")
+    # the files it takes, for people (the drop zone, and the message of a file no kind reads): a lazy translated
+    # string, e.g. _l(".jsonl, one session per line")
+    formats: ClassVar[Any] = ""
     # stored uploads are named <sha256><extension>; a kind that takes several formats names the stored file's own
     # in its validation report's summary ("extension")
     extension: ClassVar[str] = ""
@@ -160,6 +166,11 @@ class Kind(ABC):
     def validate(self, stream: BinaryIO, filename: str, options: Mapping[str, str]) -> Report:
         """Check a file, streaming; problems name a line or a path. `report.summary` is kept with the upload."""
         ...
+
+    def upload_hint(self, head: bytes, filename: str, path: Path) -> str | None:
+        """When a file another kind refused looks like one of this kind's, a sentence saying how to upload it (then
+        it is the one message the upload gets); None when it does not. By default: what `sniff` claims."""
+        return upload_as(self, recognised=True) if self.sniff(head, filename, path) else None
 
     # -- start and run -----------------------------------------------------------------------------------
 
@@ -291,6 +302,15 @@ class Kind(ABC):
     def template(self, page: str) -> str:
         """The template name of one of this kind's pages ("upload", "result", "compare", "report")."""
         return f"{self.name}/{page}.html"
+
+
+def upload_as(kind: Kind, recognised: bool) -> str:
+    """How to upload a file as `kind`: with the kind chosen, or also without one when its `sniff` claims it."""
+    if recognised:
+        return _("Upload it again with the kind %(label)s (%(name)s), or without choosing a kind: it is recognised.",
+                 label=kind.label, name=kind.name)
+    return _("Upload it again with the kind %(label)s (%(name)s): it is not recognised without one.",
+             label=kind.label, name=kind.name)
 
 
 def as_flag(value: Any) -> bool | None:

@@ -10,10 +10,12 @@ from typing import BinaryIO
 from benchmarks import registry
 from benchmarks.host import new_id
 from benchmarks.problems import Problem, Report
+from pipeline import refusals
 from storage import blobs
 from translations import _
 
 CHUNK = 1 << 20
+HEAD = 4096  # the bytes a kind's sniff and upload_hint see of a file's start
 
 
 class InvalidUpload(Exception):
@@ -58,9 +60,11 @@ def ingest(stream: BinaryIO, filename: str, store, files: str | Path | blobs.Blo
     files = blobs.at(files)
     tmp, sha256, size = _copy_hashing(stream, files.scratch())
     try:
+        with open(tmp, "rb") as f:
+            head = f.read(HEAD)
+        chosen = kind is not None
         if kind is None:
-            with open(tmp, "rb") as f:
-                kind = registry.detect(f.read(4096), filename, tmp)
+            kind = registry.detect(head, filename, tmp)
         if kind not in registry.names():
             message = _("Unknown benchmark kind '%(kind)s'. Supported kinds: %(kinds)s.", kind=kind,
                         kinds=", ".join(registry.names()))
@@ -68,7 +72,7 @@ def ingest(stream: BinaryIO, filename: str, store, files: str | Path | blobs.Blo
         with open(tmp, "rb") as f:
             report = registry.get(kind).validate(f, filename or "upload", options or {})
         if not report.ok:
-            raise InvalidUpload(report)
+            raise InvalidUpload(refusals.explain(report, registry.get(kind), chosen, head, filename or "upload", tmp))
         existing = store.find_upload(sha256, kind)
         if existing and existing["summary"].get("names") == report.summary.get("names"):
             return existing

@@ -61,8 +61,8 @@ def upload():
     if file is None or not file.filename:
         return _upload_page(400, error=_("Choose a file to upload."))
     try:
-        record = ingest(file.stream, file.filename, get_store(), get_uploads(),
-                        options=upload_options(request.form))
+        record = ingest(file.stream, file.filename, get_store(), get_uploads(), request.form.get("kind") or None,
+                        upload_options(request.form))
     except InvalidUpload as exc:
         return _upload_page(400, report=exc.report, filename=file.filename)
     return redirect(url_for("pages.upload_detail", upload_id=record["id"]))

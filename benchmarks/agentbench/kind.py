@@ -13,9 +13,10 @@ from benchmarks.agentbench.leaderboard import SOURCE, leaderboard
 from benchmarks.agentbench.result import build_result
 from benchmarks.agentbench.tasks import STANDARD_TASKS, STATUS_GROUPS
 from benchmarks.agentbench.views import agent_page, samples_view
-from benchmarks.kind import Job, Kind, Plan, Sample, Site, StartRequest, list_arg, open_file, upload_stem
+from benchmarks.kind import Job, Kind, Plan, Sample, Site, StartRequest, list_arg, open_file, upload_as, upload_stem
 from benchmarks.problems import Report
 from benchmarks.readers import limits
+from translations import _
 from translations import lazy_gettext as _l
 
 CSV_COLUMNS = ("agent", "task", "config_name", "split", "score", "normalised", "in_oa", "total", *STATUS_GROUPS,
@@ -28,6 +29,7 @@ class AgentBenchKind(Kind):
 
     name = "agentbench"
     label = _l("AgentBench outputs")
+    formats = _l("overall.json, result.json, summary.csv, or a .zip of the outputs folder")
     headline_label = _l("Overall score (OA)")
     upload_fields = ("agent", "task")
     cli_options = (
@@ -41,6 +43,16 @@ class AgentBenchKind(Kind):
         return ((b'"validation"' in head and b'"total"' in head) or head.startswith(b"Agent\\Task")
                 or (b'"summary"' in head and b'"details"' in head)
                 or (head.startswith(b'{"index"') and b'"output"' in head))
+
+    def upload_hint(self, head: bytes, filename: str, path: Path) -> str | None:
+        """What `sniff` claims; a lone overall.json is also told that it needs its agent and task."""
+        if not self.sniff(head, filename, path):
+            return None
+        hint = upload_as(self, recognised=True)
+        if b'"validation"' in head and b'"total"' in head:
+            hint += " " + _("A lone overall.json also needs its agent and task names, unless its path "
+                            "(<run>/<agent>/<task>/overall.json) shows them.")
+        return hint
 
     def validate(self, stream: BinaryIO, filename: str, options: Mapping[str, str]) -> Report:
         """Read the outputs; a lone overall.json keeps its agent and task names in the summary (given as

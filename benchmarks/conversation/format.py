@@ -28,7 +28,7 @@ import math
 import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from benchmarks.problems import Problem, Report, describe
@@ -76,6 +76,7 @@ QUESTIONNAIRE = {
 }
 
 _FAILED = object()
+HINT_BYTES = 16 << 20  # the largest file read whole to see whether it holds conversations its start does not show
 
 
 @dataclass
@@ -170,6 +171,19 @@ def read_one(stream: BinaryIO, filename: str, path: str) -> Conversation | None:
     out: list[Conversation] = []
     _collect([v for v in values if v[0] == path], name, report, out, limits)
     return out[0] if out else None
+
+
+def holds_conversations(path: Path) -> bool:
+    """Whether a JSON file (of at most HINT_BYTES) holds conversations: an object with a `history` list, or a list
+    whose first item is one."""
+    try:
+        if path.stat().st_size > HINT_BYTES:
+            return False
+        value = hard_limits.loads(path.read_bytes().decode("utf-8-sig"), hard_limits.current())
+    except (OSError, ValueError):  # not UTF-8, not JSON, past a limit (LimitError is a ValueError)
+        return False
+    first = value[0] if isinstance(value, list) and value else value
+    return isinstance(first, dict) and isinstance(first.get("history"), list)
 
 
 def _summary(conversations: list[Conversation]) -> dict:

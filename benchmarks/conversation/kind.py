@@ -7,7 +7,7 @@ from typing import BinaryIO, Iterable, Iterator, Mapping
 import click
 
 from benchmarks.conversation import annotation, figures, pairs, views
-from benchmarks.conversation.format import Conversation, read_any
+from benchmarks.conversation.format import Conversation, holds_conversations, read_any
 from benchmarks.conversation.prompts import ANNOTATION_PROMPT_VERSION, ANNOTATION_SCALES
 from benchmarks.conversation.prompts import template as annotation_template
 from benchmarks.conversation.result import build_result
@@ -21,9 +21,11 @@ from benchmarks.kind import (
     StartRequest,
     as_flag,
     open_file,
+    upload_as,
     upload_stem,
 )
 from benchmarks.problems import Report
+from benchmarks.readers.zip import ZIP_MAGIC
 from common.contract import Flag
 from judge import Prompt, judge_summary
 from translations import _
@@ -38,6 +40,7 @@ class ConversationKind(Kind):
 
     name = "conversation"
     label = _l("Conversations (Human-vs-Agent)")
+    formats = _l(".json (one conversation or a list of them), .jsonl, or a .zip of the dataset's folders")
     headline_label = _l("Intents JSD (bits)")
     headline_digits = 2
     start_fields = ("annotate",)
@@ -48,6 +51,16 @@ class ConversationKind(Kind):
     def sniff(self, head: bytes, filename: str, path: Path | None) -> bool:
         """A ZIP (one AgentBench did not claim), or JSON with a `history` and no `rounds`."""
         return head.startswith(b"PK\x03\x04") or (b'"history"' in head and b'"rounds"' not in head)
+
+    def upload_hint(self, head: bytes, filename: str, path: Path) -> str | None:
+        """JSON with a `history`, as `sniff` sees it or further into the file than its start (any ZIP, which `sniff`
+        claims when no kind before it did, is no sign of conversations)."""
+        if head.startswith(ZIP_MAGIC):
+            return None
+        if self.sniff(head, filename, path):
+            return upload_as(self, recognised=True)
+        json_text = head.lstrip()[:1] in (b"{", b"[")
+        return upload_as(self, recognised=False) if json_text and holds_conversations(path) else None
 
     def validate(self, stream: BinaryIO, filename: str, options: Mapping[str, str]) -> Report:
         """Read every conversation; problems name the uploaded file, never the temporary one."""

@@ -1,7 +1,9 @@
 """The dialogue kind: multi-turn persona-alignment logs, each reply judged by an LLM (fine score and verdict)."""
 from __future__ import annotations
 
+import re
 from dataclasses import replace
+from pathlib import Path
 from typing import BinaryIO, Iterator, Mapping
 
 import click
@@ -22,7 +24,7 @@ from benchmarks.dialogue.prompts import MODES, DialogueContext
 from benchmarks.dialogue.records import CHUNK, STORED, judgment_frame, reply_lengths
 from benchmarks.dialogue.result import build_result
 from benchmarks.figures import method_colours
-from benchmarks.kind import Job, Kind, Plan, Sample, Site, StartError, StartRequest, as_flag
+from benchmarks.kind import Job, Kind, Plan, Sample, Site, StartError, StartRequest, as_flag, upload_as
 from benchmarks.problems import Report
 from benchmarks.stats import DEFAULT_N_BOOT, DEFAULT_SEED
 from common.contract import Flag
@@ -37,6 +39,7 @@ CSV_COLUMNS = ("avg", "ci95_avg_low", "ci95_avg_high", "slope", "intercept", "r2
 
 
 MAX_SAMPLES = 5  # times one judgment may be asked, for self-consistency
+SESSION_KEY = re.compile(rb"""["'](?:session_id|rounds)["']\s*:""")  # a session's key, in double or single quotes
 
 
 def _samples(value) -> int:
@@ -108,6 +111,7 @@ class DialogueKind(Kind):
 
     name = "dialogue"
     label = _l("Dialogue (persona alignment)")
+    formats = _l(".jsonl, one session per line")
     headline_label = _l("Average AL")
     extension = ".jsonl"
     fallback = True  # any file no other kind claims is read as dialogue JSONL, whose problems say what is wrong
@@ -124,6 +128,11 @@ class DialogueKind(Kind):
                    click.Option(["--pairwise"], is_flag=True, default=None,
                                 help="Dialogue: also compare every two methods' replies at each round, in both "
                                      "orders (win rates and a Bradley-Terry ranking)."))
+
+    def upload_hint(self, head: bytes, filename: str, path: Path) -> str | None:
+        """A file with a session's keys ("session_id" or "rounds", also in single quotes, as Python writes them): the
+        kind of any file no other kind claims, so it is recognised."""
+        return upload_as(self, recognised=True) if SESSION_KEY.search(head) else None
 
     def validate(self, stream: BinaryIO, filename: str, options: Mapping[str, str]) -> Report:
         """Check every line of the JSONL file."""

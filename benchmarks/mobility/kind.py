@@ -7,9 +7,21 @@ from typing import BinaryIO, Mapping
 import click
 
 from benchmarks.figures import run_style
-from benchmarks.kind import Job, JobFailed, Kind, Plan, Site, StartError, StartRequest, open_file, upload_stem
+from benchmarks.kind import (
+    Job,
+    JobFailed,
+    Kind,
+    Plan,
+    Site,
+    StartError,
+    StartRequest,
+    open_file,
+    upload_as,
+    upload_stem,
+)
 from benchmarks.mobility import figures, reference_sets
 from benchmarks.mobility.format import KEYS
+from benchmarks.mobility.lone_arrays import lone_array_hint
 from benchmarks.mobility.result import build_result
 from benchmarks.mobility.upload_files import CSV_HEAD, PARQUET_MAGIC, is_zip, load_upload, read_upload
 from benchmarks.problems import Report
@@ -23,6 +35,8 @@ class MobilityKind(Kind):
 
     name = "mobility"
     label = _l("Mobility (DailyMobility)")
+    formats = _l("the four arrays in one .json, .npz, .parquet or .csv file (a table with a header row, one row per "
+                 "user), or a .zip of a groundtruth folder")
     headline_label = _l("Final score (official)")
     extension = ".json"
     tables = (reference_sets.TABLE,)
@@ -39,6 +53,11 @@ class MobilityKind(Kind):
                 path, "daily_intentions_2d.npy", "daily_intentions_2d.csv", "intention_sequences.npy"))
         return (b'"gyration_radius"' in head or b'"intention_sequences"' in head or head.startswith(CSV_HEAD)
                 or head.startswith(PARQUET_MAGIC))
+
+    def upload_hint(self, head: bytes, filename: str, path: Path) -> str | None:
+        """A mobility file another kind refused, and one array of the dataset's groundtruth folder on its own (a
+        .npy, a headerless .csv): how to upload the set."""
+        return upload_as(self, recognised=True) if self.sniff(head, filename, path) else lone_array_hint(head, filename)
 
     def validate(self, stream: BinaryIO, filename: str, options: Mapping[str, str]) -> Report:
         """Check the four arrays (JSON, .npz, the dataset's layout in a ZIP, a CSV or Parquet table): types, lengths,

@@ -36,7 +36,7 @@ FILES = {"gyration_radius": "gyration_radius", "daily_location_numbers": "daily_
 FOLDER = "groundtruth"
 MAX_DOWNLOAD = 1 << 30  # bytes over the four downloaded files
 MAX_REPORTED = 5  # problems quoted in a ReferenceError
-_NPY_MAGIC = b"\x93NUMPY"
+NPY_MAGIC = b"\x93NUMPY"
 
 
 class ReferenceError(ValueError):  # noqa: A001  (the name other modules use)
@@ -216,7 +216,7 @@ def _read_npy_member(reader: ZipReader, info: zipfile.ZipInfo) -> np.ndarray:
     name = info.filename
     try:
         with reader.stream(name, info) as member:
-            if member.read(len(_NPY_MAGIC)) != _NPY_MAGIC:
+            if member.read(len(NPY_MAGIC)) != NPY_MAGIC:
                 raise ReferenceError(_("%(name)s is not a NumPy .npy file (it does not start with the .npy "
                                        "signature).", name=name))
             version = (member.read(1)[0], member.read(1)[0])
@@ -241,7 +241,7 @@ def _read_npy_member(reader: ZipReader, info: zipfile.ZipInfo) -> np.ndarray:
 
 
 def _read_npy(data: bytes, name: str) -> np.ndarray:
-    if not data.startswith(_NPY_MAGIC):
+    if not data.startswith(NPY_MAGIC):
         raise ReferenceError(_("%(name)s is not a NumPy .npy file (it does not start with the .npy signature).",
                                name=name))
     stream = io.BytesIO(data)

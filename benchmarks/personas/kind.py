@@ -26,6 +26,7 @@ class PersonasKind(Kind):
 
     name = "personas"
     label = _l("Personas (simulated users)")
+    formats = _l(".jsonl, one persona per line")
     extension = ".jsonl"
 
     def sniff(self, head: bytes, filename: str, path: Path | None) -> bool:

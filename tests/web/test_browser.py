@@ -12,6 +12,7 @@ Screenshots for the docs are made by an explicit run, not by pytest:
 """
 from __future__ import annotations
 
+import base64
 import csv
 import io
 import json
@@ -38,6 +39,7 @@ from tests.browser_support import (
 )
 from tests.conftest import ROOT, jsonl, session_line
 from tests.judge_server import JudgeServer
+from tests.web.test_upload_misfits import CONVERSATION, GROUNDTRUTH, OVERALL, SCREENSHOT, needs_shared_data
 
 if not CHROMIUM.exists() and __name__ != "__main__":
     pytest.skip(f"browser tests need Chromium at {CHROMIUM} (Debian package `chromium`; CI's .ci/run installs it)",
@@ -345,6 +347,67 @@ def test_invalid_upload_lists_problems_inline_with_line_numbers(page, watch, ser
     # Still on the upload form, ready for the fixed file.
     expect(page.locator("#file")).to_be_visible()
     # The browser logs the 400 of the rejected upload itself; nothing else may go wrong.
+    expected = [e for e in watch.console_errors if "status of 400" in e and "/uploads" in e]
+    assert len(expected) == 1 and watch.console_errors == expected, watch.console_errors
+    assert watch.page_errors == [], watch.page_errors
+
+
+def drop_file(page, name: str, data: bytes) -> None:
+    """Drop a file with these bytes on the upload form's drop zone, as a person dragging it from their desktop."""
+    transfer = page.evaluate_handle("""([name, encoded]) => {
+        const bytes = Uint8Array.from(atob(encoded), c => c.charCodeAt(0));
+        const transfer = new DataTransfer();
+        transfer.items.add(new File([bytes], name));
+        return transfer;
+    }""", [name, base64.b64encode(data).decode()])
+    page.dispatch_event("#dropzone", "drop", {"dataTransfer": transfer})
+
+
+def read_later(path: Path):
+    """A function giving a file's bytes, read when the test runs (the shared data's tests skip when it is absent)."""
+    return lambda: path.read_bytes()
+
+
+@pytest.mark.parametrize("name,data,kind,message", [
+    pytest.param("chart.jsonl", read_later(SCREENSHOT), "",
+                 "chart.jsonl is not a text file: it holds binary data (an image, an archive, a program, ...), and no "
+                 "kind reads it. The files each kind takes: Dialogue (persona alignment): .jsonl, one session per "
+                 "line; ", id="png"),
+    pytest.param("package.json", read_later(ROOT / "package.json"), "",
+                 "package.json is not a file of any kind this dashboard reads: nothing in it looks like one.",
+                 id="package.json"),
+    pytest.param("gyration_radius.csv", read_later(GROUNDTRUTH / "gyration_radius.csv"), "",
+                 "gyration_radius.csv looks like a file of the kind Mobility (DailyMobility). It holds one of the four "
+                 "arrays of a DailyMobility groundtruth folder (gyration_radius)",
+                 id="mobility-array", marks=needs_shared_data),
+    pytest.param("0.json", read_later(CONVERSATION), "dialogue",
+                 "0.json is not a file of the kind Dialogue (persona alignment): it looks like one of the kind "
+                 "Conversations (Human-vs-Agent). Upload it again with the kind Conversations (Human-vs-Agent) "
+                 "(conversation), or without choosing a kind: it is recognised.",
+                 id="conversation-as-dialogue", marks=needs_shared_data),
+    pytest.param("overall.json", read_later(OVERALL), "mobility",
+                 "overall.json is not a file of the kind Mobility (DailyMobility): it looks like one of the kind "
+                 "AgentBench outputs.", id="overall-as-mobility", marks=needs_shared_data),
+])
+def test_a_dropped_file_of_the_wrong_sort_gets_one_message_that_fits_it(page, watch, server, name, data, kind,
+                                                                         message):
+    open_page(page, server, "/")
+    drop_file(page, name, data())
+    expect(page.locator("#chosen")).to_contain_text(name)
+    if kind:
+        page.locator("select[name=kind]").select_option(kind)
+    with page.expect_response(lambda r: r.request.method == "POST" and r.url.endswith("/uploads")) as response:
+        page.locator("form.upload-form button[type=submit]").click()
+    assert response.value.status == 400
+
+    problems = page.locator("#problems")
+    expect(problems.locator("h2")).to_contain_text(name)
+    expect(problems).to_contain_text("1 problem was found.")
+    rows = problems.locator("tbody tr")
+    expect(rows).to_have_count(1)
+    expect(rows.first.locator("td").nth(0)).to_have_text("—")
+    expect(rows.first.locator("td").nth(2)).to_contain_text(message)
+    expect(page.locator("select[name=kind]")).to_have_value(kind)  # the form keeps the kind chosen
     expected = [e for e in watch.console_errors if "status of 400" in e and "/uploads" in e]
     assert len(expected) == 1 and watch.console_errors == expected, watch.console_errors
     assert watch.page_errors == [], watch.page_errors

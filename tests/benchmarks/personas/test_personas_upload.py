@@ -128,7 +128,7 @@ def test_the_upload_form_shows_a_bad_personas_file_line_by_line_and_takes_a_good
 
 def test_the_upload_page_describes_the_personas_format(client):
     page = client.get("/").get_data(as_text=True)
-    assert "Personas for a simulation are accepted too" in page and "Personas for a simulation: .jsonl." in page
+    assert "Personas for a simulation are accepted too" in page and "Personas (simulated users): .jsonl, one persona per line." in page
 
 
 def test_a_dialogue_file_sent_as_personas_is_told_what_a_persona_needs(client):
