@@ -61,6 +61,7 @@ class JudgeRequest(Request):
 
     model_config = REFUSED_BY_THE_SERVER
     endpoint: str | None = Field(None, description="the name of an endpoint the operator named (JUDGE_ENDPOINTS)")
+    base_url: str | None = Field(None, description="instead of `endpoint`: the URL of one the operator named")
     model: str | None = None
     temperature: float | None = None
     language: str | None = Field(None, description="the judge prompt's language: en or zh")

@@ -220,6 +220,20 @@ def test_no_request_the_document_allows_holds_nul_or_an_empty_id(make_app):
     assert all(allows(text, "e7c1a2") for where, text in ids if "enum" not in text)  # and they allow real ids
 
 
+def test_settings_whose_other_keys_the_server_refuses_list_every_key_it_takes():
+    # the document says these objects have no other keys: the server must take every one they list, and no other
+    from pipeline.jobs import REQUEST_FIELDS
+    from simulate.request import FIELDS, METHOD_FIELDS, SIMULATOR_FIELDS
+    from web import schemas
+
+    assert set(schemas.JudgeRequest.model_fields) == set(REQUEST_FIELDS)
+    assert set(schemas.Speaker.model_fields) == set(SIMULATOR_FIELDS)
+    assert set(schemas.SimulatedMethod.model_fields) == set(METHOD_FIELDS)
+    assert set(schemas.SimulationRequest.model_fields) == set(FIELDS)
+    for model in (schemas.JudgeRequest, schemas.Speaker, schemas.SimulatedMethod):
+        assert model.model_json_schema()["additionalProperties"] is False
+
+
 def test_a_method_an_address_lacks_is_a_405_naming_the_ones_it_has(make_app):
     client = make_app({}).test_client()
     answer = client.put("/api/evaluations")
