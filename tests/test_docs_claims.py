@@ -2,6 +2,8 @@
 checked against it:
 
 - every route a docstring, a comment or the manual names is one the app has;
+- the retry tables of docs/judge.md say what judge/retry.py retries and how long it waits, and the judge does so
+  through each status the local test server can answer;
 """
 from __future__ import annotations
 
@@ -11,10 +13,15 @@ import re
 import tokenize
 from pathlib import Path
 
+import httpx2
+import openai
 import pytest
 
+from judge.retry import MAX_WAIT_S, RETRYABLE_STATUSES, backoff_s, is_retryable, retry_after_s
 from tests.benchmarks.test_boundaries import MODULES
-from tests.doc_commands import DOCS, README, ROOT
+from tests.doc_commands import DOCS, README, ROOT, section
+from tests.judge.test_evaluator import ctx, make_judge, prompt
+from tests.judge_server import ERROR_STATUSES
 
 LAYOUT = DOCS / "layout.md"
 
@@ -109,3 +116,95 @@ def test_every_route_a_docstring_a_comment_or_the_manual_names_exists(routes):
     named = [(where, path) for where, text in product_texts() for path in named_routes(text, firsts)]
     assert len(named) > 100 and len({where.split(":")[0] for where, _path in named}) > 20
     assert [(where, path.replace(PLACEHOLDER, "<id>")) for where, path in named if _missing(path, patterns)] == []
+
+
+# --- the judge's retries --------------------------------------------------------------------------------------------
+
+RETRY_HEADING = "What is retried, and the waits"
+
+
+def tables(text: str) -> list[list[list[str]]]:
+    """The Markdown tables of a text: each a list of rows (its header and separator left out), each row its cells."""
+    found, rows = [], []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+        elif rows:
+            found.append(rows[2:])
+            rows = []
+    return found
+
+
+def status_error(status: int, headers: dict | None = None) -> openai.APIStatusError:
+    """The SDK's exception for an HTTP answer of `status`, as the judge's client raises it."""
+    request = httpx2.Request("POST", "http://judge.test/v1/chat/completions")
+    return openai.APIStatusError(f"Error code: {status}", response=httpx2.Response(status, headers=headers,
+                                                                                   request=request), body=None)
+
+
+def documented_retries() -> dict[str, list[tuple[str, set[int]]]]:
+    """The first table of the retries section: for each verdict (retries, fails at once), its rows' text and the HTTP
+    statuses each names (`500 to 599` is each of them)."""
+    verdicts: dict[str, list[tuple[str, set[int]]]] = {}
+    for failure, verdict in tables(section(DOCS / "judge.md", RETRY_HEADING))[0]:
+        statuses = {int(s) for s in re.findall(r"\b([1-5]\d\d)\b", failure)}
+        for low, high in re.findall(r"\b(\d{3}) to (\d{3})\b", failure):
+            statuses |= set(range(int(low), int(high) + 1))
+        verdicts.setdefault(verdict, []).append((failure, statuses))
+    return verdicts
+
+
+def test_the_retry_table_says_which_statuses_the_judge_retries():
+    verdicts = documented_retries()
+    assert set(verdicts) == {"retries", "fails at once"}
+    retried = set().union(*(statuses for _row, statuses in verdicts["retries"]))
+    named_4xx = {status for status in retried if status < 500}
+    assert named_4xx == RETRYABLE_STATUSES  # a status added to the code and not to the table fails here
+    others = [row for row, statuses in verdicts["fails at once"] if row.startswith("any other HTTP status")]
+    assert len(others) == 1
+    for status in range(400, 600):  # the table holds every status: those it names, and "any other"
+        assert is_retryable(status_error(status)) == (status in retried), status
+    request = httpx2.Request("POST", "http://judge.test/v1/chat/completions")
+    [connection] = [row for row, statuses in verdicts["retries"] if not statuses]
+    assert "timeout" in connection and "connection" in connection
+    assert is_retryable(openai.APITimeoutError(request)) and is_retryable(openai.APIConnectionError(request=request))
+    [refusal] = [row for row, _statuses in verdicts["fails at once"] if "x-should-retry: false" in row]
+    assert not any(is_retryable(status_error(status, {"x-should-retry": "false"})) for status in (408, 429, 503))
+
+
+def test_the_wait_table_says_how_long_the_judge_waits():
+    waits = {failure: wait for failure, wait in tables(section(DOCS / "judge.md", RETRY_HEADING))[1]}
+    asked = next(failure for failure in waits if failure.startswith("asks for a wait"))
+    assert "`retry-after-ms`, else `Retry-After` in seconds or as an HTTP date" in asked
+    assert retry_after_s({"retry-after-ms": "1500", "Retry-After": "9"}) == 1.5
+    assert retry_after_s({"Retry-After": "3"}) == 3.0
+    assert retry_after_s({"Retry-After": "Thu, 01 Jan 1970 00:01:40 GMT"}, now=90.0) == 10.0
+    assert retry_after_s({}) is None
+    assert waits["asks for none"] == ("full jitter: uniform in [0, min(`JUDGE_RETRY_MAX_S`, `JUDGE_RETRY_BASE_S` x "
+                                      "2^k)]")
+
+    class Bounds:
+        def uniform(self, low: float, high: float) -> float:
+            return high if low == 0.0 else -1.0
+
+    assert [backoff_s(k, 0.5, 30.0, Bounds()) for k in range(8)] == [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
+    assert waits["either"] == f"at most {MAX_WAIT_S:g} s"
+
+
+@pytest.mark.parametrize("kind", [*ERROR_STATUSES, "timeout", "drop"])
+def test_the_judge_does_what_the_retry_table_says(judge_server, kind):
+    verdicts = documented_retries()
+    if kind in ERROR_STATUSES:
+        retried = any(int(kind) in statuses for _row, statuses in verdicts["retries"])
+    else:  # a timeout, a dropped connection
+        retried = any(not statuses for _row, statuses in verdicts["retries"])
+    judge_server.retry_after_s = 0.01
+    judge_server.hang_s = 5
+    judge_server.fail_next(1, kind)
+    with make_judge(judge_server, max_retries=1, timeout_s=0.5 if kind == "timeout" else 5.0) as judge:
+        verdict = judge.judge(prompt("fine", ctx(), "en"))
+    if retried:
+        assert verdict.status == "ok" and verdict.attempts == 2 and judge_server.requests == 2
+    else:
+        assert verdict.status == "failed" and verdict.attempts == 1 and judge_server.requests == 1
+        assert verdict.error.endswith("(1 attempt; this error is not retried)")
