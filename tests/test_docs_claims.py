@@ -4,11 +4,18 @@ checked against it:
 - every route a docstring, a comment or the manual names is one the app has;
 - the retry tables of docs/judge.md say what judge/retry.py retries and how long it waits, and the judge does so
   through each status the local test server can answer;
+- the libraries docs/layout.md and common/README.md say common/lazy_modules.py loads on first use are those
+  `lazy(...)` is called with;
+- every module of the core and of the plug-in API is in the layout's code tree, every module of a kind in its
+  README.md;
+- a folder the layout says has no Flask imports none, but in the modules it names;
+- results/<id>.json is a copy: the API answers the database's;
 """
 from __future__ import annotations
 
 import ast
 import io
+import json
 import re
 import tokenize
 from pathlib import Path
@@ -19,6 +26,7 @@ import pytest
 
 from judge.retry import MAX_WAIT_S, RETRYABLE_STATUSES, backoff_s, is_retryable, retry_after_s
 from tests.benchmarks.test_boundaries import MODULES
+from tests.conftest import jsonl, session_line, wait_for
 from tests.doc_commands import DOCS, README, ROOT, section
 from tests.judge.test_evaluator import ctx, make_judge, prompt
 from tests.judge_server import ERROR_STATUSES
@@ -208,3 +216,96 @@ def test_the_judge_does_what_the_retry_table_says(judge_server, kind):
     else:
         assert verdict.status == "failed" and verdict.attempts == 1 and judge_server.requests == 1
         assert verdict.error.endswith("(1 attempt; this error is not retried)")
+
+
+# --- what is loaded on first use, and where Flask is --------------------------------------------------------------
+
+def lazily_loaded() -> set[str]:
+    """The modules the product's code hands to common.lazy_modules.lazy(...)."""
+    names = set()
+    for path in MODULES.values():
+        for node in ast.walk(ast.parse(_text(path))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "lazy":
+                assert isinstance(node.args[0], ast.Constant), f"{_where(path)}:{node.lineno}: lazy() of a name"
+                names.add(node.args[0].value)
+    return names
+
+
+@pytest.mark.parametrize("page, claim", [
+    (LAYOUT, r"lazy_modules\.py\s+lazy\(name\): a heavy library \(([^)]*)\)"),
+    (ROOT / "common" / "README.md", r"`lazy_modules\.py` loads heavy libraries\s+\(([^)]*)\)"),
+])
+def test_the_libraries_said_to_load_on_first_use_are_those_lazy_loads(page, claim):
+    listed = re.search(claim, _text(page))
+    assert listed, f"{_where(page)} no longer lists what lazy_modules.py loads"
+    assert {name.strip() for name in listed.group(1).split(",")} == lazily_loaded() == {
+        "openai", "httpx2", "pandas", "markdown_it", "nh3"}
+
+
+def code_tree() -> dict[str, str]:
+    """The code tree of docs/layout.md: each top-level folder's description (its continuation lines joined)."""
+    block = _text(LAYOUT).split("## The code", 1)[1].split("```")[1]
+    described: dict[str, str] = {}
+    folder = None
+    for line in block.splitlines():
+        match = re.match(r"(\w+)/\s+(.*)", line)
+        if match:
+            folder = match.group(1)
+            described[folder] = match.group(2)
+        elif folder and re.match(r"\s{20}\S", line):
+            described[folder] += " " + line.strip()
+        else:
+            folder = None if not line.startswith(" ") else folder
+    return described
+
+
+def flask_importers(folder: str) -> set[str]:
+    """The modules of a folder that import Flask or one of its extensions."""
+    found = set()
+    for path in (ROOT / folder).rglob("*.py"):
+        for node in ast.walk(ast.parse(_text(path))):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else (
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+            if any(name.split(".")[0] in ("flask", "flask_babel", "flask_wtf") for name in names):
+                found.add(_where(path).removeprefix(f"{folder}/"))
+    return found
+
+
+def test_every_module_is_in_the_code_tree_and_every_kinds_in_its_readme():
+    tree = _text(LAYOUT).split("## The code", 1)[1].split("```")[1]
+    unnamed = []
+    for folder in ("common", "judge", "storage", "pipeline", "simulate", "web", "benchmarks", "benchmarks/readers"):
+        for path in sorted((ROOT / folder).glob("*.py")):
+            named = path.name in tree or folder == "web" and re.search(rf"\b{path.stem}\b", tree)
+            unnamed += [] if named or path.stem == "__init__" else [_where(path)]
+    for readme in sorted((ROOT / "benchmarks").glob("*/README.md")):
+        unnamed += [_where(path) for path in sorted(readme.parent.glob("*.py"))
+                    if path.stem != "__init__" and f"`{path.name}`" not in _text(readme)]
+    assert unnamed == []
+
+
+def test_a_folder_said_to_have_no_flask_imports_it_only_where_it_says():
+    claims = {folder: text for folder, text in code_tree().items() if "no Flask" in text}
+    assert set(claims) >= {"pipeline", "simulate"}
+    for folder, text in claims.items():
+        but = re.search(r"no Flask but in ([\w., ]+?)\s*\(", text)
+        allowed = set(re.findall(r"\w+\.py", but.group(1))) if but else set()
+        assert flask_importers(folder) == allowed, f"docs/layout.md, {folder}/: {text}"
+
+
+# --- where results are read from ----------------------------------------------------------------------------------
+
+def test_the_result_file_is_a_copy_and_the_api_answers_the_databases(client, app):
+    claim = ("`results/<evaluation id>.json`: the result document of each finished evaluation, a copy for people and "
+             "tools outside the dashboard: the API, the pages and the `.json` export read the copy kept in the database")
+    assert claim in " ".join(_text(LAYOUT).split())
+    upload = client.post("/api/uploads", data={"file": (io.BytesIO(jsonl(session_line())), "log.jsonl")})
+    evaluation_id = client.post("/api/evaluations", json={"upload_id": upload.get_json()["id"]}).get_json()["id"]
+    assert wait_for(client, evaluation_id)["status"] == "done"
+    document = client.get(f"/api/evaluations/{evaluation_id}").get_json()["result"]
+    written = Path(app.config["RESULTS_FOLDER"]) / f"{evaluation_id}.json"
+    assert json.loads(_text(written)) == document
+    written.unlink()
+    assert client.get(f"/api/evaluations/{evaluation_id}").get_json()["result"] == document
+    assert client.get(f"/evaluations/{evaluation_id}.json").get_json() == document
+    assert client.get(f"/evaluations/{evaluation_id}").status_code == 200
