@@ -10,6 +10,7 @@ checked against it:
   README.md;
 - a folder the layout says has no Flask imports none, but in the modules it names;
 - results/<id>.json is a copy: the API answers the database's;
+- the README's Documentation list links each page of docs/ once.
 """
 from __future__ import annotations
 
@@ -309,3 +310,11 @@ def test_the_result_file_is_a_copy_and_the_api_answers_the_databases(client, app
     assert client.get(f"/api/evaluations/{evaluation_id}").get_json()["result"] == document
     assert client.get(f"/evaluations/{evaluation_id}.json").get_json() == document
     assert client.get(f"/evaluations/{evaluation_id}").status_code == 200
+
+
+# --- the README's list of the manual ------------------------------------------------------------------------------
+
+def test_the_readme_lists_each_page_of_the_manual_once():
+    listed = re.findall(r"\]\(docs/([\w-]+\.md)\)", section(README, "Documentation"))  # a page, not one of its parts
+    pages = sorted(page.name for page in DOCS.glob("*.md"))
+    assert sorted(listed) == pages, {page: listed.count(page) for page in pages if listed.count(page) != 1}
