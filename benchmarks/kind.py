@@ -243,7 +243,7 @@ class Kind(ABC):
         return {}
 
     def samples(self, record: dict, args: Mapping, site: Site) -> dict | None:
-        """A page of per-sample detail for the API (`/api/evaluations/<id>/samples`), or None: no such thing."""
+        """A page of per-sample detail for the API (`/api/evaluations/<id>/sessions`), or None: no such thing."""
         return None
 
     def headline(self, result: dict) -> list[list]:

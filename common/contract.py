@@ -21,6 +21,12 @@ from translations import _
 
 Flag = StrictBool | Literal["1", "0", "true", "false", "on", "off", ""]  # a yes/no option, as a form or JSON sends it
 Count = Annotated[int, Field(ge=0, le=2**31 - 1)]  # a whole number a database column holds (an index, a size)
+# Patterns the document states of a request's texts (JSON Schema, as Python's re reads them too). No text may hold
+# NUL: web/request_input.py refuses it at the door, web/openapi.py adds NO_NUL to every text of a request. Where
+# the server refuses other text with a message of its own, a field states that in the document only
+# (`Field(json_schema_extra={"pattern": NOT_BLANK})`), so that its message, not the pattern, is what a client reads.
+NO_NUL = r"^[^\x00]*$"
+NOT_BLANK = r"^[^\x00]*[^\s\x00][^\x00]*$"  # something besides spaces
 
 
 class Request(BaseModel):

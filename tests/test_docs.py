@@ -8,7 +8,8 @@ what the documentation lacks:
 - every `flask --app app` command (and each of its options) is in docs/cli.md;
 - every relative link of README.md and docs/*.md reaches a file of the repository, and its #anchor a heading.
 
-The shell commands of the documentation are run by tests/test_docs_commands.py and tests/test_docs_team.py.
+The shell commands of the documentation are run by tests/test_docs_commands.py and tests/test_docs_team.py; what the
+manual says the code does (its routes, the judge's retries, the layout) is checked by tests/test_docs_claims.py.
 """
 from __future__ import annotations
 

@@ -56,9 +56,12 @@ def create_upload():
 def start_chunked(body: dict):
     """Start a resumable upload: `{filename, size, kind?, agent?, task?}`; answers its id and the chunk size."""
     options = {"kind": body.get("kind") or None, **upload_options(body)}
+    size = body.get("size")
+    if isinstance(size, float):  # JSON's 1024.0 is the whole number 1024 (the contract refused any other float)
+        size = int(size)
     try:
         started = chunked_uploads.start(get_store(), get_uploads(), body.get("filename"),
-                                        body.get("size"), options, current_app.config["MAX_CONTENT_LENGTH"])
+                                        size, options, current_app.config["MAX_CONTENT_LENGTH"])
     except chunked_uploads.ChunkError as exc:
         return _chunk_error(exc)
     return jsonify(started), 201

@@ -43,7 +43,10 @@ def register(app: Flask) -> None:
     def http_error(exc):
         messages = {404: _("Not found. The link may be wrong, or the item was deleted."),
                     405: _("This address does not accept that method.")}
-        return respond(exc.code or 500, messages.get(exc.code, exc.description or exc.name))
+        body, status = respond(exc.code or 500, messages.get(exc.code, exc.description or exc.name))
+        # the exception's own headers stay (a 405's Allow, which RFC 9110 requires); the body's type is ours
+        headers = [(name, value) for name, value in exc.get_headers() if name.lower() != "content-type"]
+        return body, status, headers
 
     @app.errorhandler(Exception)
     def unexpected(exc):

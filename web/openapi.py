@@ -7,11 +7,14 @@ from typing import Any
 
 from flask import Flask
 from pydantic import BaseModel
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
 from werkzeug.routing import Rule
 
-from common.contract import Error, Operation, Refused, contract_of, model_of
+from common.contract import NO_NUL, Error, Operation, Refused, contract_of, model_of
 
 REF = "#/components/schemas/{model}"
+PATH_SEGMENT = r"^[^/\x00]+$"  # what a path's default converter matches, less NUL (a 404 at the door)
 _ARGUMENT = re.compile(r"<(?:(\w+)(?:\(([^)]*)\))?:)?(\w+)>")
 COMMON = {  # statuses any operation may answer, besides its own
     401: "Sign-in required (accounts on, AUTH=on): send a token as 'Authorization: Bearer psb_...'",
@@ -57,9 +60,9 @@ def _path(rule: Rule) -> tuple[str, list[dict]]:
 
     def parameter(match: re.Match) -> str:
         converter, arguments, name = match.groups()
-        schema: dict[str, Any] = {"type": "string"}
+        schema: dict[str, Any] = {"type": "string", "minLength": 1, "pattern": PATH_SEGMENT}
         if converter == "any":
-            schema["enum"] = [item.strip().strip("'\"") for item in arguments.split(",")]
+            schema = {"type": "string", "enum": [item.strip().strip("'\"") for item in arguments.split(",")]}
         parameters.append({"name": name, "in": "path", "required": True, "schema": schema})
         return "{" + name + "}"
 
@@ -74,7 +77,7 @@ def _operation(spec: Operation, rule: Rule, parameters: list[dict], schemas: dic
     query = _schema(spec.query, schemas, "validation") if spec.query else {}
     if parameters or query:  # a list in the query is the name repeated (OpenAPI's default, style form, explode)
         operation["parameters"] = parameters + [
-            {"name": name, "in": "query", "required": name in query.get("required", ()), "schema": field}
+            {"name": name, "in": "query", "required": name in query.get("required", ()), "schema": _text(field)}
             for name, field in query.get("properties", {}).items()]
     body = _request_body(spec, schemas)
     if body:
@@ -108,10 +111,13 @@ def _request_body(spec: Operation, schemas: dict) -> dict | None:
         return {"required": True, "content": {"application/json": {"schema": _ref(model, schemas, "validation")}}}
     if spec.form is not None:
         form = _schema(spec.form, schemas, "validation")
-        properties = {**form.get("properties", {}), **{name: {"type": "string", "contentMediaType":
+        properties = {**{name: _text(field) for name, field in form.get("properties", {}).items()},
+                      **{name: {"type": "string", "contentMediaType":
                                                               "application/octet-stream"} for name in spec.files}}
+        # a form may carry other fields (a CSRF token), which are not read; none may name or hold a NUL character
         return {"required": True, "content": {"multipart/form-data": {"schema": {
-            "type": "object", "properties": properties, "required": [*spec.files, *form.get("required", [])]}}}}
+            "type": "object", "properties": properties, "required": [*spec.files, *form.get("required", [])],
+            "propertyNames": {"pattern": NO_NUL}, "additionalProperties": {"type": "string", "pattern": NO_NUL}}}}}
     if spec.raw is not None:
         return {"required": True, "content": {spec.raw: {"schema": {"type": "string",
                                                                     "contentMediaType": spec.raw}}}}
@@ -133,9 +139,33 @@ def _description(status: int) -> str:
             413: "The body is larger than the upload limit (MAX_UPLOAD_MB)"}.get(status, str(status))
 
 
+def _text(field: dict) -> dict:
+    """A query parameter's or a form field's schema: never null (leaving the field out is how these say nothing)."""
+    field = {key: value for key, value in field.items() if not (key == "default" and value is None)}
+    if "enum" in field:
+        field["enum"] = [value for value in field["enum"] if value is not None]
+    options = [option for option in field.pop("anyOf", ()) if option != {"type": "null"}]
+    if len(options) == 1:
+        field = {**options[0], **field}  # the field's own constraints (a pattern) over its type's
+    elif options:
+        field["anyOf"] = options
+    return field
+
+
+class _RequestSchema(GenerateJsonSchema):
+    """The JSON schema of what a request carries: no text holds a NUL character."""
+
+    def str_schema(self, schema: core_schema.StringSchema) -> JsonSchemaValue:
+        """A text's schema, with the NUL-free pattern unless the field has a pattern of its own."""
+        json_schema = super().str_schema(schema)
+        json_schema.setdefault("pattern", NO_NUL)
+        return json_schema
+
+
 def _schema(model: type[BaseModel], schemas: dict, mode: str) -> dict:
     """A model's JSON schema, its nested models moved to components."""
-    schema = model.model_json_schema(ref_template=REF, mode=mode)  # type: ignore[arg-type]
+    generator = _RequestSchema if mode == "validation" else GenerateJsonSchema
+    schema = model.model_json_schema(ref_template=REF, mode=mode, schema_generator=generator)  # type: ignore[arg-type]
     schemas.update(schema.pop("$defs", {}))
     return schema
 

@@ -2,15 +2,30 @@
 OpenAPI document. The kinds' own operations declare theirs beside their routes."""
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, create_model
 
 from benchmarks import registry
-from common.contract import Answer, Count, Flag, Request
+from common.contract import NOT_BLANK, Answer, Count, Flag, Request
+from pipeline.chunked_uploads import MAX_TOTAL_BYTES
+from simulate.request import MAX_METHODS, MAX_ROUNDS
 
-Id = str
-Text = str
+Id = Annotated[str, Field(min_length=1)]  # an item's id: never empty
+
+# What the server checks itself, with messages of their own, the document states only (see NOT_BLANK):
+Listed = Annotated[str, Field(json_schema_extra={"pattern": r"^[^\x00]*[^\s,\x00][^\x00]*$"})]  # ids, by commas
+Temperature = Annotated[float | None, Field(json_schema_extra={"minimum": 0, "maximum": 2})]  # a speaker's
+# other keys, refused by the server (which says why: a request never carries a URL or a key)
+REFUSED_BY_THE_SERVER = ConfigDict(extra="allow", json_schema_extra={"additionalProperties": False})
+
+
+def _kinds(schema: dict[str, Any]) -> None:
+    """The kinds registered when the document is made (a kind added later is in it too), or none: detected."""
+    schema["enum"] = [*registry.names(), "", None]
+
+
+KindName = Annotated[str | None, Field(json_schema_extra=_kinds)]  # a kind an upload names; others are refused
 
 
 # -- requests --------------------------------------------------------------------------------------------------
@@ -18,8 +33,8 @@ Text = str
 class UploadForm(Request):
     """The multipart fields of an upload, beside its `file`."""
 
-    kind: str | None = Field(None, description="dialogue, mobility, conversation, agentbench or personas; "
-                                               "detected when left out")
+    kind: KindName = Field(None, description="dialogue, mobility, conversation, agentbench or personas; "
+                                             "detected when left out")
     agent: str | None = Field(None, description="AgentBench: the agent of a lone overall.json")
     task: str | None = Field(None, description="AgentBench: the task of a lone overall.json")
 
@@ -27,9 +42,9 @@ class UploadForm(Request):
 class ChunkedStart(Request):
     """A resumable upload announced: the file's name and size, and the upload fields."""
 
-    filename: str
-    size: int = Field(ge=0, le=2**53)
-    kind: str | None = None
+    filename: str = Field(json_schema_extra={"pattern": NOT_BLANK})
+    size: int = Field(ge=1, le=MAX_TOTAL_BYTES)
+    kind: KindName = None
     agent: str | None = None
     task: str | None = None
 
@@ -44,8 +59,9 @@ class JudgeRequest(Request):
     """Judge settings a request may set (never the key: it stays on the server, bound to its endpoint). Other keys
     are refused with a 400 naming them."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = REFUSED_BY_THE_SERVER
     endpoint: str | None = Field(None, description="the name of an endpoint the operator named (JUDGE_ENDPOINTS)")
+    base_url: str | None = Field(None, description="instead of `endpoint`: the URL of one the operator named")
     model: str | None = None
     temperature: float | None = None
     language: str | None = Field(None, description="the judge prompt's language: en or zh")
@@ -86,10 +102,10 @@ class Speaker(Request):
     """The simulator of a simulation (other keys, a URL or a key among them, are refused with a 400 naming
     them)."""
 
-    model_config = ConfigDict(extra="allow")
-    model: str
+    model_config = REFUSED_BY_THE_SERVER
+    model: str = Field(json_schema_extra={"pattern": NOT_BLANK})
     endpoint: str | None = None
-    temperature: float | None = None
+    temperature: Temperature = None
     max_tokens: Count | None = None
     language: Literal["en", "zh"] | None = None
 
@@ -97,12 +113,12 @@ class Speaker(Request):
 class SimulatedMethod(Request):
     """A method a simulation talks with (other keys are refused with a 400 naming them)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = REFUSED_BY_THE_SERVER
     name: str
-    model: str
+    model: str = Field(json_schema_extra={"pattern": NOT_BLANK})
     endpoint: str | None = None
     system_prompt: str | None = None
-    temperature: float | None = None
+    temperature: Temperature = None
     max_tokens: Count | None = None
 
 
@@ -112,8 +128,8 @@ class SimulationRequest(Request):
     personas: Literal["builtin"] | None = None
     personas_upload_id: Id | None = None
     simulator: Speaker
-    methods: list[SimulatedMethod]
-    rounds: Count
+    methods: list[SimulatedMethod] = Field(json_schema_extra={"minItems": 1, "maxItems": MAX_METHODS})
+    rounds: Count = Field(json_schema_extra={"minimum": 1, "maximum": MAX_ROUNDS})
     protocol: Literal["shared", "independent"] | None = None
     reference: str | None = Field(None, description="shared protocol: the method the simulator hears")
     score: Flag | None = None
@@ -147,12 +163,14 @@ class SessionsQuery(Request):
 class CompareQuery(Request):
     """The runs to compare (`ids` repeated), the baseline and the regression rule."""
 
-    ids: list[str] | str = Field(description="two or more evaluation ids (repeat `ids`, or separate by commas)")
+    ids: Annotated[list[Listed], Field(min_length=2)] | Listed = Field(
+        description="two or more evaluation ids (repeat `ids`, or separate by commas)")
     baseline: str | None = Field(None, description="one of `ids` (default: the earliest created)")
-    correction: str | None = Field(None, description="holm (default) or bh")
+    correction: str | None = Field(None, description="holm (default) or bh",
+                                   json_schema_extra={"enum": ["holm", "bh", ""]})
     metric: str | None = Field(None, description="a paired metric by its result-document name (default: the kind's "
                                                  "first); an unknown name is a 400 listing the kind's")
-    max_drop: str | None = Field(None, description="points a metric may drop before it is a regression")
+    max_drop: float | None = Field(None, description="points a metric may drop before it is a regression")
 
 
 class DeleteUploadQuery(Request):

@@ -1,11 +1,13 @@
 """The API's contract: GET /api/openapi.json describes every /api route and the JSON twins (from the operations' own
-models), and Schemathesis fuzzes every operation of it against the app, with accounts on and a token, once on SQLite
-and once on PostgreSQL: no 5xx, every answer in the documented schema, every status documented. The 500s the issue
-found by hand are regression tests here too."""
+models), and Schemathesis fuzzes every operation of it against the app (its coverage cases, then random ones), with
+accounts on and a token, once on SQLite and once on PostgreSQL: no 5xx, every answer in the documented schema, every
+status documented, every request the document allows accepted, and a method no operation has answered 405 with its
+Allow header. The 500s the issue found by hand are regression tests here too."""
 from __future__ import annotations
 
 import io
 import itertools
+import re
 import time
 
 import pytest
@@ -16,17 +18,35 @@ from web.openapi import described
 
 schemathesis = pytest.importorskip("schemathesis")
 from hypothesis import HealthCheck, Phase, settings  # noqa: E402
-from schemathesis import GenerationMode  # noqa: E402
 from schemathesis.checks import (  # noqa: E402
     content_type_conformance,
     not_a_server_error,
+    positive_data_acceptance,
     response_schema_conformance,
     status_code_conformance,
+    unsupported_method,
+)
+from schemathesis.generation.hypothesis.builder import (  # noqa: E402
+    HypothesisTestConfig,
+    HypothesisTestMode,
+    create_test,
 )
 
 EXAMPLES = 25  # per operation and store: enough to reach every branch of the contract, small enough for CI
-CHECKS = [not_a_server_error, response_schema_conformance, status_code_conformance, content_type_conformance]
+CHECKS = [not_a_server_error, response_schema_conformance, status_code_conformance, content_type_conformance,
+          positive_data_acceptance, unsupported_method]
 PASSWORD = "correct horse battery staple"
+# Requests the document allows that the server may still refuse with a 400, for what no schema can say: the
+# positive_data_acceptance check lets these operations answer 400 too. Every other operation must take every request
+# its document allows; that no text of any request may hold NUL, and no id be empty, these declare too
+# (test_no_request_the_document_allows_holds_nul_or_an_empty_id).
+BEYOND_THE_DOCUMENT = {
+    "POST /api/uploads": "the file's content, which its kind validates",
+    "POST /api/evaluations/{evaluation_id}/human-ratings": "the ratings file's content",
+    "POST /api/references": "the reference set file's content",
+    "POST /api/evaluations": "whether the upload exists, and the start fields its kind accepts (its methods, ...)",
+    "POST /api/simulations": "the personas' upload, the endpoints the operator named, the methods' names",
+}
 
 
 def session_line(session_id: str = "s1") -> dict:
@@ -77,7 +97,11 @@ def fuzzed(request, make_app, judge_server):
     if request.param == "postgresql":
         extra["DATABASE_URL"] = request.getfixturevalue("postgres_server").url()
     app, headers, ids = contract_app(make_app, judge_server, **extra)
-    schema = schemathesis.openapi.from_wsgi("/api/openapi.json", app)
+    accepted = schemathesis.Config().projects.default.checks.positive_data_acceptance.expected_statuses
+    config = schemathesis.Config.from_dict({"operations": [
+        {"include-name": label, "checks": {"positive_data_acceptance": {"expected-statuses": [*accepted, "400"]}}}
+        for label in BEYOND_THE_DOCUMENT]})
+    schema = schemathesis.openapi.from_wsgi("/api/openapi.json", app, config=config)
     return schema, headers, ids
 
 
@@ -127,32 +151,108 @@ def test_the_api_keeps_its_contract_under_fuzzing(fuzzed):
     for result in schema.get_all_operations():
         operation, turns = result.ok(), itertools.count()
 
-        @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-                  suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate])
-        @schemathesis_given(operation)
         def check(case):
             aim(case, ids, next(turns))
             # identity: the in-process client does not undo the gzip a real client would
             response = case.call_and_validate(headers={**headers, "Accept-Encoding": "identity"}, checks=CHECKS)
             seen.setdefault(operation.label, set()).add(response.status_code)
 
+        test = create_test(operation=operation, test_func=check, config=HypothesisTestConfig(
+            project=schema.config, modes=[HypothesisTestMode.COVERAGE, HypothesisTestMode.FUZZING],
+            settings=settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+                              suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate])))
         try:
-            check()
-        except Exception as exc:  # noqa: BLE001 - every operation's failure is reported together
-            failures[operation.label] = str(exc)[:2000]
+            test()
+        except (Exception, BaseExceptionGroup) as exc:  # noqa: BLE001 - every operation's failure is reported together
+            failures[operation.label] = str(exc)[:3000]
     assert failures == {}, "\n\n".join(f"{label}:\n{text}" for label, text in failures.items())
     assert len(seen) >= 35
     # the fuzzing reached past the door: real items were found, changed and refused
     assert 200 in seen["GET /api/evaluations/{evaluation_id}"] and 404 in seen["GET /api/evaluations/{evaluation_id}"]
     assert 202 in seen["POST /api/evaluations"] | seen["POST /api/evaluations/{evaluation_id}/rerun-failed"]
     assert 400 in seen["POST /api/evaluations"] and 200 in seen["PATCH /api/{table}/{row_id}"]
+    assert 405 in seen["GET /api/evaluations/{evaluation_id}"]  # the coverage cases tried a method it lacks
 
 
-def schemathesis_given(operation):
-    """Cases of both kinds: valid requests (positive) and requests the contract refuses (negative)."""
-    from hypothesis import given
+def strings(schema: dict, components: dict, where: str):
+    """Every text a request's schema allows, as (where, its schema): through $ref, anyOf, items and properties."""
+    if "$ref" in schema:
+        yield from strings(components[schema["$ref"].rsplit("/", 1)[1]], components, where)
+        return
+    if schema.get("type") == "string" and "contentMediaType" not in schema:
+        yield where, schema
+    for option in schema.get("anyOf", ()):
+        yield from strings(option, components, where)
+    if "items" in schema:
+        yield from strings(schema["items"], components, f"{where}[]")
+    for name, field in schema.get("properties", {}).items():
+        yield from strings(field, components, f"{where}.{name}")
+    for key in ("additionalProperties", "propertyNames"):
+        if isinstance(schema.get(key), dict):
+            yield from strings({"type": "string", **schema[key]}, components, f"{where}({key})")
 
-    return given(case=operation.as_strategy(GenerationMode.POSITIVE) | operation.as_strategy(GenerationMode.NEGATIVE))
+
+def test_no_request_the_document_allows_holds_nul_or_an_empty_id(make_app):
+    # the door refuses NUL in any text, and an id cannot be empty: the document says both wherever a request carries
+    # text, so that a client (and Schemathesis) is never refused for a request the document allows
+    document = make_app({}).test_client().get("/api/openapi.json").get_json()
+    components = document["components"]["schemas"]
+    texts, ids = [], []
+    for path, operations in document["paths"].items():
+        for method, spec in operations.items():
+            for parameter in spec.get("parameters", ()):
+                found = list(strings(parameter["schema"], components, f"{method} {path} {parameter['name']}"))
+                texts += found
+                ids += found if parameter["in"] == "path" or parameter["name"].endswith("_id") else []
+            for media in spec.get("requestBody", {}).get("content", {}).values():
+                found = list(strings(media["schema"], components, f"{method} {path} body"))
+                texts += found
+                ids += [(where, text) for where, text in found if where.endswith("_id")]
+
+    def allows(text: dict, value: str) -> bool:
+        return (text.get("const", value) == value and value in text.get("enum", [value])
+                and len(value) >= text.get("minLength", 0)
+                and ("pattern" not in text or re.search(text["pattern"], value) is not None))
+
+    assert len(texts) > 60 and len(ids) > 30
+    assert [where for where, text in texts if allows(text, "a\x00b") or allows(text, "\x00")] == []
+    assert [where for where, text in ids if allows(text, "")] == []
+    assert all(allows(text, "e7c1a2") for where, text in ids if "enum" not in text)  # and they allow real ids
+
+
+def test_settings_whose_other_keys_the_server_refuses_list_every_key_it_takes():
+    # the document says these objects have no other keys: the server must take every one they list, and no other
+    from pipeline.jobs import REQUEST_FIELDS
+    from simulate.request import FIELDS, METHOD_FIELDS, SIMULATOR_FIELDS
+    from web import schemas
+
+    assert set(schemas.JudgeRequest.model_fields) == set(REQUEST_FIELDS)
+    assert set(schemas.Speaker.model_fields) == set(SIMULATOR_FIELDS)
+    assert set(schemas.SimulatedMethod.model_fields) == set(METHOD_FIELDS)
+    assert set(schemas.SimulationRequest.model_fields) == set(FIELDS)
+    for model in (schemas.JudgeRequest, schemas.Speaker, schemas.SimulatedMethod):
+        assert model.model_json_schema()["additionalProperties"] is False
+
+
+def test_a_method_an_address_lacks_is_a_405_naming_the_ones_it_has(make_app):
+    client = make_app({}).test_client()
+    answer = client.put("/api/evaluations")
+    assert answer.status_code == 405
+    assert set(answer.headers["Allow"].split(", ")) == {"GET", "HEAD", "OPTIONS", "POST"}
+    assert answer.get_json() == {"error": "This address does not accept that method."}
+    page = client.delete("/compare")
+    assert page.status_code == 405 and set(page.headers["Allow"].split(", ")) == {"GET", "HEAD", "OPTIONS"}
+    assert page.mimetype == "text/html"
+
+
+def test_a_resumable_upload_may_give_its_size_as_a_whole_float(make_app):
+    # JSON's 2048.0 is the integer the document asks for (found by the fuzzing: it was refused)
+    client = make_app({}).test_client()
+    answer = client.post("/api/uploads/chunked", json={"filename": "log.jsonl", "size": 2048.0})
+    assert answer.status_code == 201 and answer.get_json()["size"] == 2048
+    assert client.post("/api/uploads/chunked", json={"filename": "log.jsonl", "size": 2048.5}).status_code == 400
+    blank = client.post("/api/uploads/chunked", json={"filename": " ", "size": 10})
+    assert blank.status_code == 400 and blank.get_json()["error"] == "Give the file's name as 'filename'."
 
 
 @pytest.mark.parametrize("database", ["sqlite", "postgresql"])
