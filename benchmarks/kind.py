@@ -143,6 +143,8 @@ class Kind(ABC):
     # the version of what this kind reads and how it scores it: raised when the file format or the result document
     # changes, so that results of both can be told apart (the result's `provenance`)
     format_version: ClassVar[int] = 1
+    # whether a simulation may take its simulated users from an upload of this kind (`personas` gives them)
+    holds_personas: ClassVar[bool] = False
 
     # -- detect and validate -----------------------------------------------------------------------------
 
@@ -154,6 +156,13 @@ class Kind(ABC):
     def validate(self, stream: BinaryIO, filename: str, options: Mapping[str, str]) -> Report:
         """Check a file, streaming; problems name a line or a path. `report.summary` is kept with the upload."""
         ...
+
+    def personas(self, stream: BinaryIO) -> Iterator[dict]:
+        """The simulated users of a validated upload of this kind (a kind that `holds_personas`), read through the
+        kinds' readers as `validate` reads the file, so that a BOM, CRLF line ends and blank lines read alike: dicts
+        of persona_id, user_profile, user_personality, scenario and opening (empty texts when absent). ValueError
+        at a line that does not read."""
+        return iter(())
 
     # -- start and run -----------------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 from flask import Blueprint, abort, redirect, render_template, request, url_for
 
+from benchmarks import registry
 from benchmarks.figures import method_colours
 from benchmarks.host import csv_response
 from benchmarks.search import BadQuery, compile_pattern
@@ -73,7 +74,8 @@ def request_of(form: Mapping) -> dict:
 def _run_page(status: int = 200, **context):
     """The Run page with what its form needs."""
     return render_template("simulation_new.html", endpoints=judge_endpoint_list(), rows=range(METHOD_ROWS),
-                           uploads=get_store().uploads_of_kinds(["personas", "dialogue"]), form=request.form,
+                           uploads=get_store().uploads_of_kinds(
+                               [kind.name for kind in registry.kinds() if kind.holds_personas]), form=request.form,
                            defaults=DEFAULTS, **context), status
 
 

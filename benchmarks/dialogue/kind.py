@@ -9,7 +9,7 @@ import click
 from benchmarks import search
 from benchmarks.dialogue import columns, figures, pairing, prompts, triage, views
 from benchmarks.dialogue import tables as dialogue_tables
-from benchmarks.dialogue.format import iter_sessions_with_offsets, validate
+from benchmarks.dialogue.format import iter_sessions, iter_sessions_with_offsets, validate
 from benchmarks.dialogue.pairwise_mode import (
     PAIR_MODES,
     PAIRWISE_PROMPT_VERSION,
@@ -124,9 +124,18 @@ class DialogueKind(Kind):
                                 help="Dialogue: also compare every two methods' replies at each round, in both "
                                      "orders (win rates and a Bradley-Terry ranking)."))
 
+    holds_personas = True  # a simulation may replay the users of a dialogue file
+
     def validate(self, stream: BinaryIO, filename: str, options: Mapping[str, str]) -> Report:
         """Check every line of the JSONL file."""
         return validate(stream)
+
+    def personas(self, stream: BinaryIO) -> Iterator[dict]:
+        """Each session's user: its session_id as persona_id, its profile and personality (no scenario nor
+        opening)."""
+        for session in iter_sessions(stream):
+            yield {"persona_id": session.session_id, "user_profile": session.user_profile,
+                   "user_personality": session.user_personality, "scenario": "", "opening": ""}
 
     def needs_judge(self, evaluation: dict) -> bool:
         """Every dialogue evaluation is judged."""
