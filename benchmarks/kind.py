@@ -184,6 +184,12 @@ class Kind(ABC):
         """Judge calls for the pending keys, as (key, judge.Prompt), built lazily."""
         return iter(())
 
+    def all_requests(self, evaluation: dict, file: StoredFile, judges: list) -> Iterator[tuple[tuple, Prompt]]:
+        """Every judge call an evaluation of `file` makes (`evaluation`: the "methods" and "settings" `start`
+        planned; `judges`: each judge's configuration), as (key, judge.Prompt), built as `requests` builds them but
+        without the store: what an estimate counts and measures before the evaluation exists. None by default."""
+        return iter(())
+
     @abstractmethod
     def score(self, job: Job) -> dict:
         """The result document, from the file and (for a judge) the judgments stored so far."""

@@ -11,7 +11,6 @@ from benchmarks import registry
 from benchmarks.figures import method_colours
 from benchmarks.host import csv_response
 from benchmarks.search import BadQuery, compile_pattern
-from judge import prices
 from pipeline.jobs import RequestError
 from simulate.estimate import estimate
 from simulate.output import outputs
@@ -92,11 +91,10 @@ def start():
     environ = get_judge_settings().environ()
     if request.form.get("action") == "estimate":
         try:
-            plan = Plan.from_settings(settings_of(get_store(), get_uploads(), body, environ))
-            price = prices(environ)
-        except (RequestError, ValueError) as exc:
+            found = estimate(settings_of(get_store(), get_uploads(), body, environ), environ)
+        except ValueError as exc:  # a RequestError, or a price that is not a number
             return _run_page(400, error=str(exc))
-        return _run_page(estimate=estimate(plan, price), price=price)
+        return _run_page(estimate=found)
     try:
         simulation = get_simulations().create(body)
     except RequestError as exc:
