@@ -119,9 +119,11 @@ def _judges(plan: Plan, settings: Mapping, environ: Mapping[str, str]) -> list[d
     panel, labels = [], []
     for methods in files:
         data, sizes = _longest_file(plan, methods)
-        summary = kind.validate(io.BytesIO(data), "estimate.jsonl", {}).summary
+        report = kind.validate(io.BytesIO(data), "estimate.jsonl", {})
+        if not report.ok:  # the file the simulation would write could not be uploaded either
+            raise RequestError(report.problems[0].message)
         try:
-            planned = kind.start({"id": "", "filename": "estimate.jsonl", "summary": summary},
+            planned = kind.start({"id": "", "filename": "estimate.jsonl", "summary": report.summary},
                                  StartRequest(None, {}, lambda: judge))
             panel, labels = panel_settings(planned.settings), judge_labels(planned.settings)
             configs = [judge_config(s, environ) for s in panel]

@@ -251,3 +251,11 @@ def test_a_bad_price_of_a_named_endpoint_is_refused_naming_it(make_app, judge_se
     assert "price_prompt_per_m of judge endpoint 'local' must be a number of 0 or more, got 'cheap'" in \
         refused.get_json()["error"]
     assert judge_server.requests == 0
+
+
+def test_files_the_upload_limits_would_refuse_are_refused_before_any_call(scored_app, judge_server, monkeypatch):
+    # the judge's estimate validates the file the simulation would write: past LIMIT_ROUNDS, it could not be uploaded
+    monkeypatch.setenv("LIMIT_ROUNDS", "1")
+    refused = scored_app.test_client().post("/api/simulations", json={**BODY, "judge": {"endpoint": "judging"}})
+    assert refused.status_code == 400 and "LIMIT_ROUNDS" in refused.get_json()["error"], refused.get_json()
+    assert judge_server.requests == 0
