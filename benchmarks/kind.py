@@ -155,6 +155,8 @@ class Kind(ABC):
     # the version of what this kind reads and how it scores it: raised when the file format or the result document
     # changes, so that results of both can be told apart (the result's `provenance`)
     format_version: ClassVar[int] = 1
+    # whether a simulation may take its simulated users from an upload of this kind (`personas` gives them)
+    holds_personas: ClassVar[bool] = False
 
     # -- detect and validate -----------------------------------------------------------------------------
 
@@ -171,6 +173,12 @@ class Kind(ABC):
         """When a file another kind refused looks like one of this kind's, a sentence saying how to upload it (then
         it is the one message the upload gets); None when it does not. By default: what `sniff` claims."""
         return upload_as(self, recognised=True) if self.sniff(head, filename, path) else None
+    def personas(self, stream: BinaryIO) -> Iterator[dict]:
+        """The simulated users of a validated upload of this kind (a kind that `holds_personas`), read through the
+        kinds' readers as `validate` reads the file, so that a BOM, CRLF line ends and blank lines read alike: dicts
+        of persona_id, user_profile, user_personality, scenario and opening (empty texts when absent). ValueError
+        at a line that does not read."""
+        return iter(())
 
     # -- start and run -----------------------------------------------------------------------------------
 
@@ -190,6 +198,12 @@ class Kind(ABC):
 
     def requests(self, job: Job, pending: set) -> Iterator[tuple[tuple, Prompt]]:
         """Judge calls for the pending keys, as (key, judge.Prompt), built lazily."""
+        return iter(())
+
+    def all_requests(self, evaluation: dict, file: StoredFile, judges: list) -> Iterator[tuple[tuple, Prompt]]:
+        """Every judge call an evaluation of `file` makes (`evaluation`: the "methods" and "settings" `start`
+        planned; `judges`: each judge's configuration), as (key, judge.Prompt), built as `requests` builds them but
+        without the store: what an estimate counts and measures before the evaluation exists. None by default."""
         return iter(())
 
     @abstractmethod

@@ -15,7 +15,7 @@ describes. Each module has one job:
     endpoints.py  the named endpoints of JUDGE_ENDPOINTS and the choice of one
     settings.py   the settings page's values layered over the environment, keys encrypted, prices
     keys.py       how a judgment's mode names its question, judge and sample
-    usage.py      the `judge` block of a result document: settings, calls, tokens, cost
+    usage.py      the `judge` block of a result document: settings, calls, tokens, cost (and the cost of tokens)
 
 `batch` and `endpoints` are exported as modules (`batch.submit`, `endpoints.parse`); `budget` and `http` are not
 imported here, so that redis and aiohttp are loaded only by the processes that need them.
@@ -30,11 +30,11 @@ from judge.limiter import EndpointLimiter, endpoint_limiter
 from judge.prompt import Parser, Prompt, Verdict
 from judge.retry import MAX_WAIT_S, backoff_s, retry_after_s
 from judge.settings import VARIABLES, JudgeSettings, prices
-from judge.usage import judge_summary, usage_totals
+from judge.usage import cost, judge_summary, usage_totals
 
 __all__ = [
     "DEFAULT_BASE_URL", "LANGUAGES", "MAX_WAIT_S", "PLACEHOLDER_API_KEY", "VARIABLES",
     "EndpointLimiter", "Judge", "JudgeConfig", "JudgeSettings", "Parser", "Prompt", "Verdict",
-    "backoff_s", "batch", "endpoint_limiter", "endpoints", "judge_labels", "judge_of", "judge_summary", "mode_key",
+    "backoff_s", "batch", "cost", "endpoint_limiter", "endpoints", "judge_labels", "judge_of", "judge_summary", "mode_key",
     "panel_settings", "prices", "retry_after_s", "sample_version", "split_mode", "test_connection", "usage_totals",
 ]

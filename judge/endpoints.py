@@ -6,6 +6,7 @@ one of theirs), so a key is only ever sent to the URL it was configured with.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Mapping
@@ -17,6 +18,9 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
 # Variables that carry the default endpoint's URL and key (JUDGE_* wins over OPENAI_*).
 URL_VARIABLES = ("JUDGE_BASE_URL", "OPENAI_BASE_URL")
 KEY_VARIABLES = ("JUDGE_API_KEY", "OPENAI_API_KEY")
+# A named endpoint's own prices per million prompt and completion tokens (the default endpoint's are
+# JUDGE_PRICE_PROMPT_PER_M and JUDGE_PRICE_COMPLETION_PER_M, judge/settings.py)
+PRICE_FIELDS = ("price_prompt_per_m", "price_completion_per_m")
 
 
 @dataclass(frozen=True)
@@ -28,11 +32,13 @@ class Endpoint:
     api_key: str | None = field(default=None, repr=False)
     models: tuple[str, ...] = ()  # empty: any model
     source: str = "environment"  # or "settings"
+    prices: tuple[float | None, float | None] = (None, None)  # per million prompt, completion tokens (named ones)
 
     def public(self) -> dict:
         """Everything but the key (only whether one is set)."""
         return {"name": self.name, "base_url": self.base_url, "models": list(self.models),
-                "api_key_set": bool(self.api_key), "source": self.source}
+                "api_key_set": bool(self.api_key), "source": self.source,
+                "prices": {"prompt": self.prices[0], "completion": self.prices[1]}}
 
     def allows(self, model: str) -> bool:
         """Whether this endpoint may be asked for `model`."""
@@ -103,10 +109,11 @@ def _endpoint(name: str, spec: object, environ: Mapping[str, str], known: Mappin
     if not isinstance(spec, dict):
         raise ValueError(_("Judge endpoint '%(name)s' must be an object with base_url, api_key and models.",
                            name=name))
-    unknown = sorted(set(spec) - {"base_url", "api_key", "api_key_env", "models", "source"})
+    unknown = sorted(set(spec) - {"base_url", "api_key", "api_key_env", "models", "source", *PRICE_FIELDS})
     if unknown:
         raise ValueError(_("Judge endpoint '%(name)s' has unknown fields: %(fields)s. Allowed: base_url, api_key, "
-                           "api_key_env, models.", name=name, fields=", ".join(unknown)))
+                           "api_key_env, models, price_prompt_per_m, price_completion_per_m.", name=name,
+                           fields=", ".join(unknown)))
     key = spec.get("api_key")
     if spec.get("api_key_env"):
         key = environ.get(str(spec["api_key_env"]))
@@ -117,8 +124,26 @@ def _endpoint(name: str, spec: object, environ: Mapping[str, str], known: Mappin
         raise ValueError(_("The models of judge endpoint '%(name)s' must be a list of model names.", name=name))
     if key is not None and not isinstance(key, str):
         raise ValueError(_("The API key of judge endpoint '%(name)s' must be a string.", name=name))
+    prompt, completion = (check_price(name, field, spec.get(field)) for field in PRICE_FIELDS)
     return Endpoint(name, check_url(name, spec.get("base_url")), (key or "").strip() or None,
-                    tuple(m.strip() for m in models), str(spec.get("source") or "environment"))
+                    tuple(m.strip() for m in models), str(spec.get("source") or "environment"), (prompt, completion))
+
+
+def check_price(name: str, field: str, value: object) -> float | None:
+    """A named endpoint's price per million tokens: a number of 0 or more (written as a number or a text), None
+    when not given; ValueError naming the endpoint and the field otherwise."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    number = math.nan
+    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except ValueError:
+            pass
+    if not math.isfinite(number) or number < 0:
+        raise ValueError(_("%(field)s of judge endpoint '%(name)s' must be a number of 0 or more, got %(value)s",
+                           field=field, name=name, value=repr(value)))
+    return number
 
 
 def describe(endpoints: Mapping[str, Endpoint]) -> str:

@@ -51,11 +51,16 @@ def _number(environ: Mapping[str, str], variable: str) -> float | None:
     return value
 
 
-def prices(environ: Mapping[str, str], batch: bool = False) -> dict:
-    """Prices per million prompt and completion tokens (None when not configured); ValueError when invalid. With
-    `batch`, the Batch API's: those prices times JUDGE_BATCH_PRICE_FACTOR (default 0.5), also given as
-    `batch_factor`."""
-    out = {"prompt": _number(environ, PRICE_VARIABLES[0]), "completion": _number(environ, PRICE_VARIABLES[1])}
+def prices(environ: Mapping[str, str], batch: bool = False, endpoint: str = judge_endpoints.DEFAULT) -> dict:
+    """An endpoint's prices per million prompt and completion tokens (None when not configured): the default
+    endpoint's are JUDGE_PRICE_PROMPT_PER_M and JUDGE_PRICE_COMPLETION_PER_M, a named endpoint's its own
+    (price_prompt_per_m, price_completion_per_m), never another's; ValueError when invalid. With `batch`, the Batch
+    API's: those prices times JUDGE_BATCH_PRICE_FACTOR (default 0.5), also given as `batch_factor`."""
+    if endpoint == judge_endpoints.DEFAULT:
+        out = {"prompt": _number(environ, PRICE_VARIABLES[0]), "completion": _number(environ, PRICE_VARIABLES[1])}
+    else:
+        own = judge_endpoints.choose(judge_endpoints.parse(environ), endpoint).prices
+        out = {"prompt": own[0], "completion": own[1]}
     if batch:
         factor = _number(environ, BATCH_PRICE_VARIABLE)
         factor = BATCH_PRICE_FACTOR if factor is None else factor
@@ -148,13 +153,21 @@ class JudgeSettings:
         """The judge endpoints in force, by name; ValueError when the environment's are invalid. The default
         endpoint counts as defined on the settings page when its URL or key was saved there (they win over the
         environment's)."""
-        found = judge_endpoints.parse(self.environ())
+        environ = self.environ()
+        found = judge_endpoints.parse(environ)
+        try:
+            own = prices(environ)
+        except ValueError:  # a bad price: the settings page says why
+            own = {"prompt": None, "completion": None}
+        found[judge_endpoints.DEFAULT] = replace(found[judge_endpoints.DEFAULT], prices=(own["prompt"],
+                                                                                         own["completion"]))
         if self.saved().get("base_url") or self.store.get_setting(API_KEY):
             found[judge_endpoints.DEFAULT] = replace(found[judge_endpoints.DEFAULT], source="settings")
         return found
 
     def saved_endpoints(self) -> dict:
-        """Named endpoints saved on the settings page: {name: {base_url, models}} (never the keys)."""
+        """Named endpoints saved on the settings page: {name: {base_url, models, their prices when set}} (never the
+        keys)."""
         return dict(self.store.get_setting(ENDPOINTS_KEY, {}))
 
     def _endpoint_keys(self) -> dict:
@@ -162,11 +175,17 @@ class JudgeSettings:
         keys = {name: self._unseal(token) for name, token in self.store.get_setting(ENDPOINT_KEYS, {}).items()}
         return {name: key for name, key in keys.items() if key}
 
-    def add_endpoint(self, name: str, base_url: str, models: str = "", api_key: str | None = None) -> None:
-        """Check and save a named endpoint with its key; ValueError when invalid or the name is taken."""
+    def add_endpoint(self, name: str, base_url: str, models: str = "", api_key: str | None = None,
+                     price_prompt: str = "", price_completion: str = "") -> None:
+        """Check and save a named endpoint with its key and prices per million tokens; ValueError when invalid or
+        the name is taken."""
         name = judge_endpoints.check_name(name.strip())
-        spec = {"base_url": judge_endpoints.check_url(name, base_url), "models":
-                list(judge_endpoints.split_models(models))}
+        spec: dict = {"base_url": judge_endpoints.check_url(name, base_url), "models":
+                      list(judge_endpoints.split_models(models))}
+        for field, value in zip(judge_endpoints.PRICE_FIELDS, (price_prompt, price_completion)):
+            price = judge_endpoints.check_price(name, field, value)
+            if price is not None:
+                spec[field] = price
         if name in self.endpoints():
             raise ValueError(_("A judge endpoint named '%(name)s' exists already; remove it first or pick another "
                                "name.", name=name))

@@ -144,7 +144,7 @@ def _judge_settings(judge: Mapping | None, environ: Mapping[str, str]) -> dict:
         endpoint = judge_endpoints.choose(judge_endpoints.parse(environ), overrides.pop("endpoint", None),
                                           overrides.pop("base_url", None))
         config = judge_config({**overrides, "endpoint": endpoint.name}, environ)
-        price = prices(environ, batch)
+        price = prices(environ, batch, endpoint.name)  # its own endpoint's, never another's
         failed_retry_s(environ)  # a bad setting is reported now, not when the evaluation ends
     except ValueError as exc:
         raise RequestError(str(exc)) from exc

@@ -17,7 +17,8 @@ from judge import JudgeConfig
 from pipeline.ingest import InvalidUpload, ingest
 from pipeline.jobs import RequestError, create_evaluation
 from simulate.engine import Engine
-from simulate.output import Output, outputs
+from simulate.estimate import estimate
+from simulate.output import KIND, Output, outputs
 from simulate.plan import Plan
 from simulate.request import settings_of, speaker_config
 from storage import blobs
@@ -34,8 +35,13 @@ SHOWN = 20  # persona ids an error names at most
 def create_simulation(store: Store, request: Any, environ: Mapping[str, str] = os.environ,
                       uploads: blobs.Blobs | None = None) -> dict:
     """Check a request (RequestError, before any connection, when it cannot be honoured) and record a queued
-    simulation; `uploads` is where a personas upload's file is read."""
+    simulation with its estimate (simulate/estimate.py: what its report compares the calls made with); `uploads` is
+    where a personas upload's file is read."""
     settings = settings_of(store, uploads, request, environ)
+    try:
+        settings["estimate"] = estimate(settings, environ)
+    except ValueError as exc:  # a price setting that is not a number
+        raise RequestError(str(exc)) from exc
     simulation_id = new_id()
     store.add_simulation(simulation_id, settings, Plan.from_settings(settings).total())
     return store.get_simulation(simulation_id)  # type: ignore[return-value]
@@ -174,7 +180,7 @@ class SimulationRunner:
         for out in files:
             if out.sessions:
                 try:
-                    upload = ingest(io.BytesIO(out.jsonl()), out.filename, self.store, self.uploads, "dialogue")
+                    upload = ingest(io.BytesIO(out.jsonl()), out.filename, self.store, self.uploads, KIND)
                 except InvalidUpload as exc:
                     self.store.set_simulation_status(simulation_id, "failed", str(exc))
                     return

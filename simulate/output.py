@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 
 from simulate.plan import USER, Conversation, Plan
 
+KIND = "dialogue"  # the kind of the files a simulation writes (and of the uploads they become)
+
 
 @dataclass
 class Output:

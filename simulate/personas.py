@@ -1,13 +1,17 @@
-"""Personas: who the simulated user is. Read from a personas file (validated at upload by the personas kind), from
-the built-in set, or from the sessions of a dialogue file."""
+"""Personas: who the simulated user is. Read from an upload of a kind that holds personas (a personas file, or the
+sessions of a dialogue file), or from the built-in set, always through that kind's own reader (benchmarks/readers/),
+so that a file reads here exactly as it was validated."""
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import BinaryIO
+
+from benchmarks import registry
+from benchmarks.kind import Kind
 
 BUILTIN = Path(__file__).with_name("builtin_personas.jsonl")
+BUILTIN_KIND = "personas"  # the kind of the built-in file
 
 
 @dataclass(frozen=True)
@@ -25,25 +29,13 @@ class Persona:
         return {k: v for k, v in asdict(self).items() if v or k in ("persona_id", "user_profile", "user_personality")}
 
 
-def from_lines(lines: Iterable[str]) -> Iterator[Persona]:
-    """Personas from the lines of a personas file that passed validation (blank lines skipped)."""
-    for line in lines:
-        if line.strip():
-            item = json.loads(line)
-            yield Persona(str(item["persona_id"]), item["user_profile"], item.get("user_personality") or "",
-                          item.get("scenario") or "", item.get("opening") or "")
-
-
-def from_dialogue_lines(lines: Iterable[str]) -> Iterator[Persona]:
-    """The personas of a dialogue file that passed validation: each session's id, profile and personality."""
-    for line in lines:
-        if line.strip():
-            session = json.loads(line)
-            yield Persona(str(session["session_id"]), session.get("user_profile") or "",
-                          session.get("user_personality") or "")
+def read(kind: Kind, stream: BinaryIO) -> list[Persona]:
+    """The personas of a validated file of a kind that holds personas, as that kind reads them (ValueError at a line
+    that does not read)."""
+    return [Persona(**fields) for fields in kind.personas(stream)]
 
 
 def builtin() -> list[Persona]:
-    """The built-in personas (simulate/builtin_personas.jsonl)."""
-    with BUILTIN.open(encoding="utf-8") as f:
-        return list(from_lines(f))
+    """The built-in personas (simulate/builtin_personas.jsonl), read as a personas upload is."""
+    with BUILTIN.open("rb") as stream:
+        return read(registry.get(BUILTIN_KIND), stream)

@@ -3,11 +3,11 @@ simulator and methods (each on an endpoint the operator named, with a model it a
 judge that scores the files. Gives the settings a simulation keeps (never a URL's key)."""
 from __future__ import annotations
 
-import io
 import math
 from collections.abc import Mapping
 from typing import Any
 
+from benchmarks import registry
 from benchmarks.kind import as_flag
 from judge import LANGUAGES, JudgeConfig
 from judge import endpoints as judge_endpoints
@@ -82,23 +82,28 @@ def _personas(store, uploads: blobs.Blobs | None, request: Mapping) -> tuple[str
     if named == "builtin" and not upload_id:
         try:
             return "builtin", persona_source.builtin()
-        except OSError as exc:  # an installation without the file
+        except (OSError, ValueError) as exc:  # an installation without the file, or with a broken one
             raise RequestError(_("The built-in personas cannot be read (%(error)s); upload a personas file instead.",
-                                 error=exc.strerror or exc)) from exc
+                                 error=getattr(exc, "strerror", None) or exc)) from exc
     if named not in (None, "") or not upload_id:
         raise RequestError(_("Choose the personas: \"personas\": \"builtin\", or 'personas_upload_id' with the id of "
                              "a personas or dialogue upload."))
     upload = store.get_upload(upload_id) if isinstance(upload_id, str) else None
     if upload is None:
         raise RequestError(_("Upload '%(id)s' does not exist. Upload the file first.", id=upload_id))
-    readers = {"personas": persona_source.from_lines, "dialogue": persona_source.from_dialogue_lines}
-    if upload["kind"] not in readers or uploads is None:
+    kind = registry.get(upload["kind"]) if upload["kind"] in registry.names() else None
+    if kind is None or not kind.holds_personas or uploads is None:
         raise RequestError(_("Upload '%(id)s' is a %(kind)s upload; personas come from a personas file or a dialogue "
                              "file.", id=upload_id, kind=upload["kind"]))
     from pipeline.ingest import stored_name
 
-    with uploads.open(stored_name(upload)) as raw:
-        found = list(readers[upload["kind"]](io.TextIOWrapper(raw, encoding="utf-8")))
+    try:
+        with uploads.open(stored_name(upload)) as raw:
+            found = persona_source.read(kind, raw)
+    except FileNotFoundError as exc:
+        raise RequestError(_("The uploaded file is missing from the uploads folder; upload it again.")) from exc
+    except ValueError as exc:  # a stored file that no longer reads as it was validated
+        raise RequestError(str(exc)) from exc
     if not found:
         raise RequestError(_("Upload '%(id)s' holds no persona.", id=upload_id))
     if len(found) > MAX_PERSONAS:

@@ -40,5 +40,12 @@ def test_the_command_line_section_runs_as_written(tmp_path, judge_server):
         assert [s["session_id"] for s in sessions] == personas
         assert all(r["responses"].keys() == {method} for s in sessions for r in s["rounds"])
     assert len(re.findall(r"^evaluation \w+$", done.stderr, flags=re.M)) == 2
+    # the report: each speaker's calls beside the estimate; the judge's, counted at the server, are all it estimated
+    # (personas x rounds x two files of one method x fine and binary)
+    judged = [model for model, _messages in recorder.requests[asked:] if model == "judge-test"]
+    assert len(judged) == len(personas) * 3 * 2 * 2
+    assert f"Judge: judge-test (judge-test@default): {len(judged):,} calls (estimated {len(judged):,})," in done.stderr
+    assert re.search(r"^Ours \(my-steered-model@local\): [\d,]+ calls \(estimated %d\)," % (len(personas) * 3),
+                     done.stderr, flags=re.M)
     ours = [m for model, m in recorder.requests[asked:] if model == "my-steered-model"]
     assert ours and all(m[0] == {"role": "system", "content": "You adapt to the user."} for m in ours)

@@ -2,14 +2,15 @@
 progress bar (also `simulate`'s), the panel of judges from the options, the check of the kinds' own options."""
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
 from benchmarks import registry
 from benchmarks.kind import Kind, StartError
+from benchmarks.readers import limits
 from pipeline.jobs import RequestError
 from translations import _, duration
 
@@ -42,9 +43,11 @@ def panel(judge_models: tuple[str, ...], judges_file: Path | None) -> list | Non
     """A panel of judges from --judge-model (several) or --judges-file (a JSON list of judge settings); None for
     the one judge of the server's settings."""
     if judges_file:
-        try:
-            return json.loads(judges_file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        try:  # read as an uploaded JSON text is (a BOM dropped, the limits applied)
+            text = judges_file.read_bytes().decode("utf-8").removeprefix("\ufeff")
+            judges: Any = limits.loads(text, limits.current(), judges_file.name)  # checked as the API's `judges`
+            return judges
+        except (OSError, ValueError) as exc:  # not UTF-8, not JSON, or past a limit
             raise RequestError(_("%(path)s is not a JSON list of judge settings: %(problem)s", path=judges_file,
                                  problem=exc)) from exc
     return [{"model": model} for model in judge_models] or None

@@ -188,11 +188,12 @@ def settings_test():
 
 @bp.post("/settings/endpoints")
 def add_endpoint():
-    """Name a judge endpoint: its base URL, its own key and the models it may be asked for."""
+    """Name a judge endpoint: its base URL, its own key, the models it may be asked for and its prices."""
     form = request.form
     try:
         get_judge_settings().add_endpoint(form.get("name", ""), form.get("base_url", ""), form.get("models", ""),
-                                          form.get("api_key"))
+                                          form.get("api_key"), form.get("price_prompt", ""),
+                                          form.get("price_completion", ""))
     except ValueError as exc:
         return render_template("settings.html", form=get_judge_settings().saved(), endpoint_error=str(exc),
                                endpoint_form=form, **_settings_context()), 400

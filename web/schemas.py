@@ -312,6 +312,8 @@ class Simulation(Answer):
     methods: list[str]
     personas: int
     usage: list[dict[str, Any]]
+    costs: dict[str, Any] = Field(description="per speaker (simulator, methods, judges): the estimate made before "
+                                              "it started and what it has spent so far")
     url: str
 
 

@@ -11,6 +11,7 @@ from flask.cli import with_appcontext
 
 from pipeline.ingest import InvalidUpload, ingest
 from pipeline.jobs import RequestError
+from simulate.costs import report
 from simulate.jobs import SimulationRunner
 from simulate.output import file_part, outputs
 from simulate.plan import Plan
@@ -74,6 +75,34 @@ def _personas(personas: str) -> dict:
     return {"personas_upload_id": upload["id"]}
 
 
+def print_costs(simulation: dict) -> None:
+    """Per speaker (the simulator, each method, each judge) and in all: the calls, tokens and cost spent, each beside
+    the simulation's estimate, on stderr."""
+    costs = report(get_store(), simulation, get_judge_settings().environ())
+    total = {"role": "total", "estimate": costs["total"]["estimate"], "actual": costs["total"]["actual"]}
+    for row in [*costs["rows"], total]:
+        who = _("All speakers") if row["role"] == "total" else "%s (%s@%s)" % (
+            _("Simulated user") if row["role"] == "simulator" else _("Judge: %(name)s", name=row["name"])
+            if row["role"] == "judge" else row["name"], row["model"], row["endpoint"])
+        spent, estimated = row["actual"], row["estimate"] or {}
+        click.echo(_("%(who)s: %(calls)s calls (estimated %(calls_estimated)s), %(prompt)s prompt tokens (at most "
+                     "%(prompt_estimated)s), %(completion)s completion tokens (at most %(completion_estimated)s), cost "
+                     "%(cost)s (at most %(cost_estimated)s)", who=who, calls=_count(spent.get("calls")),
+                     calls_estimated=_count(estimated.get("calls")), prompt=_count(spent.get("prompt_tokens")),
+                     prompt_estimated=_count(estimated.get("prompt_tokens")),
+                     completion=_count(spent.get("completion_tokens")),
+                     completion_estimated=_count(estimated.get("completion_tokens")), cost=_money(spent.get("cost")),
+                     cost_estimated=_money(estimated.get("cost"))), err=True)
+
+
+def _count(value: int | None) -> str:
+    return "—" if value is None else f"{value:,}"
+
+
+def _money(value: float | None) -> str:
+    return "—" if value is None else f"{value:.4f}"
+
+
 def out_path(out: Path, method: str | None) -> Path:
     """Where a file is written: --out itself, or (independent protocol) --out's name with '-<method>' added."""
     return out if method is None else out.with_name(f"{out.stem}-{file_part(method)}{out.suffix}")
@@ -132,6 +161,8 @@ def simulate_command(personas: str, simulator: str, methods: tuple[str, ...], ro
     click.echo("", err=True)
     record = get_store().get_simulation(simulation["id"])
     if record is None or record["status"] == "failed":
+        if record is not None:
+            print_costs(record)
         click.echo(_("error: the simulation ended %(status)s: %(message)s", status="failed",
                      message=(record or {}).get("error") or ""), err=True)
         sys.exit(1)
@@ -147,6 +178,7 @@ def simulate_command(personas: str, simulator: str, methods: tuple[str, ...], ro
         click.echo(_("evaluation %(id)s", id=evaluation_id), err=True)
         get_runner().run(evaluation_id, on_progress=ProgressBar())
         click.echo("", err=True)
+    print_costs(record)
     if record["status"] != "done":
         click.echo(_("error: the simulation ended %(status)s: %(message)s", status=record["status"],
                      message=record["error"] or ""), err=True)

@@ -7,10 +7,10 @@ from collections.abc import Mapping
 
 from flask import Blueprint, abort, redirect, render_template, request, url_for
 
+from benchmarks import registry
 from benchmarks.figures import method_colours
 from benchmarks.host import csv_response
 from benchmarks.search import BadQuery, compile_pattern
-from judge import prices
 from pipeline.jobs import RequestError
 from simulate.estimate import estimate
 from simulate.output import outputs
@@ -73,7 +73,8 @@ def request_of(form: Mapping) -> dict:
 def _run_page(status: int = 200, **context):
     """The Run page with what its form needs."""
     return render_template("simulation_new.html", endpoints=judge_endpoint_list(), rows=range(METHOD_ROWS),
-                           uploads=get_store().uploads_of_kinds(["personas", "dialogue"]), form=request.form,
+                           uploads=get_store().uploads_of_kinds(
+                               [kind.name for kind in registry.kinds() if kind.holds_personas]), form=request.form,
                            defaults=DEFAULTS, **context), status
 
 
@@ -90,11 +91,10 @@ def start():
     environ = get_judge_settings().environ()
     if request.form.get("action") == "estimate":
         try:
-            plan = Plan.from_settings(settings_of(get_store(), get_uploads(), body, environ))
-            price = prices(environ)
-        except (RequestError, ValueError) as exc:
+            found = estimate(settings_of(get_store(), get_uploads(), body, environ), environ)
+        except ValueError as exc:  # a RequestError, or a price that is not a number
             return _run_page(400, error=str(exc))
-        return _run_page(estimate=estimate(plan, price), price=price)
+        return _run_page(estimate=found)
     try:
         simulation = get_simulations().create(body)
     except RequestError as exc:

@@ -6,8 +6,9 @@ from datetime import datetime, timezone
 from flask import Blueprint, abort, current_app, jsonify, url_for
 
 from common.contract import Error, operation
-from judge import prices
+from judge import cost
 from pipeline.jobs import RequestError
+from simulate.costs import COST_DIGITS, report, speaker_prices
 from simulate.jobs import SimulationRunner
 from translations import _
 from web import get_judge_settings, get_store
@@ -36,23 +37,17 @@ def progress(simulation: dict) -> dict:
     return out
 
 
-def _cost(row: dict, price: dict) -> float | None:
-    """What a speaker's tokens cost at the prices set (per million prompt and completion tokens), or None."""
-    if price.get("prompt") is None or price.get("completion") is None:
-        return None
-    return round(((row["prompt_tokens"] or 0) * price["prompt"] + (row["completion_tokens"] or 0) * price["completion"])
-                 / 1_000_000, 6)
-
-
 def simulation_status(simulation: dict) -> dict:
     """What the API says of a simulation: status, progress, the uploads it wrote and the evaluations scoring them,
-    and the calls, tokens and cost (at the prices set, when they are) of each speaker's model."""
-    try:
-        price = prices(get_judge_settings().environ())
-    except ValueError:  # a bad price setting: the settings page says why
-        price = {}
+    the calls, tokens and cost of each speaker's model (each at its endpoint's prices, when they are set), and its
+    costs: per speaker (the simulator, each method, each judge), the estimate made before it started beside what it
+    has spent so far."""
+    environ = get_judge_settings().environ()
+    price = speaker_prices(simulation, environ)
     usage = [{**{k: row[k] for k in ("speaker", "model", "endpoint", "turns", "attempts", "cache_hits", "failed",
-                                     "prompt_tokens", "completion_tokens")}, "cost": _cost(row, price)}
+                                     "prompt_tokens", "completion_tokens")},
+              "cost": _rounded(cost({"prompt_tokens": row["prompt_tokens"] or 0,
+                                     "completion_tokens": row["completion_tokens"] or 0}, price.get(row["speaker"])))}
              for row in get_store().simulation_usage(simulation["id"])]
     settings = simulation["settings"]
     return {"id": simulation["id"], "status": simulation["status"], "error": simulation["error"],
@@ -61,7 +56,12 @@ def simulation_status(simulation: dict) -> dict:
             "evaluation_ids": simulation["evaluation_ids"], "protocol": settings["protocol"],
             "rounds": settings["rounds"], "methods": [m["name"] for m in settings["methods"]],
             "personas": len(settings["personas"]), "usage": usage,
+            "costs": report(get_store(), simulation, environ),
             "url": url_for("simulation_pages.status", simulation_id=simulation["id"], _external=True)}
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, COST_DIGITS)
 
 
 @bp.post("")

@@ -4,14 +4,14 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import BinaryIO, Iterator, Mapping
+from typing import BinaryIO, Callable, Iterable, Iterator, Mapping
 
 import click
 
 from benchmarks import search
 from benchmarks.dialogue import columns, figures, pairing, prompts, triage, views
 from benchmarks.dialogue import tables as dialogue_tables
-from benchmarks.dialogue.format import iter_sessions_with_offsets, validate
+from benchmarks.dialogue.format import Session, iter_sessions, iter_sessions_with_offsets, validate
 from benchmarks.dialogue.pairwise_mode import (
     PAIR_MODES,
     PAIRWISE_PROMPT_VERSION,
@@ -24,7 +24,7 @@ from benchmarks.dialogue.prompts import MODES, DialogueContext
 from benchmarks.dialogue.records import CHUNK, STORED, judgment_frame, reply_lengths
 from benchmarks.dialogue.result import build_result
 from benchmarks.figures import method_colours
-from benchmarks.kind import Job, Kind, Plan, Sample, Site, StartError, StartRequest, as_flag, upload_as
+from benchmarks.kind import Job, Kind, Plan, Sample, Site, StartError, StartRequest, StoredFile, as_flag, upload_as
 from benchmarks.problems import Report
 from benchmarks.stats import DEFAULT_N_BOOT, DEFAULT_SEED
 from common.contract import Flag
@@ -68,6 +68,31 @@ def _modes(settings: dict, questions: tuple[str, ...] = MODES) -> list[str]:
 def _sampled(request: Prompt, mode: str) -> Prompt:
     """A judge request as asked for one sample: each sample is its own cache entry."""
     return replace(request, version=sample_version(request.version, split_mode(mode)[2]))
+
+
+def _requests(evaluation: dict, sessions: Iterable[tuple[int, int, Session]], language: str,
+              wanted: Callable[[tuple], bool]) -> Iterator[tuple[tuple, Prompt]]:
+    """The judge requests of the wanted judgments of these sessions ((index, offset, session), as
+    iter_sessions_with_offsets gives them), (key, Prompt), built lazily: what `requests` and `all_requests` ask."""
+    settings, methods = evaluation["settings"], evaluation["methods"]
+    modes, pair_modes = _modes(settings), _modes(settings, PAIR_MODES)
+    for idx, _offset, session in sessions:
+        for position, rnd in enumerate(session.rounds):
+            contexts = {}
+            for method in methods:
+                history = [(r.user_message, r.responses[method]) for r in session.rounds[:position]]
+                ctx = contexts[method] = DialogueContext(session.user_profile, session.user_personality, history,
+                                                         rnd.user_message, rnd.responses[method])
+                for mode in modes:
+                    key = (idx, rnd.number, method, mode)
+                    if wanted(key):
+                        yield key, _sampled(prompts.prompt(split_mode(mode)[0], ctx, language), mode)
+            for a, b in pairs(methods) if pair_modes else ():
+                for mode in pair_modes:
+                    key = (idx, rnd.number, pair_method(a, b), mode)
+                    if wanted(key):
+                        yield key, _sampled(pair_prompt(split_mode(mode)[0], contexts[a], contexts[b], language),
+                                            mode)
 
 
 def _agreement_table(agreement: dict) -> tuple[tuple, list[tuple]]:
@@ -129,6 +154,8 @@ class DialogueKind(Kind):
                                 help="Dialogue: also compare every two methods' replies at each round, in both "
                                      "orders (win rates and a Bradley-Terry ranking)."))
 
+    holds_personas = True  # a simulation may replay the users of a dialogue file
+
     def upload_hint(self, head: bytes, filename: str, path: Path) -> str | None:
         """A file with a session's keys ("session_id" or "rounds", also in single quotes, as Python writes them): the
         kind of any file no other kind claims, so it is recognised."""
@@ -137,6 +164,13 @@ class DialogueKind(Kind):
     def validate(self, stream: BinaryIO, filename: str, options: Mapping[str, str]) -> Report:
         """Check every line of the JSONL file."""
         return validate(stream)
+
+    def personas(self, stream: BinaryIO) -> Iterator[dict]:
+        """Each session's user: its session_id as persona_id, its profile and personality (no scenario nor
+        opening)."""
+        for session in iter_sessions(stream):
+            yield {"persona_id": session.session_id, "user_profile": session.user_profile,
+                   "user_personality": session.user_personality, "scenario": "", "opening": ""}
 
     def needs_judge(self, evaluation: dict) -> bool:
         """Every dialogue evaluation is judged."""
@@ -186,25 +220,12 @@ class DialogueKind(Kind):
         first = min((key[0] for key in pending), default=0)
         found = job.store.session_offsets(job.upload["id"], first, 1) if first else []
         start = (found[0]["idx"], found[0]["offset"]) if found and found[0]["idx"] == first else (0, 0)
-        settings, methods, language = job.evaluation["settings"], job.evaluation["methods"], job.config.language
-        modes, pair_modes = _modes(settings), _modes(settings, PAIR_MODES)
-        for idx, _offset, session in iter_sessions_with_offsets(job.path, *start):
-            for position, rnd in enumerate(session.rounds):
-                contexts = {}
-                for method in methods:
-                    history = [(r.user_message, r.responses[method]) for r in session.rounds[:position]]
-                    ctx = contexts[method] = DialogueContext(session.user_profile, session.user_personality, history,
-                                                             rnd.user_message, rnd.responses[method])
-                    for mode in modes:
-                        key = (idx, rnd.number, method, mode)
-                        if key in pending:
-                            yield key, _sampled(prompts.prompt(split_mode(mode)[0], ctx, language), mode)
-                for a, b in pairs(methods) if pair_modes else ():
-                    for mode in pair_modes:
-                        key = (idx, rnd.number, pair_method(a, b), mode)
-                        if key in pending:
-                            yield key, _sampled(pair_prompt(split_mode(mode)[0], contexts[a], contexts[b], language),
-                                                mode)
+        return _requests(job.evaluation, iter_sessions_with_offsets(job.path, *start), job.config.language,
+                         pending.__contains__)
+
+    def all_requests(self, evaluation: dict, file: StoredFile, judges: list) -> Iterator[tuple[tuple, Prompt]]:
+        """Every judgment's request, session by session, in the first judge's language (as `requests`)."""
+        return _requests(evaluation, iter_sessions_with_offsets(file), judges[0].language, lambda key: True)
 
     def score(self, job: Job) -> dict:
         """The dialogue result document from everything judged so far."""

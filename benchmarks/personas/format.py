@@ -7,6 +7,7 @@ simulated user reveals), `user_personality` (a string: how they write; warned ab
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -56,6 +57,21 @@ def validate(stream: BinaryIO, max_line_bytes: int = MAX_LINE_BYTES) -> Report:
             break
     _finish(state)
     return state.report
+
+
+def personas(stream: BinaryIO, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[dict]:
+    """The personas of a file that passed validation, each line read as `validate` reads it: {persona_id,
+    user_profile, user_personality, scenario, opening} (empty texts when absent); ValueError at a line with a
+    problem."""
+    state = _State()
+    for line, value in iter_lines(stream, max_line_bytes, state.limits):
+        if type(value) is Problem:
+            raise ValueError(value.message)
+        errors = len(state.report.problems)
+        _read_persona(value, line, state)
+        if len(state.report.problems) > errors or type(value) is not dict:
+            raise ValueError(state.report.problems[-1].message)
+        yield {name: value.get(name) or "" for name in FIELDS}
 
 
 def _read_persona(obj: object, line: int, state: _State) -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import BinaryIO, Mapping
+from typing import BinaryIO, Iterator, Mapping
 
 from benchmarks.kind import Job, JobFailed, Kind, Plan, Site, StartError, StartRequest
-from benchmarks.personas.format import MAX_LINE_BYTES, validate
+from benchmarks.personas.format import MAX_LINE_BYTES, personas, validate
 from benchmarks.problems import Report
 from translations import _
 from translations import lazy_gettext as _l
@@ -28,6 +28,7 @@ class PersonasKind(Kind):
     label = _l("Personas (simulated users)")
     formats = _l(".jsonl, one persona per line")
     extension = ".jsonl"
+    holds_personas = True
 
     def sniff(self, head: bytes, filename: str, path: Path | None) -> bool:
         """JSON Lines whose first object has "persona_id" and "user_profile" and no "rounds" (a dialogue file
@@ -44,6 +45,10 @@ class PersonasKind(Kind):
     def validate(self, stream: BinaryIO, filename: str, options: Mapping[str, str]) -> Report:
         """Check every line of the personas file."""
         return validate(stream)
+
+    def personas(self, stream: BinaryIO) -> Iterator[dict]:
+        """Every persona of the file, a line each."""
+        return personas(stream)
 
     def start(self, upload: dict, request: StartRequest) -> Plan:
         """Never: a personas file is used by a simulation, not scored (StartError says where to go)."""

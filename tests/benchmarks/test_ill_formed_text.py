@@ -424,3 +424,20 @@ def test_every_json_reading_of_an_upload_goes_through_the_reader():
         if count:
             found[name] = count
     assert found == allowed
+
+
+def test_the_core_parses_no_uploaded_file_itself():
+    """The core (the pipeline, the simulations, the web app) reads an uploaded file only through its kind (the
+    personas of a simulation: `Kind.personas`), never with json.load(s) of its own: a BOM, CRLF line ends or a blank
+    line then read the same at the upload and everywhere after it."""
+    allowed = {
+        "pipeline/queue_runner.py": 1,  # a Celery message the broker holds
+    }
+    found = {}
+    for path in [*(ROOT / "app.py",), *(p for folder in ("simulate", "pipeline", "web")
+                                         for p in sorted((ROOT / folder).rglob("*.py")))]:
+        name = path.relative_to(ROOT).as_posix()
+        count = len(re.findall(r"\bjson\.loads?\(", path.read_text(encoding="utf-8")))
+        if count:
+            found[name] = count
+    assert found == allowed

@@ -55,6 +55,24 @@ def test_parse_default_and_named_endpoints():
     assert "k2" not in repr(endpoints["local"]) and "api_key" not in endpoints["local"].public()
 
 
+def test_each_endpoint_has_its_own_prices_never_anothers():
+    from judge import prices
+
+    env = {"JUDGE_PRICE_PROMPT_PER_M": "2", "JUDGE_PRICE_COMPLETION_PER_M": "10",
+           "JUDGE_ENDPOINTS": json.dumps({"local": {"base_url": "http://b:2/v1", "price_prompt_per_m": 0.5,
+                                                    "price_completion_per_m": "1.5"},
+                                          "open": {"base_url": "http://c:3/v1"}})}
+    assert judge_endpoints.parse(env)["local"].prices == (0.5, 1.5)
+    assert prices(env) == prices(env, endpoint="default") == {"prompt": 2.0, "completion": 10.0}
+    assert prices(env, endpoint="local") == {"prompt": 0.5, "completion": 1.5}
+    assert prices(env, endpoint="open") == {"prompt": None, "completion": None}
+    assert prices(env, batch=True, endpoint="local") == {"prompt": 0.25, "completion": 0.75, "batch_factor": 0.5}
+    for bad in (-1, "cheap", True, [1]):
+        named = {"local": {"base_url": "http://b:2/v1", "price_completion_per_m": bad}}
+        with pytest.raises(ValueError, match="price_completion_per_m of judge endpoint 'local' must be a number of 0"):
+            judge_endpoints.parse({"JUDGE_ENDPOINTS": json.dumps(named)})
+
+
 @pytest.mark.parametrize("value, fragment", [
     ("{not json", "JUDGE_ENDPOINTS must be a JSON object"),
     ("[1, 2]", "JUDGE_ENDPOINTS must be a JSON object"),

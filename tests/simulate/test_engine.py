@@ -254,26 +254,6 @@ def test_the_plan_counts_turns_of_both_protocols(builtin_two):
         (0, "p1", ("A",), "A"), (1, "p1", ("B",), "B"), (2, "p1", ("C",), "C"), (3, "p2", ("A",), "A")]
 
 
-def test_the_estimate_counts_calls_and_the_longest_answers_allowed():
-    from simulate.estimate import estimate
-
-    settings = {"personas": [P1.to_dict()], "rounds": 2, "reference": "A", "user_retries": 2, "protocol": "shared",
-                "simulator": {"model": "s", "endpoint": "default", "temperature": 0.7, "max_tokens": 100,
-                              "language": "en"},
-                "methods": [{"name": "A", "model": "m", "endpoint": "default", "temperature": 0, "max_tokens": 200,
-                             "system_prompt": "x" * 40}]}
-    system = -(-len(prompts.system_message(P1, "en")) // 4) + -(-len(prompts.START["en"]) // 4)
-    # simulator: round 1 the system alone, round 2 plus one exchange (100 + 200); method A: 10 tokens of system
-    # prompt, then round 1 one user message (100), round 2 two and its first reply (2 x 100 + 200)
-    prompt = system + (system + 300) + (10 + 100) + (10 + 400)
-    found = estimate(Plan.from_settings(settings), {"prompt": 2.0, "completion": 10.0})
-    assert found == {"calls": 4, "prompt_tokens": prompt, "completion_tokens": 2 * 100 + 2 * 200,
-                     "cost": (prompt * 2.0 + 600 * 10.0) / 1e6}
-    assert estimate(Plan.from_settings(settings), {"prompt": None, "completion": 10.0})["cost"] is None
-    with_opening = {**settings, "personas": [P2.to_dict()]}
-    assert estimate(Plan.from_settings(with_opening), {})["calls"] == 3  # P2's opening is not asked
-
-
 def test_built_in_personas_that_cannot_be_read_are_a_refusal(tmp_path, judge_server, monkeypatch):
     monkeypatch.setattr(personas, "BUILTIN", tmp_path / "missing.jsonl")
     runner = make_runner(tmp_path, environment(judge_server.url))

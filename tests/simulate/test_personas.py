@@ -4,6 +4,8 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
+
 from benchmarks import registry
 from benchmarks.personas.format import validate
 from simulate import personas, prompts
@@ -41,12 +43,21 @@ def test_the_builtin_openings_are_messages_the_simulated_user_could_have_written
     assert {pid: prompts.check_user_message(text) for pid, text in openings.items()} == dict.fromkeys(openings)
 
 
-def test_from_lines_skips_blank_lines_and_fills_missing_optional_fields():
-    lines = ['{"persona_id": 7, "user_profile": "A farmer."}', "", "  ",
+@pytest.mark.parametrize("bom, newline", [(b"", b"\n"), (b"\xef\xbb\xbf", b"\r\n")])
+def test_a_personas_file_reads_through_its_kind_blank_lines_skipped_missing_fields_empty(bom, newline):
+    lines = [b'{"persona_id": "a", "user_profile": "A farmer."}', b"", b"  ",
              json.dumps({"persona_id": "b", "user_profile": "A nurse.", "user_personality": "Terse.",
-                         "scenario": "Night shifts.", "opening": "hi"})]
-    assert list(personas.from_lines(lines)) == [Persona("7", "A farmer.", ""),
-                                                Persona("b", "A nurse.", "Terse.", "Night shifts.", "hi")]
+                         "scenario": "Night shifts.", "opening": "hi"}).encode(), b""]
+    read = personas.read(registry.get("personas"), io.BytesIO(bom + newline.join(lines)))
+    assert read == [Persona("a", "A farmer.", ""), Persona("b", "A nurse.", "Terse.", "Night shifts.", "hi")]
+
+
+def test_a_line_that_does_not_read_is_a_value_error_naming_it():
+    with pytest.raises(ValueError, match="Line 2: 'persona_id' must be a string, found a number"):
+        personas.read(registry.get("personas"), io.BytesIO(b'{"persona_id": "a", "user_profile": "P"}\n'
+                                                             b'{"persona_id": 7, "user_profile": "Q"}\n'))
+    with pytest.raises(ValueError, match="Line 1 is not valid JSON"):
+        personas.read(registry.get("dialogue"), io.BytesIO(b"{not json\n"))
 
 
 def test_a_persona_as_a_line_keeps_the_required_fields_and_the_optional_ones_it_has():
@@ -59,6 +70,7 @@ def test_a_persona_as_a_line_keeps_the_required_fields_and_the_optional_ones_it_
 def test_a_dialogue_files_sessions_give_their_personas():
     lines = [json.dumps({"session_id": "s1", "user_profile": "A teacher.", "user_personality": "Warm.",
                          "rounds": [{"round": 1, "user_message": "hi", "responses": {"A": "hello"}}]}),
-             "", json.dumps({"session_id": 2, "user_profile": "A student.", "rounds": []})]
-    assert list(personas.from_dialogue_lines(lines)) == [Persona("s1", "A teacher.", "Warm."),
-                                                         Persona("2", "A student.", "")]
+             "", json.dumps({"session_id": "s2", "user_profile": "A student.",
+                             "rounds": [{"round": 1, "user_message": "yo", "responses": {"A": "hey"}}]}), ""]
+    read = personas.read(registry.get("dialogue"), io.BytesIO("\r\n".join(lines).encode()))
+    assert read == [Persona("s1", "A teacher.", "Warm."), Persona("s2", "A student.", "")]

@@ -51,6 +51,14 @@ def endpoint_sources(client) -> dict[str, str]:
     html = client.get("/settings").get_data(as_text=True)
     table = html.split('id="endpoints"', 1)[1].split("</table>", 1)[0]
     rows = [row.split("</tr>", 1)[0] for row in table.split("<tr>")[2:]]
+    return {row.split("<td>", 2)[1].split("</td>", 1)[0]: row.split("<td>")[6].split("</td>", 1)[0] for row in rows}
+
+
+def endpoint_prices(client) -> dict[str, str]:
+    """Each endpoint row of the settings page: its name and its prices cell."""
+    html = client.get("/settings").get_data(as_text=True)
+    table = html.split('id="endpoints"', 1)[1].split("</table>", 1)[0]
+    rows = [row.split("</tr>", 1)[0] for row in table.split("<tr>")[2:]]
     return {row.split("<td>", 2)[1].split("</td>", 1)[0]: row.split("<td>")[5].split("</td>", 1)[0] for row in rows}
 
 
@@ -60,6 +68,31 @@ def test_endpoints_say_where_they_are_defined(client, judge_server):
     assert client.post("/settings/endpoints", data={"name": "other", "base_url": judge_server.url,
                                                     "models": "", "api_key": "k"}).status_code == 302
     assert endpoint_sources(client) == {"default": "settings page", "other": "settings page"}
+
+
+def test_a_named_endpoint_has_its_own_prices_and_its_judgments_cost_at_them(client, judge_server):
+    save(client, price_prompt="2", price_completion="10")  # the default endpoint's
+    refused = client.post("/settings/endpoints", data={"name": "cheap", "base_url": judge_server.url,
+                                                       "price_prompt": "free", "price_completion": "1"})
+    assert refused.status_code == 400
+    assert "price_prompt_per_m of judge endpoint &#39;cheap&#39; must be a number of 0 or more, got &#39;free&#39;" in \
+        refused.get_data(as_text=True)
+    for name, prices in (("cheap", ("0.5", "1.5")), ("unpriced", ("", ""))):
+        assert client.post("/settings/endpoints", data={"name": name, "base_url": judge_server.url,
+                                                        "price_prompt": prices[0], "price_completion": prices[1]}
+                           ).status_code == 302
+    assert endpoint_prices(client) == {"default": "2.0 / 10.0", "cheap": "0.5 / 1.5", "unpriced": "none"}
+    upload_id = client.post("/api/uploads", data={"file": (io.BytesIO(jsonl(session_line())), "x.jsonl")},
+                            content_type="multipart/form-data").get_json()["id"]
+    judged = {}
+    for name in ("default", "cheap", "unpriced"):
+        created = client.post("/api/evaluations", json={"upload_id": upload_id, "judge": {"endpoint": name}})
+        judged[name] = wait_for(client, created.get_json()["id"])["result"]["judge"]
+    for name, (prompt, completion) in (("default", (2, 10)), ("cheap", (0.5, 1.5))):
+        assert judged[name]["prices_per_million"] == {"prompt": prompt, "completion": completion}
+        assert judged[name]["cost"] == pytest.approx(
+            (judged[name]["prompt_tokens"] * prompt + judged[name]["completion_tokens"] * completion) / 1e6)
+    assert judged["unpriced"]["cost"] is None  # never at the default endpoint's prices
 
 
 def test_invalid_setting_is_refused_with_its_name(client):

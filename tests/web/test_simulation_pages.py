@@ -21,7 +21,8 @@ from web.simulation_pages import request_of
 @pytest.fixture
 def client(make_app, judge_server, builtin_two):
     Recorder(judge_server)
-    named = {"local": {"base_url": judge_server.url, "models": ["model-a", "model-b"]}}
+    named = {"local": {"base_url": judge_server.url, "models": ["model-a", "model-b"], "price_prompt_per_m": 1,
+                       "price_completion_per_m": 3}}
     env = environment(judge_server.url, JUDGE_ENDPOINTS=json.dumps(named), JUDGE_PRICE_PROMPT_PER_M="2",
                       JUDGE_PRICE_COMPLETION_PER_M="10")
     return make_app(env).test_client()
@@ -59,7 +60,7 @@ def test_the_run_page_estimates_then_starts_and_the_status_page_shows_the_transc
     assert estimated.status_code == 200 and judge_server.requests == 0
     text = estimated.get_data(as_text=True)
     assert "11 calls to the models." in text  # 2 personas x 2 rounds x 2 methods + 3 simulator turns (P2's opening)
-    assert "per million prompt and completion tokens" in text
+    assert "each model at its endpoint's prices" in text and "<td>1.0 / 3.0</td>" in text and "<td>2.0 / 10.0</td>" in text
 
     started = client.post("/simulations/new", data={**FORM, "action": "start"})
     assert started.status_code == 302
@@ -68,8 +69,10 @@ def test_the_run_page_estimates_then_starts_and_the_status_page_shows_the_transc
     status = client.get(f"/simulations/{simulation_id}").get_data(as_text=True)
     assert P2.opening in status and "11 of 11 turns" in status
     usage = client.get(f"/api/simulations/{simulation_id}").get_json()["usage"]
-    for row in usage:  # at 2 and 10 per million prompt and completion tokens
-        assert row["cost"] == round((row["prompt_tokens"] * 2 + row["completion_tokens"] * 10) / 1e6, 6)
+    for row in usage:  # the simulator at the default endpoint's 2 and 10 per million prompt and completion tokens,
+        # the methods at their endpoint's 1 and 3
+        prompt, completion = (2, 10) if row["speaker"] == "user" else (1, 3)
+        assert row["cost"] == round((row["prompt_tokens"] * prompt + row["completion_tokens"] * completion) / 1e6, 6)
     assert sorted(u["speaker"] for u in usage) == ["A", "B", "user"] and all(u["prompt_tokens"] for u in usage)
     usage_csv = client.get(f"/simulations/{simulation_id}/usage.csv")
     assert usage_csv.headers["Content-Disposition"].endswith(f'simulation-{simulation_id}-usage.csv"')

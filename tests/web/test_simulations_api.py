@@ -158,3 +158,40 @@ def test_a_personas_upload_is_the_simulated_users(sim_app):
         ("nurse", "A night-shift nurse in Leeds.", "Terse."), ("chef", "A pastry chef who cycles to work.", "Warm.")]
     assert sessions[0]["rounds"][0]["user_message"] == "Any tips for sleeping in the day?"
     assert [len(s["rounds"]) for s in sessions] == [2, 2]
+
+
+PERSONA_LINES = [{"persona_id": "nurse", "user_profile": "A night-shift nurse in Leeds.", "user_personality": "Terse.",
+                  "opening": "Any tips for sleeping in the day?"},
+                 {"persona_id": "chef", "user_profile": "A pastry chef who cycles to work.",
+                  "user_personality": "Warm.", "scenario": "Training for a sportive."}]
+DIALOGUE_LINES = [{"session_id": "s-1", "user_profile": "Retired ferry captain.", "user_personality": "Curious.",
+                   "rounds": [{"round": 1, "user_message": "hi", "responses": {"X": "hello"}}]},
+                  {"session_id": "s-2", "user_profile": "学生，住在南京。",
+                   "rounds": [{"round": 1, "user_message": "你好", "responses": {"X": "你好！"}}]}]
+
+
+@pytest.mark.parametrize("lines, kind", [(PERSONA_LINES, "personas"), (DIALOGUE_LINES, "dialogue")])
+def test_a_bom_crlf_and_a_trailing_blank_line_give_what_the_plain_file_gives(sim_app, lines, kind):
+    """The simulation reads an uploaded file through its kind, as the upload was validated: the same file with a byte
+    order mark, CRLF line ends and a blank line at its end is the same upload and the same simulation, never a 500."""
+    client = sim_app.test_client()
+    texts = [json.dumps(line, ensure_ascii=False).encode() for line in lines]
+    plain = b"\n".join(texts) + b"\n"
+    awkward = b"\xef\xbb\xbf" + b"\r\n".join(texts) + b"\r\n\r\n"
+    found = []
+    for data in (plain, awkward):
+        upload = client.post("/api/uploads", data={"file": (io.BytesIO(data), f"{kind}.jsonl")},
+                             content_type="multipart/form-data")
+        assert upload.status_code == 201, upload.get_json()
+        upload = upload.get_json()
+        started = client.post("/api/simulations", json={**body(), "personas": None,
+                                                        "personas_upload_id": upload["id"]})
+        assert started.status_code == 202, started.get_json()
+        done = wait(client, started.get_json()["id"])
+        assert done["status"] == "done", done
+        written = client.get(f"/uploads/{done['upload_ids'][0]}/file").get_data()
+        found.append(({k: upload[k] for k in ("kind", "summary", "warnings")}, done["personas"],
+                      done["progress"]["total"], written))
+    assert found[0] == found[1]
+    sessions = [json.loads(line) for line in found[0][3].decode().splitlines()]
+    assert [s["session_id"] for s in sessions] == [line.get("persona_id") or line.get("session_id") for line in lines]

@@ -221,8 +221,10 @@ def test_panel_and_samples_from_the_cli(runner, tmp_path, judge_server):
     result = runner.invoke(args=["score", str(path), "--judges-file", str(judges_file), "--samples", "2",
                                  "--out", str(out)])
     assert result.exit_code == 2 and "set a temperature above 0" in result.output  # judge-c samples at 0
-    judges_file.write_text(json.dumps([{"model": "judge-a", "temperature": 0.5},
-                                       {"model": "judge-c", "temperature": 1.0}]), "utf-8")
+    # read as an uploaded JSON text is: a byte order mark, CRLF line ends and a blank line at the end are fine
+    judges_file.write_bytes(b"\xef\xbb\xbf" + json.dumps([{"model": "judge-a", "temperature": 0.5},
+                                                          {"model": "judge-c", "temperature": 1.0}], indent=1)
+                            .replace("\n", "\r\n").encode() + b"\r\n\r\n")
     result = runner.invoke(args=["score", str(path), "--judges-file", str(judges_file), "--samples", "2",
                                  "--out", str(out)])
     assert result.exit_code == 0, result.output
