@@ -200,10 +200,12 @@ class Kind(ABC):
         """Judge calls for the pending keys, as (key, judge.Prompt), built lazily."""
         return iter(())
 
-    def all_requests(self, evaluation: dict, file: StoredFile, judges: list) -> Iterator[tuple[tuple, Prompt]]:
+    def all_requests(self, evaluation: dict, file: StoredFile, judges: list,
+                     store: Store | None = None) -> Iterator[tuple[tuple, Prompt]]:
         """Every judge call an evaluation of `file` makes (`evaluation`: the "methods" and "settings" `start`
         planned; `judges`: each judge's configuration), as (key, judge.Prompt), built as `requests` builds them but
-        without the store: what an estimate counts and measures before the evaluation exists. None by default."""
+        before the evaluation exists (`store` only to read what its settings name): what an estimate counts and
+        measures. None by default."""
         return iter(())
 
     @abstractmethod
@@ -211,16 +213,18 @@ class Kind(ABC):
         """The result document, from the file and (for a judge) the judgments stored so far."""
         ...
 
-    def prompt_templates(self, evaluation: dict, config: Any) -> dict[str, tuple[str, str]]:
+    def prompt_templates(self, evaluation: dict, config: Any, store: Store | None = None) -> dict[str, tuple[str, str]]:
         """The prompt templates the judge `config` (one of a panel's) is sent in this evaluation, by name ("fine"):
         (prompt version, the template's text as filled in for each judgment); the result's provenance keeps the
-        SHA-256 of each text, so that runs with differently worded prompts can be told apart."""
+        SHA-256 of each text, so that runs with differently worded prompts can be told apart. `store` holds what the
+        evaluation's settings name (a dialogue rubric people added)."""
         return {}
 
     def provenance(self, job: Job) -> dict:
         """This kind's own part of the result's provenance, beside the common part (pipeline/provenance.py):
         "bootstrap" ({"seed", "replicates"} of its intervals) when it draws bootstrap intervals, "reference"
-        ({"name", "sha256"}) when it scores against a reference set."""
+        ({"name", "sha256"}) when it scores against a reference set, "rubric" ({"id", "version", "sha256"}) when
+        its judge asks under a rubric."""
         return {}
 
     # -- show --------------------------------------------------------------------------------------------

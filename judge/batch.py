@@ -189,6 +189,8 @@ def _line(config: JudgeConfig, custom_id: str, prompt: Prompt) -> bytes:
     """One JSONL request: the body Judge sends for this prompt, to the chat completions endpoint."""
     body = {"model": config.model, "messages": prompt.messages, "temperature": config.temperature,
             "max_tokens": config.max_tokens}
+    if prompt.response_format and config.structured_output:
+        body["response_format"] = prompt.response_format
     request = {"custom_id": custom_id, "method": "POST", "url": ENDPOINT, "body": body}
     return (json.dumps(request, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 

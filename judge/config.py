@@ -150,6 +150,8 @@ class JudgeConfig:
     retry_base_s: float = 0.5  # the first retry waits up to this long, the k-th up to base * 2**(k-1)
     retry_max_s: float = 30.0  # cap of that exponential backoff
     use_cache: bool = True  # False: never read the cache (answers are still written to it)
+    # whether the endpoint takes a prompt's `response_format` (structured output); from its endpoint's settings
+    structured_output: bool = True
     # Redis URL of the budget shared by every process of the deployment (None: this process's own);
     # from the environment only (JUDGE_REDIS_URL, else a redis:// CELERY_BROKER_URL), never from a request.
     budget_url: str | None = field(default=None, repr=False)

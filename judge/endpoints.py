@@ -33,12 +33,14 @@ class Endpoint:
     models: tuple[str, ...] = ()  # empty: any model
     source: str = "environment"  # or "settings"
     prices: tuple[float | None, float | None] = (None, None)  # per million prompt, completion tokens (named ones)
+    structured_output: bool = True  # whether it takes a JSON Schema `response_format` (structured output)
 
     def public(self) -> dict:
         """Everything but the key (only whether one is set)."""
         return {"name": self.name, "base_url": self.base_url, "models": list(self.models),
                 "api_key_set": bool(self.api_key), "source": self.source,
-                "prices": {"prompt": self.prices[0], "completion": self.prices[1]}}
+                "prices": {"prompt": self.prices[0], "completion": self.prices[1]},
+                "structured_output": self.structured_output}
 
     def allows(self, model: str) -> bool:
         """Whether this endpoint may be asked for `model`."""
@@ -84,7 +86,9 @@ def parse(environ: Mapping[str, str]) -> dict[str, Endpoint]:
     JUDGE_ENDPOINTS, a JSON object {name: {base_url, api_key or api_key_env, models}}. ValueError when invalid."""
     base_url = _first(environ, URL_VARIABLES)
     endpoints = {DEFAULT: Endpoint(DEFAULT, check_url(DEFAULT, base_url) if base_url else None,
-                                   _first(environ, KEY_VARIABLES), split_models(environ.get("JUDGE_MODELS")))}
+                                   _first(environ, KEY_VARIABLES), split_models(environ.get("JUDGE_MODELS")),
+                                   structured_output=check_flag(DEFAULT, "JUDGE_STRUCTURED_OUTPUT",
+                                                                environ.get("JUDGE_STRUCTURED_OUTPUT")))}
     text = (environ.get("JUDGE_ENDPOINTS") or "").strip()
     if not text:
         return endpoints
@@ -109,11 +113,12 @@ def _endpoint(name: str, spec: object, environ: Mapping[str, str], known: Mappin
     if not isinstance(spec, dict):
         raise ValueError(_("Judge endpoint '%(name)s' must be an object with base_url, api_key and models.",
                            name=name))
-    unknown = sorted(set(spec) - {"base_url", "api_key", "api_key_env", "models", "source", *PRICE_FIELDS})
+    unknown = sorted(set(spec) - {"base_url", "api_key", "api_key_env", "models", "source", "structured_output",
+                                  *PRICE_FIELDS})
     if unknown:
         raise ValueError(_("Judge endpoint '%(name)s' has unknown fields: %(fields)s. Allowed: base_url, api_key, "
-                           "api_key_env, models, price_prompt_per_m, price_completion_per_m.", name=name,
-                           fields=", ".join(unknown)))
+                           "api_key_env, models, price_prompt_per_m, price_completion_per_m, structured_output.",
+                           name=name, fields=", ".join(unknown)))
     key = spec.get("api_key")
     if spec.get("api_key_env"):
         key = environ.get(str(spec["api_key_env"]))
@@ -126,7 +131,22 @@ def _endpoint(name: str, spec: object, environ: Mapping[str, str], known: Mappin
         raise ValueError(_("The API key of judge endpoint '%(name)s' must be a string.", name=name))
     prompt, completion = (check_price(name, field, spec.get(field)) for field in PRICE_FIELDS)
     return Endpoint(name, check_url(name, spec.get("base_url")), (key or "").strip() or None,
-                    tuple(m.strip() for m in models), str(spec.get("source") or "environment"), (prompt, completion))
+                    tuple(m.strip() for m in models), str(spec.get("source") or "environment"), (prompt, completion),
+                    check_flag(name, "structured_output", spec.get("structured_output")))
+
+
+def check_flag(name: str, field: str, value: object) -> bool:
+    """An endpoint's yes/no setting (true when not given): a boolean, or 1/0, true/false, yes/no, on/off as text;
+    ValueError naming the endpoint and the field otherwise."""
+    if value is None or isinstance(value, bool):
+        return value is not False
+    text = str(value).strip().lower()
+    if text in ("", "1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(_("The %(field)s of judge endpoint '%(name)s' must be true or false, got %(value)s.",
+                       field=field, name=name, value=repr(value)))
 
 
 def check_price(name: str, field: str, value: object) -> float | None:

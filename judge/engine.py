@@ -115,8 +115,10 @@ class Judge(CachedAnswers):
     def _body(self, prompt: Prompt) -> dict:
         """The chat completion request of a prompt."""
         c = self.config
-        return {"model": c.model, "messages": prompt.messages, "temperature": c.temperature,
-                "max_tokens": c.max_tokens}
+        body = {"model": c.model, "messages": prompt.messages, "temperature": c.temperature, "max_tokens": c.max_tokens}
+        if prompt.response_format and c.structured_output:
+            body["response_format"] = prompt.response_format
+        return body
 
     def _retry_wait(self, exc: BaseException, retry: int) -> float:
         """Seconds to wait before retry number `retry` (0-based): what the server asked for, else backoff."""

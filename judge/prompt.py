@@ -28,6 +28,8 @@ class Prompt:
     messages: list[dict]
     parse: Parser
     version: str
+    # a JSON answer's structured-output request ({"type": "json_schema", ...}), sent when the endpoint takes it
+    response_format: Mapping | None = None
 
 
 @dataclass

@@ -72,7 +72,8 @@ def judge_config(settings: Mapping, environ: Mapping[str, str]) -> JudgeConfig:
     defaults = {k: v for k, v in environ.items()
                 if k not in judge_endpoints.URL_VARIABLES + judge_endpoints.KEY_VARIABLES}
     config = replace(JudgeConfig.from_env(defaults, **{k: settings.get(k) for k in JUDGE_OVERRIDES}),
-                     base_url=endpoint.base_url, api_key=endpoint.api_key)
+                     base_url=endpoint.base_url, api_key=endpoint.api_key,
+                     structured_output=endpoint.structured_output)
     if not endpoint.allows(config.model):
         raise ValueError(_("Judge endpoint '%(name)s' does not allow model %(model)s. Allowed: %(models)s.",
                            name=endpoint.name, model=repr(config.model), models=", ".join(endpoint.models)))

@@ -74,7 +74,7 @@ def judges(kind: Kind, job: Job) -> list[dict]:
     configs = job.judges or [job.config]
     out = []
     for recorded, config in zip(panel_settings(settings), configs):
-        templates = kind.prompt_templates(job.evaluation, config)
+        templates = kind.prompt_templates(job.evaluation, config, job.store)
         versions = list(dict.fromkeys(version for version, _text in templates.values()))
         out.append({"endpoint": recorded.get("endpoint") or "default", "model": config.model,
                     "temperature": config.temperature, "max_tokens": config.max_tokens, "language": config.language,
@@ -93,6 +93,7 @@ def build(kind: Kind, job: Job, started_at: str | None, finished_at: str, enviro
             "kind": {"name": kind.name, "format_version": kind.format_version},
             "judges": judges(kind, job),
             "reference": own.get("reference"),
+            **({"rubric": own["rubric"]} if own.get("rubric") else {}),
             "bootstrap": own.get("bootstrap"),
             "environment": libraries(),
             "started_at": started_at, "finished_at": finished_at}

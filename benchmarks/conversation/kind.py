@@ -11,6 +11,7 @@ from benchmarks.conversation.format import Conversation, holds_conversations, re
 from benchmarks.conversation.prompts import ANNOTATION_PROMPT_VERSION, ANNOTATION_SCALES
 from benchmarks.conversation.prompts import template as annotation_template
 from benchmarks.conversation.result import build_result
+from benchmarks.host import Store
 from benchmarks.kind import (
     Job,
     Kind,
@@ -99,7 +100,7 @@ class ConversationKind(Kind):
         """The pending conversations' annotation requests, (key, Prompt) in the judge's language."""
         return annotation.requests(self._conversations(job), pending, job.config.language)
 
-    def prompt_templates(self, evaluation: dict, config) -> dict[str, tuple[str, str]]:
+    def prompt_templates(self, evaluation: dict, config, store: Store | None = None) -> dict[str, tuple[str, str]]:
         """The annotation prompt in the judge's language."""
         return {"annotation": (ANNOTATION_PROMPT_VERSION, annotation_template(config.language))}
 

@@ -9,7 +9,7 @@ from typing import BinaryIO, Callable, Iterable, Iterator, Mapping
 import click
 
 from benchmarks import search
-from benchmarks.dialogue import columns, figures, pairing, prompts, triage, views
+from benchmarks.dialogue import columns, figures, pairing, prompts, rubric_store, triage, views
 from benchmarks.dialogue import tables as dialogue_tables
 from benchmarks.dialogue.format import Session, iter_sessions, iter_sessions_with_offsets, validate
 from benchmarks.dialogue.pairwise_mode import (
@@ -24,8 +24,10 @@ from benchmarks.dialogue.prompts import MODES, DialogueContext
 from benchmarks.dialogue.records import CHUNK, STORED, judgment_frame, reply_lengths
 from benchmarks.dialogue.result import build_result
 from benchmarks.figures import method_colours
+from benchmarks.host import Store
 from benchmarks.kind import Job, Kind, Plan, Sample, Site, StartError, StartRequest, StoredFile, as_flag, upload_as
 from benchmarks.problems import Report
+from benchmarks.rubrics import Rubric
 from benchmarks.stats import DEFAULT_N_BOOT, DEFAULT_SEED
 from common.contract import Flag
 from judge import JudgeConfig, Prompt, mode_key, panel_settings, sample_version, split_mode
@@ -56,11 +58,12 @@ def _samples(value) -> int:
     return number
 
 
-def _modes(settings: dict, questions: tuple[str, ...] = MODES) -> list[str]:
-    """The stored modes of one reply's judgments (or one pair's, with PAIR_MODES in pairwise mode): each question,
-    by each judge, each sample."""
+def _modes(settings: dict, questions: tuple[str, ...] | None = None) -> list[str]:
+    """The stored modes of one reply's judgments (each question its rubric asks, recorded as the settings' "modes";
+    or one pair's, with PAIR_MODES in pairwise mode): each question, by each judge, each sample."""
     if questions == PAIR_MODES and not settings.get("pairwise"):
         return []
+    questions = questions or tuple(settings.get("modes") or MODES)
     return [mode_key(base, judge, sample) for judge in range(len(panel_settings(settings)))
             for sample in range(settings.get("samples") or 1) for base in questions]
 
@@ -71,9 +74,10 @@ def _sampled(request: Prompt, mode: str) -> Prompt:
 
 
 def _requests(evaluation: dict, sessions: Iterable[tuple[int, int, Session]], language: str,
-              wanted: Callable[[tuple], bool]) -> Iterator[tuple[tuple, Prompt]]:
+              wanted: Callable[[tuple], bool], rubric: Rubric) -> Iterator[tuple[tuple, Prompt]]:
     """The judge requests of the wanted judgments of these sessions ((index, offset, session), as
-    iter_sessions_with_offsets gives them), (key, Prompt), built lazily: what `requests` and `all_requests` ask."""
+    iter_sessions_with_offsets gives them) under the evaluation's rubric, (key, Prompt), built lazily: what
+    `requests` and `all_requests` ask."""
     settings, methods = evaluation["settings"], evaluation["methods"]
     modes, pair_modes = _modes(settings), _modes(settings, PAIR_MODES)
     for idx, _offset, session in sessions:
@@ -86,7 +90,7 @@ def _requests(evaluation: dict, sessions: Iterable[tuple[int, int, Session]], la
                 for mode in modes:
                     key = (idx, rnd.number, method, mode)
                     if wanted(key):
-                        yield key, _sampled(prompts.prompt(split_mode(mode)[0], ctx, language), mode)
+                        yield key, _sampled(prompts.prompt(split_mode(mode)[0], ctx, language, rubric), mode)
             for a, b in pairs(methods) if pair_modes else ():
                 for mode in pair_modes:
                     key = (idx, rnd.number, pair_method(a, b), mode)
@@ -143,11 +147,14 @@ class DialogueKind(Kind):
     offline_report = True
     format_version = 2  # 2: the length_bias block says whether the file tells reply length from method
     score_columns = prompts.DIMENSIONS
-    tables = dialogue_tables.TABLES  # people's ratings and reviews
+    tables = (*dialogue_tables.TABLES, rubric_store.TABLE)  # people's ratings and reviews, the rubrics people add
     paired_metrics = pairing.METRICS
-    start_fields = ("samples", "pairwise")
-    start_types = {"samples": int | str, "pairwise": Flag}
-    cli_options = (click.Option(["--samples"], type=int, default=None,
+    start_fields = ("samples", "pairwise", "rubric")
+    start_types = {"samples": int | str, "pairwise": Flag, "rubric": str}
+    cli_options = (click.Option(["--rubric"], default=None, metavar="ID",
+                                help="Dialogue: judge under this rubric, by id or SHA-256 (default: personasteer; "
+                                     "`flask --app app rubrics list`)."),
+                   click.Option(["--samples"], type=int, default=None,
                                 help="Dialogue: ask each judgment this many times (1-5, temperature > 0) to measure "
                                      "the judge's self-consistency."),
                    click.Option(["--pairwise"], is_flag=True, default=None,
@@ -191,8 +198,15 @@ class DialogueKind(Kind):
             raise StartError(_("'pairwise' must be true or false."))
         if pairwise and len(methods) < 2:
             raise StartError(_("Pairwise mode compares methods: choose at least two."))
-        settings = {**request.judge_settings(), "modes": list(MODES), "samples": samples,
-                    **({"pairwise": True} if pairwise else {})}
+        rubric = rubric_store.chosen(request.store, request.options.get("rubric"))
+        judge_settings = request.judge_settings()
+        for judge in panel_settings(judge_settings):
+            if (judge.get("language") or "en") not in rubric.languages:
+                raise StartError(_("The rubric %(id)s has prompts in %(languages)s only; set the judge's language to "
+                                   "one of them.", id=rubric.id, languages=", ".join(rubric.languages)))
+        settings = {**judge_settings, "modes": list(prompts.modes(rubric)), "samples": samples,
+                    **({"pairwise": True} if pairwise else {}),
+                    **({"rubric": rubric.reference()} if rubric != prompts.DEFAULT else {})}
         if samples > 1 and any(s["temperature"] <= 0 for s in panel_settings(settings)):
             raise StartError(_("Asking each judgment %(samples)s times measures how consistent the judge is only "
                                "when it samples: set a temperature above 0 (0.7 is common).", samples=samples))
@@ -221,33 +235,42 @@ class DialogueKind(Kind):
         found = job.store.session_offsets(job.upload["id"], first, 1) if first else []
         start = (found[0]["idx"], found[0]["offset"]) if found and found[0]["idx"] == first else (0, 0)
         return _requests(job.evaluation, iter_sessions_with_offsets(job.path, *start), job.config.language,
-                         pending.__contains__)
+                         pending.__contains__, rubric_store.of_evaluation(job.store, job.evaluation))
 
-    def all_requests(self, evaluation: dict, file: StoredFile, judges: list) -> Iterator[tuple[tuple, Prompt]]:
+    def all_requests(self, evaluation: dict, file: StoredFile, judges: list,
+                     store: Store | None = None) -> Iterator[tuple[tuple, Prompt]]:
         """Every judgment's request, session by session, in the first judge's language (as `requests`)."""
-        return _requests(evaluation, iter_sessions_with_offsets(file), judges[0].language, lambda key: True)
+        return _requests(evaluation, iter_sessions_with_offsets(file), judges[0].language, lambda key: True,
+                         rubric_store.of_evaluation(store, evaluation))
 
     def score(self, job: Job) -> dict:
         """The dialogue result document from everything judged so far."""
         evaluation_id = job.evaluation["id"]
+        rubric = rubric_store.of_evaluation(job.store, job.evaluation)
         judgments = judgment_frame(job.store.iter_judgments(evaluation_id, batch=CHUNK, columns=STORED),
-                                   size=job.store.progress(evaluation_id)["total"])
+                                   size=job.store.progress(evaluation_id)["total"], dimensions=rubric.keys)
         return build_result(job.evaluation, job.upload, judgments,
                             job.store.usage(evaluation_id), job.judges or [job.config],
                             reply_lengths(job.path, job.evaluation["methods"]),
                             dialogue_tables.human_ratings(job.store, evaluation_id),
-                            dialogue_tables.reviews(job.store, evaluation_id))
+                            dialogue_tables.reviews(job.store, evaluation_id), rubric)
 
-    def prompt_templates(self, evaluation: dict, config: JudgeConfig) -> dict[str, tuple[str, str]]:
-        """The fine and binary prompts in the judge's language, and the pairwise one in pairwise mode."""
-        templates = {mode: (prompts.PROMPT_VERSION, prompts.template(mode, config.language)) for mode in MODES}
+    def prompt_templates(self, evaluation: dict, config: JudgeConfig, store: Store | None = None
+                         ) -> dict[str, tuple[str, str]]:
+        """The rubric's prompts in the judge's language (its dimensions' and its yes/no question's), and the pairwise
+        one in pairwise mode."""
+        rubric = rubric_store.of_evaluation(store, evaluation)
+        templates = {mode: (rubric.cache_version, prompts.template(mode, config.language, rubric))
+                     for mode in prompts.modes(rubric)}
         if evaluation["settings"].get("pairwise"):
             templates["pairwise"] = (PAIRWISE_PROMPT_VERSION, pair_template(config.language))
         return templates
 
     def provenance(self, job: Job) -> dict:
-        """The bootstrap behind every interval of the result (metrics, pairwise, agreement)."""
-        return {"bootstrap": {"seed": DEFAULT_SEED, "replicates": DEFAULT_N_BOOT}}
+        """The rubric judged under (id, version, SHA-256 of its canonical form) and the bootstrap behind every
+        interval of the result (metrics, pairwise, agreement)."""
+        return {"rubric": rubric_store.of_evaluation(job.store, job.evaluation).reference(),
+                "bootstrap": {"seed": DEFAULT_SEED, "replicates": DEFAULT_N_BOOT}}
 
     def result_context(self, record: dict, args: Mapping, site: Site) -> dict:
         """Colours, the methods and columns shown (`methods`, `cols` in the query), the tables and a page of sessions."""

@@ -28,7 +28,6 @@ from common.lazy_modules import lazy
 pd = lazy("pandas")  # loaded when a dialogue result is first scored, not when the app starts
 
 REQUIRED_COLUMNS = ("session", "round", "method", "mode", "status")
-VALUE_COLUMNS = ("total", "verdict") + DIMENSIONS
 HOLM_ALPHA = 0.05  # family-wise error rate of the pairwise method differences of one metric
 
 
@@ -48,15 +47,15 @@ def curve_statistics(rounds: list[int], values: list[float]) -> dict:
     }
 
 
-def _frame(records) -> pd.DataFrame:
+def _frame(records, value_columns: tuple[str, ...]) -> pd.DataFrame:
     frame = records if isinstance(records, pd.DataFrame) else pd.DataFrame(list(records))
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing and len(frame):
         raise ValueError(f"records lack required fields: {', '.join(missing)}")
     # Already in shape (records.judgment_frame, as by a result document): used as it is, not copied.
-    if set(REQUIRED_COLUMNS + VALUE_COLUMNS) - set(frame.columns):
-        frame = frame.reindex(columns=list(REQUIRED_COLUMNS + VALUE_COLUMNS))
-    for column in VALUE_COLUMNS:
+    if set(REQUIRED_COLUMNS + value_columns) - set(frame.columns):
+        frame = frame.reindex(columns=list(REQUIRED_COLUMNS + value_columns))
+    for column in value_columns:
         if frame[column].dtype != float:
             frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
     return frame
@@ -130,11 +129,11 @@ def add_round_cis(points: list[dict], sums: np.ndarray, counts: np.ndarray, scal
         point["ci95"] = None if ci is None else [v * scale for v in ci]
 
 
-def dimension_means(fine: pd.DataFrame) -> dict[str, float | None]:
+def dimension_means(fine: pd.DataFrame, dimensions: tuple[str, ...] = DIMENSIONS) -> dict[str, float | None]:
     """Each dimension's mean over the replies (a reply's value: the mean of its valid fine judgments), so that, as in
     AL(k), a reply judged several times weighs the same as one judged once."""
-    by_reply = fine.groupby(["session", "round"], sort=False)[list(DIMENSIONS)].mean()
-    return {d: stats.as_float(by_reply[d].mean()) for d in DIMENSIONS}
+    by_reply = fine.groupby(["session", "round"], sort=False)[list(dimensions)].mean()
+    return {d: stats.as_float(by_reply[d].mean()) for d in dimensions}
 
 
 class _Judgments:
@@ -156,7 +155,7 @@ class _Judgments:
         }
 
 
-def _method_result(j: _Judgments, weights: _WeightCache) -> dict:
+def _method_result(j: _Judgments, weights: _WeightCache, dimensions: tuple[str, ...]) -> dict:
     al_curve, al = round_curve(j.fine_cells, 1.0)
     bar_curve, bar = round_curve(j.binary_cells, 100.0)
 
@@ -193,7 +192,7 @@ def _method_result(j: _Judgments, weights: _WeightCache) -> dict:
         "binary_r2": bar["r2"],
         "binary_n_ir": bar["n_ir"],
         "binary_n_r2": bar["n_r2"],
-        "dimensions": dimension_means(j.fine),
+        "dimensions": dimension_means(j.fine, dimensions),
         "ci95": {"avg": avg_ci, "binary_rate": rate_ci},
         "sessions": len(sessions),
         "judged": len(j.fine) + len(j.binary),
@@ -249,17 +248,20 @@ def score_methods(
     methods: list[str],
     n_boot: int = stats.DEFAULT_N_BOOT,
     seed: int = stats.DEFAULT_SEED,
+    dimensions: tuple[str, ...] = DIMENSIONS,
 ) -> tuple[dict, list]:
-    """Score judgments into per-method metrics (docs/result-documents.md) and pairwise comparisons."""
-    frame = _frame(records)
+    """Score judgments into per-method metrics (docs/result-documents.md) and pairwise comparisons; `dimensions` are
+    the rubric's keys."""
+    value_columns = ("total", "verdict") + tuple(dimensions)
+    frame = _frame(records, value_columns)
     valid_all = _valid_mask(frame)
     weights = _WeightCache(n_boot, seed)
     results, session_means = {}, {}
-    columns = frame[list(REQUIRED_COLUMNS + VALUE_COLUMNS)]
+    columns = frame[list(REQUIRED_COLUMNS + value_columns)]
     for name in methods:  # one method's rows at a time: a copy of a method's judgments, not of all of them
         mine = (frame["method"] == name).to_numpy()
         rows = columns[mine]
         judgments = _Judgments(rows, valid_all[mine])
-        results[name] = _method_result(judgments, weights)
+        results[name] = _method_result(judgments, weights, tuple(dimensions))
         session_means[name] = judgments.session_means()
     return results, method_comparisons(session_means, list(methods), weights)

@@ -42,25 +42,25 @@ def _valid(j: dict) -> bool:
     return j["verdict"] in (0, 1)
 
 
-def cells(records: list[dict] | pd.DataFrame) -> dict[tuple, dict]:
+def cells(records: list[dict] | pd.DataFrame, dimensions: tuple[str, ...] = DIMENSIONS) -> dict[tuple, dict]:
     """One judge's valid judgments per reply (session index, session id, round, method): the mean of each value
     over its samples ("binary" the mean verdict, in [0, 1]), and the values of every sample ("totals", "verdicts")."""
     if isinstance(records, pd.DataFrame):
         records = as_records(records)
-    found: dict[tuple, dict] = defaultdict(lambda: {"totals": [], "verdicts": [], **{d: [] for d in DIMENSIONS}})
+    found: dict[tuple, dict] = defaultdict(lambda: {"totals": [], "verdicts": [], **{d: [] for d in dimensions}})
     for j in records:
         if not _valid(j):
             continue
         cell = found[(j["session_idx"], j["session_id"], j["round"], j["method"])]
         if j["mode"] == "fine":
             cell["totals"].append(float(j["total"]))
-            for d in DIMENSIONS:
+            for d in dimensions:
                 if j.get(d) is not None:
                     cell[d].append(float(j[d]))
         else:
             cell["verdicts"].append(int(j["verdict"]))
     return {key: {"total": _mean(c["totals"]), "binary": _mean(c["verdicts"]),
-                  **{d: _mean(c[d]) for d in DIMENSIONS}, "totals": c["totals"], "verdicts": c["verdicts"]}
+                  **{d: _mean(c[d]) for d in dimensions}, "totals": c["totals"], "verdicts": c["verdicts"]}
             for key, c in found.items()}
 
 
@@ -74,12 +74,12 @@ def majority(votes: list[float]) -> float:
     return 1.0 if share > 0.5 else 0.0 if share < 0.5 else 0.5
 
 
-def panel_records(per_judge: list[pd.DataFrame]) -> pd.DataFrame:
+def panel_records(per_judge: list[pd.DataFrame], dimensions: tuple[str, ...] = DIMENSIONS) -> pd.DataFrame:
     """Records of the panel in the shape metrics.score_methods reads: per reply, one fine record (mean of the
     judges' totals and dimensions) and one binary record (majority verdict); the judgments that failed, did not
     parse or are pending are passed through so that the panel counts them too."""
     per_judge = [as_records(frame) for frame in per_judge]
-    judged = [cells(records) for records in per_judge]
+    judged = [cells(records, dimensions) for records in per_judge]
     records = [j for judge in per_judge for j in judge if not _valid(j)]
     for key in sorted(set().union(*judged), key=str):
         idx, session_id, rnd, method = key
@@ -89,10 +89,10 @@ def panel_records(per_judge: list[pd.DataFrame]) -> pd.DataFrame:
         totals = [c for c in mine if c["total"] is not None]
         if totals:
             records.append({**base, "mode": "fine", "total": _mean([c["total"] for c in totals]), "verdict": None,
-                            **{d: _mean([c[d] for c in totals if c[d] is not None]) for d in DIMENSIONS}})
+                            **{d: _mean([c[d] for c in totals if c[d] is not None]) for d in dimensions}})
         votes = [c["binary"] for c in mine if c["binary"] is not None]
         if votes:
             records.append({**base, "mode": "binary", "total": None, "verdict": majority(votes),
-                            **{d: None for d in DIMENSIONS}})
-    frame = judgment_frame(records)
+                            **{d: None for d in dimensions}})
+    frame = judgment_frame(records, dimensions=dimensions)
     return frame.assign(session=frame["session_id"])

@@ -21,21 +21,30 @@ from common.lazy_modules import lazy
 pd = lazy("pandas")
 
 TEXT = ("session_id", "method", "mode", "status")
-VALUES = ("total", "verdict") + DIMENSIONS
-COLUMNS = ("session_idx", "session_id", "round", "method", "mode", "status") + VALUES
+KEYS = ("session_idx", "session_id", "round", "method", "mode", "status")
+
+
+def columns(dimensions: tuple[str, ...] = DIMENSIONS) -> tuple[str, ...]:
+    """The frame's columns for a rubric's dimensions: the keys, the total and verdict, then the dimensions."""
+    return KEYS + ("total", "verdict") + tuple(dimensions)
+
 # What the frame is read from in the store: the dimensions are keys of a judgment's `scores`.
 STORED = ("session_idx", "session_id", "round", "method", "mode", "status", "total", "verdict", "scores")
 CHUNK = 10_000
 
 
-def judgment_frame(rows: Iterable[dict] | pd.DataFrame, size: int = 0) -> pd.DataFrame:
-    """The judgments' scoring columns (COLUMNS; text as categories in sorted order, values as floats with NaN for
-    None), read CHUNK rows at a time into arrays of `size` rows (the number expected; they grow if it is short).
-    `rows` are the store's (STORED: the dimensions in `scores`) or have the dimensions as keys of their own."""
+def judgment_frame(rows: Iterable[dict] | pd.DataFrame, size: int = 0,
+                   dimensions: tuple[str, ...] = DIMENSIONS) -> pd.DataFrame:
+    """The judgments' scoring columns (KEYS, total, verdict and the rubric's `dimensions`; text as categories in
+    sorted order, values as floats with NaN for None), read CHUNK rows at a time into arrays of `size` rows (the
+    number expected; they grow if it is short). `rows` are the store's (STORED: the dimensions in `scores`) or have
+    the dimensions as keys of their own."""
     if isinstance(rows, pd.DataFrame):
         return rows
     rows = iter(rows)
-    arrays = {c: np.empty(size, dtype=float if c in VALUES else np.int32) for c in COLUMNS}  # int32: text codes too
+    columns_of = columns(dimensions)
+    values_of = columns_of[len(KEYS):]
+    arrays = {c: np.empty(size, dtype=float if c in values_of else np.int32) for c in columns_of}  # int32: text codes too
     codes: dict[str, dict[str, int]] = {c: {} for c in TEXT}
     filled = 0
     while chunk := list(islice(rows, CHUNK)):
@@ -44,21 +53,21 @@ def judgment_frame(rows: Iterable[dict] | pd.DataFrame, size: int = 0) -> pd.Dat
             arrays = {c: np.concatenate([a[:filled], np.empty(max(end, 2 * filled), dtype=a.dtype)])
                       for c, a in arrays.items()}
         dims = [row.get("scores") or row for row in chunk]  # a store row without scores has no dimensions
-        for column in COLUMNS:
-            values = [d.get(column) for d in dims] if column in DIMENSIONS else [row[column] for row in chunk]
+        for column in columns_of:
+            values = [d.get(column) for d in dims] if column in dimensions else [row[column] for row in chunk]
             if column in TEXT:
                 found = codes[column]
                 values = [found.setdefault(v, len(found)) for v in values]
             arrays[column][filled:end] = values  # None becomes NaN in the float columns
         filled = end
-    columns = {}
-    for column in COLUMNS:
+    found_columns = {}
+    for column in columns_of:
         values = arrays.pop(column)[:filled]
         if column in TEXT:
             categories = list(codes[column])
             values = pd.Categorical.from_codes(values, categories).reorder_categories(sorted(categories))
-        columns[column] = values
-    return pd.DataFrame(columns, copy=False)  # the arrays as they are, not copied into one block
+        found_columns[column] = values
+    return pd.DataFrame(found_columns, copy=False)  # the arrays as they are, not copied into one block
 
 
 def as_records(frame: pd.DataFrame) -> list[dict]:

@@ -9,10 +9,12 @@ from benchmarks.dialogue.length_bias import length_bias
 from benchmarks.dialogue.metrics import score_methods
 from benchmarks.dialogue.pairwise_mode import PAIR_MODES, pairwise_result
 from benchmarks.dialogue.panel import by_judge, cells, panel_records
-from benchmarks.dialogue.prompts import PROMPT_VERSION
+from benchmarks.dialogue.prompts import DEFAULT
 from benchmarks.dialogue.records import ReplyLengths, as_records, judgment_frame
 from benchmarks.dialogue.reviews import applied
 from benchmarks.dialogue.reviews import counts as review_counts
+from benchmarks.rubrics import Rubric
+from benchmarks.rubrics.model import LANGUAGES, plain
 from common.lazy_modules import lazy
 from judge import JudgeConfig, judge_labels, judge_summary, split_mode, usage_totals
 
@@ -36,34 +38,46 @@ def _number(value: float | None) -> float | None:
     return None if value is None or value != value else float(value)
 
 
+def rubric_block(rubric: Rubric) -> dict:
+    """What a result says of its rubric: its reference (id, version, SHA-256), title, how the headline is made, each
+    dimension's key, labels and scale, and its yes/no question (None without one)."""
+    dimensions = [{"key": d.key, "label": {lang: d.label_in(lang) for lang in LANGUAGES}, "min": plain(d.low),
+                   "max": plain(d.high), "integer": d.integer} for d in rubric.dimensions]
+    binary = {lang: rubric.binary_label(lang) for lang in LANGUAGES} if rubric.has_binary else None
+    return {**rubric.reference(), "title": {lang: rubric.title(lang) for lang in LANGUAGES},
+            "headline": rubric.headline_text(), "dimensions": dimensions, "binary": binary}
+
+
 def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | pd.DataFrame, usage: list[dict],
                  configs: list[JudgeConfig], lengths: ReplyLengths, human: list[dict] | None = None,
-                 reviews: list[dict] | None = None) -> dict:
+                 reviews: list[dict] | None = None, rubric: Rubric = DEFAULT) -> dict:
     """The whole result document of a dialogue evaluation from its judgments (records.judgment_frame, or the rows
-    it is made of); `configs` are its judges' (one, or a panel's), `lengths` the replies' lengths
-    (records.reply_lengths), `human` people's ratings attached to it, `reviews` people's reviews of single
+    it is made of) under its `rubric`; `configs` are its judges' (one, or a panel's), `lengths` the replies'
+    lengths (records.reply_lengths), `human` people's ratings attached to it, `reviews` people's reviews of single
     judgments (reviews.py: their counts, and "overrides": the methods' metrics with the overrides applied).
 
     With a panel, "methods", "comparisons", "sessions" and "length_bias" hold the panel's figures (panel.py), and
     "by_judge" each judge's; "agreement" says how far the judges agree."""
     methods, settings = evaluation["methods"], evaluation["settings"]
     labels = judge_labels(settings)
-    frame = judgment_frame(judgments)
+    dims = rubric.keys
+    frame = judgment_frame(judgments, dimensions=dims)
     per_judge = by_judge(frame, len(labels))
 
     def scored(per_judge: list) -> pd.DataFrame:
-        return per_judge[0] if len(labels) == 1 else panel_records(per_judge)
+        return per_judge[0] if len(labels) == 1 else panel_records(per_judge, dims)
 
     records = scored(per_judge)
-    method_docs, comparisons = score_methods(records, methods)
+    method_docs, comparisons = score_methods(records, methods, dimensions=dims)
     document = {
         "kind": "dialogue",
         "evaluation_id": evaluation["id"],
         "input": {"upload_id": upload["id"], "filename": upload["filename"], "sha256": upload["sha256"],
                   "sessions": upload["summary"]["sessions"], "rounds": upload["summary"]["rounds"],
                   "methods": methods},
-        "judge": judge_summary(configs[0], usage, settings.get("prices"), methods, PROMPT_VERSION),
+        "judge": judge_summary(configs[0], usage, settings.get("prices"), methods, rubric.cache_version),
         "judges": labels,
+        "rubric": rubric_block(rubric),
         "methods": method_docs,
         "comparisons": comparisons,
         "sessions": session_rows(records, methods),
@@ -71,11 +85,11 @@ def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | pd.
     }
     samples = settings.get("samples") or 1
     # Per-reply cells are dicts, read only for the figures that compare raters reply by reply.
-    judge_cells = [cells(own) for own in per_judge] if len(labels) > 1 or samples > 1 or human else []
+    judge_cells = [cells(own, dims) for own in per_judge] if len(labels) > 1 or samples > 1 or human else []
     if len(labels) > 1:
         document["by_judge"] = {}
         for label, own in zip(labels, per_judge):
-            docs, comps = score_methods(own, methods)
+            docs, comps = score_methods(own, methods, dimensions=dims)
             document["by_judge"][label] = {"methods": docs, "comparisons": comps,
                                            "length_bias": length_bias(own, lengths, methods)}
         document["judge"]["by_judge"] = {
@@ -86,7 +100,7 @@ def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | pd.
             {label: [[c["a"], c["b"], c["metric"]] for c in doc["comparisons"] if c["significant_holm"]]
              for label, doc in document["by_judge"].items()})
     if human:
-        raters = dict(zip(labels, judge_cells)) | ({"panel": cells(records)} if len(labels) > 1 else {})
+        raters = dict(zip(labels, judge_cells)) | ({"panel": cells(records, dims)} if len(labels) > 1 else {})
         document.setdefault("agreement", {})["human"] = human_agreement(human, raters, methods)
     if settings.get("pairwise"):
         pair_rows = frame[frame["mode"].map({m: split_mode(m)[0] in PAIR_MODES for m in frame["mode"].unique()})]
@@ -97,5 +111,5 @@ def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | pd.
         document["reviews"] = review_counts(reviews)
         if document["reviews"]["overridden"]:
             overridden = scored(by_judge(applied(frame, reviews), len(labels)))
-            document["overrides"] = {"methods": score_methods(overridden, methods)[0]}
+            document["overrides"] = {"methods": score_methods(overridden, methods, dimensions=dims)[0]}
     return document

@@ -6,7 +6,7 @@ import math
 import pytest
 
 from benchmarks.dialogue.prompts import DIMENSIONS
-from benchmarks.dialogue.records import COLUMNS, judgment_frame, reply_lengths
+from benchmarks.dialogue.records import columns, judgment_frame, reply_lengths
 from tests.conftest import jsonl, session_line
 
 
@@ -23,9 +23,9 @@ ROWS = [row(2, 1, "B", "fine", total=70.0), row(0, 1, "A", "binary", verdict=1),
 def test_the_frame_holds_every_row_as_given(monkeypatch, size):
     monkeypatch.setattr("benchmarks.dialogue.records.CHUNK", 2)
     frame = judgment_frame(iter(ROWS), size=size)
-    assert list(frame.columns) == list(COLUMNS) and len(frame) == len(ROWS)
+    assert list(frame.columns) == list(columns()) and len(frame) == len(ROWS)
     for got, want in zip(frame.to_dict("records"), ROWS):
-        for column in COLUMNS:
+        for column in columns():
             if want[column] is None:
                 assert math.isnan(got[column]), column
             else:
@@ -45,7 +45,7 @@ def test_store_rows_give_the_dimensions_out_of_their_scores():
 
 def test_no_rows_give_an_empty_frame_with_every_column():
     frame = judgment_frame(iter([]), size=3)
-    assert list(frame.columns) == list(COLUMNS) and len(frame) == 0
+    assert list(frame.columns) == list(columns()) and len(frame) == 0
 
 
 def test_reply_lengths_are_found_by_session_round_and_method(tmp_path):
