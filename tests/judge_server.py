@@ -36,6 +36,9 @@ Knobs (safe to set from the test thread while requests are served):
     repeats         [(fine offset, flip binary), ...]: the n-th answer (0-based) to the same model and messages
                     gets repeats[n % len] on top of the above, so repeated samples of one judgment (which
                     differ only by the temperature > 0 a real judge samples with) can be told apart; empty: off
+A request with a JSON Schema `response_format` (structured output, asked by a rubric whose answer format is json) is
+answered with an object that follows it: each required integer or number property at its schema's maximum minus
+one, booleans true, texts a short reasoning (structured_answer below).
 Fault kinds: FAULTS below (an HTTP status code answers with that status and an OpenAI-style error).
 Counters: requests, requests_by_mode, in_flight, max_in_flight (a chat request is in flight from its arrival
 until just before its answer is sent or its connection dropped, so that a client that has its answer, and
@@ -169,6 +172,33 @@ def annotation_answer(prompt: str, out_of_range: bool = False) -> str:
                       f"Hallucination: {'yes' if flag else 'no'}"])
 
 
+# -- structured output: a request with a JSON Schema `response_format` (a rubric whose answer format is json) --------
+
+
+def structured_schema(body: dict) -> dict | None:
+    """The JSON Schema a request's `response_format` asks the answer to follow, or None when it asks for none."""
+    form = body.get("response_format")
+    if not isinstance(form, dict) or form.get("type") != "json_schema":
+        return None
+    schema = (form.get("json_schema") or {}).get("schema")
+    return schema if isinstance(schema, dict) else None
+
+
+def structured_answer(schema: dict) -> str:
+    """An answer that follows a JSON Schema object: each required integer or number property at its maximum minus one
+    (its minimum when that is lower), booleans true, texts a short reasoning; as JSON."""
+    answer: dict[str, Any] = {}
+    for name in schema.get("required", []):
+        spec = schema.get("properties", {}).get(name, {})
+        if spec.get("type") in ("integer", "number"):
+            answer[name] = max(spec.get("minimum", 0), spec.get("maximum", 1) - 1)
+        elif spec.get("type") == "boolean":
+            answer[name] = True
+        else:
+            answer[name] = "A short reasoning about the reply."
+    return json.dumps(answer)
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False  # stop() must not wait for hung handlers
@@ -296,6 +326,8 @@ class _Handler(BaseHTTPRequestHandler):
             content = "The reply seems fine overall, I would rate it fairly well."
         elif fault == "empty":
             content = ""
+        elif structured_schema(request["body"]) is not None:
+            content = structured_answer(structured_schema(request["body"]))
         elif mode == "fine":
             content = fine_answer(reply, out_of_range=fault == "out_of_range", offset=offset)
         elif mode == "binary":
