@@ -16,7 +16,8 @@ The life of an upload, and which method answers each step:
              then `score(job)` -> the result document (every kind; a kind without a judge has one pure step)
 5. show      `upload_context`, `result_context`, `figures`, `csv`, `downloads`, `views`, `compare`, with the
              templates `<name>/upload.html`, `<name>/result.html`, `<name>/compare.html` in `template_folder`
-6. CLI       `cli_options` (click options added to `flask score`) and `cli_start` (their values -> options)
+6. CLI       `cli_options` (click options added to `flask score`) and `cli_start` (their values -> options);
+             `cli_commands` (commands of its own, `flask --app app <command>`)
 
 What a kind uses of the app (the store, the stored files, the runner, its own tables `tables`) is typed in
 benchmarks/host.py, the one module of the app a kind imports besides this one and the shared ones.
@@ -302,14 +303,28 @@ class Kind(ABC):
         return {}
 
     nav: ClassVar[tuple] = ()  # (endpoint, label) links this kind adds to the header
+    settings_nav: ClassVar[tuple] = ()  # (endpoint, label) links this kind adds to the settings page
+    # paths of this kind's pages and API under which a change (any request but GET, HEAD and OPTIONS) needs an
+    # administrator when accounts are on, as the judge settings' do (those under /settings already do)
+    admin_paths: ClassVar[tuple[str, ...]] = ()
 
     def blueprints(self) -> list:
         """Flask blueprints of pages this kind adds beyond one evaluation's (those under /api skip CSRF)."""
         return []
 
+    def start_choices(self, site: Site) -> dict[str, list[tuple[str, str]]]:
+        """The values forms offer for some of this kind's start fields, by field: (value, label) pairs, the default
+        first (the simulation page's scoring fields use them). None by default."""
+        return {}
+
     # -- CLI ---------------------------------------------------------------------------------------------
 
     cli_options: ClassVar[tuple] = ()  # click.Option objects added to `flask score`
+
+    def cli_commands(self) -> list:
+        """Click commands (or groups) this kind adds to `flask --app app`, beside `score`; they run in the app's
+        context (`benchmarks.host.store()` is its store)."""
+        return []
 
     def cli_start(self, values: Mapping[str, Any], site: Site) -> dict:
         """The start options from this kind's CLI options (StartError on a bad value)."""

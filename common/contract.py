@@ -72,7 +72,7 @@ class Operation:
     form: type[BaseModel] | None = None
     query: type[BaseModel] | None = None
     files: tuple[str, ...] = ()  # multipart file fields (with `form`)
-    raw: str | None = None  # the media type of a body taken as bytes (a chunk)
+    raw: str | None = None  # the media type of a body taken as bytes (a chunk; with `form`, a file sent as the body)
     produces: str = "application/json"  # the media type of a 2xx answer
     tags: tuple[str, ...] = field(default_factory=tuple)
 

@@ -3,8 +3,9 @@
 `guard` runs before every request. With `AUTH=on`, every endpoint needs a signed-in user or an
 `Authorization: Bearer psb_...` token, except the PUBLIC_ENDPOINTS below (the sign-in page, static files,
 Plotly's JavaScript, the language switch and the read-only share links): a new route is protected by
-default. Changing anything under ADMIN_PREFIXES (the judge settings) needs an admin. Without accounts and
-without an explicit `AUTH=off`, only requests from this machine are answered.
+default. Changing anything under ADMIN_PREFIXES (the judge settings) or under a path a kind declares
+(`Kind.admin_paths`: the dialogue kind's rubrics) needs an admin. Without accounts and without an explicit
+`AUTH=off`, only requests from this machine are answered.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from flask import Blueprint, Flask, abort, current_app, g, jsonify, redirect, re
 from flask_limiter import Limiter
 from flask_login import LoginManager, UserMixin, current_user, login_user, logout_user
 
+from benchmarks import registry
 from translations import _
 from web import accounts, errors, get_store, share
 
@@ -100,6 +102,12 @@ def _is_admin_path(path: str) -> bool:
     return any(path == prefix or path.startswith(prefix + "/") for prefix in ADMIN_PREFIXES)
 
 
+def _is_kinds_admin_path(path: str) -> bool:
+    """Whether a path is under one a kind declares its administrators' (`Kind.admin_paths`: dialogue's rubrics)."""
+    return any(path == prefix or path.startswith(prefix + "/")
+               for kind in registry.kinds() for prefix in kind.admin_paths)
+
+
 def guard():
     """Before every request: answer 403, 401 or a redirect to sign-in when the caller may not go on."""
     mode = current_app.config["AUTH"]
@@ -117,6 +125,8 @@ def guard():
         return redirect(url_for("auth.login", next=request.full_path.rstrip("?") if request.method == "GET" else None))
     if request.method in SAFE_METHODS:
         return None
+    if _is_kinds_admin_path(request.path) and not current_user.is_admin:
+        return _deny(403, _("Only an administrator can change this."))
     if _is_admin_path(request.path) and not current_user.is_admin:
         return _deny(403, _("Only an administrator can change the judge settings."))
     if request.path.startswith("/api/") and not g.get("auth_by_token") and current_app.config["WTF_CSRF_ENABLED"]:

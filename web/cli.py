@@ -195,3 +195,6 @@ def register(app: Flask) -> None:
     app.cli.add_command(users_cli.users)
     app.cli.add_command(jobs)
     app.cli.add_command(storage)
+    for kind in registry.kinds():  # the kinds' own commands (dialogue: `rubrics`)
+        for command in kind.cli_commands():
+            app.cli.add_command(command)

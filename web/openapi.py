@@ -115,13 +115,18 @@ def _request_body(spec: Operation, schemas: dict) -> dict | None:
                       **{name: {"type": "string", "contentMediaType":
                                                               "application/octet-stream"} for name in spec.files}}
         # a form may carry other fields (a CSRF token), which are not read; none may name or hold a NUL character
-        return {"required": True, "content": {"multipart/form-data": {"schema": {
+        content = {"multipart/form-data": {"schema": {
             "type": "object", "properties": properties, "required": [*spec.files, *form.get("required", [])],
-            "propertyNames": {"pattern": NO_NUL}, "additionalProperties": {"type": "string", "pattern": NO_NUL}}}}}
+            "propertyNames": {"pattern": NO_NUL}, "additionalProperties": {"type": "string", "pattern": NO_NUL}}}}
+        return {"required": True, "content": {**content, **_raw(spec)}}  # with `raw`: the file as the body instead
     if spec.raw is not None:
-        return {"required": True, "content": {spec.raw: {"schema": {"type": "string",
-                                                                    "contentMediaType": spec.raw}}}}
+        return {"required": True, "content": _raw(spec)}
     return None
+
+
+def _raw(spec: Operation) -> dict:
+    """The content of a body taken as bytes of the operation's media type, if it takes one."""
+    return {spec.raw: {"schema": {"type": "string", "contentMediaType": spec.raw}}} if spec.raw else {}
 
 
 def _response(status: int, model: type[BaseModel] | None, spec: Operation, schemas: dict) -> dict:
