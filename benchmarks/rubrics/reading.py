@@ -181,8 +181,9 @@ def _message(error: jsonschema.ValidationError) -> tuple[str, str]:
     """The path and the translated message of one schema error."""
     path = _path(error.absolute_path)
     kind, value, expected = error.validator, error.instance, error.validator_value
-    if kind == "required":
-        missing = next(name for name in expected if name not in value)
+    if kind == "required":  # one error per missing field, each naming it in its message as a repr
+        missing = next((name for name in expected if repr(name) == error.message.split(" is a required")[0]),
+                       next(name for name in expected if name not in value))
         return path, _("The field %(field)s is missing.", field=missing)
     if kind == "additionalProperties":
         allowed = sorted(error.schema.get("properties", {}))
