@@ -32,6 +32,7 @@ RUN_ELSEWHERE = {
     (DOCS / "team-deployment.md", "Deploying for a team"): "tests/test_docs_team.py",
     (DOCS / "api.md", "API"): "tests/test_docs_team.py",
     (DOCS / "simulation.md", "Command line"): "tests/test_docs_simulation.py",
+    (DOCS / "rubrics.md", "Commands"): "tests/test_docs_rubrics.py",
     (DOCS / "client.md", "The CLI's remote mode"): "tests/test_client.py, against a live dashboard",
     (DOCS / "benchmarks.md", "Benchmarks"): "tests/test_bench_scripts.py, at small sizes (the full runs take minutes "
                                             "each and are judged by hand)",

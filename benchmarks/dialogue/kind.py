@@ -9,7 +9,18 @@ from typing import BinaryIO, Callable, Iterable, Iterator, Mapping
 import click
 
 from benchmarks import search
-from benchmarks.dialogue import columns, figures, pairing, prompts, rubric_store, triage, views
+from benchmarks.dialogue import (
+    columns,
+    figures,
+    pairing,
+    prompts,
+    rubric_cli,
+    rubric_files,
+    rubric_routes,
+    rubric_store,
+    triage,
+    views,
+)
 from benchmarks.dialogue import tables as dialogue_tables
 from benchmarks.dialogue.format import Session, iter_sessions, iter_sessions_with_offsets, validate
 from benchmarks.dialogue.pairwise_mode import (
@@ -31,7 +42,7 @@ from benchmarks.rubrics import Rubric
 from benchmarks.stats import DEFAULT_N_BOOT, DEFAULT_SEED
 from common.contract import Flag
 from judge import JudgeConfig, Prompt, mode_key, panel_settings, sample_version, split_mode
-from translations import _
+from translations import _, select_locale
 from translations import lazy_gettext as _l
 
 CSV_COLUMNS = ("avg", "ci95_avg_low", "ci95_avg_high", "slope", "intercept", "r2", "n_ir", "n_r2", "binary_rate",
@@ -99,6 +110,11 @@ def _requests(evaluation: dict, sessions: Iterable[tuple[int, int, Session]], la
                                             mode)
 
 
+def _rubric_value(rubric: Rubric) -> str:
+    """How a form names a rubric: a built-in by its id, one added by its SHA-256 (an id may have several versions)."""
+    return rubric.id if rubric.builtin else rubric.sha256
+
+
 def _agreement_table(agreement: dict) -> tuple[tuple, list[tuple]]:
     """Every agreement figure (between a panel's judges, and with people) as (statistic, score, raters, value, low,
     high, n) rows."""
@@ -162,6 +178,9 @@ class DialogueKind(Kind):
                                      "orders (win rates and a Bradley-Terry ranking)."))
 
     holds_personas = True  # a simulation may replay the users of a dialogue file
+    nav = (("rubrics.page", _l("Rubrics")),)
+    settings_nav = (("rubrics.page", _l("Rubrics: the judging protocols (add, view, download, delete)")),)
+    admin_paths = rubric_routes.ADMIN_PATHS  # adding and deleting a rubric, as changing the judge settings
 
     def upload_hint(self, head: bytes, filename: str, path: Path) -> str | None:
         """A file with a session's keys ("session_id" or "rounds", also in single quotes, as Python writes them): the
@@ -327,10 +346,26 @@ class DialogueKind(Kind):
         return ("judge", *header), own + [("panel", *row) for row in rows]
 
     def blueprints(self) -> list:
-        """Attaching people's ratings to an evaluation, and reviewing single judgments: forms and API."""
+        """Attaching people's ratings to an evaluation, reviewing single judgments, and the rubrics: pages and API."""
         from benchmarks.dialogue import routes  # Flask is only needed by the web app
 
-        return [routes.ratings_bp, routes.ratings_api_bp, routes.reviews_bp, routes.reviews_api_bp]
+        return [routes.ratings_bp, routes.ratings_api_bp, routes.reviews_bp, routes.reviews_api_bp,
+                rubric_routes.bp, rubric_routes.api_bp]
+
+    def cli_commands(self) -> list:
+        """`flask --app app rubrics list|show|add|check`."""
+        return [rubric_cli.rubrics_group]
+
+    def upload_context(self, upload: dict, site: Site) -> dict:
+        """The rubrics the evaluation form offers (the default first), each with its dimensions and scales."""
+        return {"rubrics": [rubric_files.summary(r) for r in rubric_store.listed(site.store)],
+                "default_rubric": prompts.DEFAULT.id}
+
+    def start_choices(self, site: Site) -> dict[str, list[tuple[str, str]]]:
+        """`rubric`: every rubric listed (the default first), by id for a built-in and by SHA-256 for one added."""
+        language = select_locale()
+        return {"rubric": [(_rubric_value(r), f"{r.title(language)} ({r.id} {r.version}): " + ", ".join(
+            f"{d.label_in(language)} {d.scale_text()}" for d in r.dimensions)) for r in rubric_store.listed(site.store)]}
 
     def views(self) -> dict:
         """`session?index=N`: one session's rounds, replies and judgments, loaded when the reader opens it;

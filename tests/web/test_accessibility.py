@@ -4,7 +4,7 @@
 axe-core is npm's, at the version package.json pins (`npm ci` puts it in node_modules/; without it these tests
 skip, or fail when CI is set). The pages are those a user reaches: upload, an upload's page, a result of each kind
 and each of its views, the offline report, the list, each kind's compare, the compare picker, the row-level diff,
-settings, the references page, a share link and its views, and the "not found" page (a dialogue session's detail
+settings, the rubrics and one rubric's page, the references page, a share link and its views, and the "not found" page (a dialogue session's detail
 is a fragment the result page loads into itself: it is audited there). Each page is loaded once per language in
 that language's browser context; axe runs on it, then the window is resized to each width and the clipped elements
 measured. The keyboard test tabs through a result page.
@@ -29,7 +29,7 @@ if CHROMIUM.exists():
 LANGUAGES = ("en", "zh", "ko")
 WIDTHS = (1280, 1440, 1920)
 PAGES = ("upload", "upload detail", "result", "grid", "prompt", "report", "list", "compare", "compare picker",
-         "row diff", "settings", "share", "share grid", "share report", "share row diff", "not found",
+         "row diff", "settings", "rubrics", "rubric", "share", "share grid", "share report", "share row diff", "not found",
          "conversation result", "conversations", "transcript", "transcript raw", "conversation compare",
          "mobility result", "references", "mobility compare",
          "agentbench result", "samples", "agentbench compare", "personas upload", "run a simulation", "simulations",
@@ -112,6 +112,7 @@ def pages(server, judge, sample_evaluation, tmp_path_factory) -> dict[str, str]:
         "grid": f"/evaluations/{sample_evaluation}/view/grid",
         "prompt": f"/evaluations/{sample_evaluation}/view/prompt?index=0&round=1&method={method}&mode=fine",
         "report": reports["report"].as_uri(), "list": "/evaluations", "settings": "/settings",
+        "rubrics": "/settings/rubrics", "rubric": "/settings/rubrics/personasteer",
         "compare": f"/compare?ids={sample_evaluation}&ids={other}", "compare picker": "/compare",
         "row diff": f"/compare/rows?ids={sample_evaluation}&ids={other}",
         "share": share, "share grid": share + "/view/grid", "share report": reports["share report"].as_uri(),

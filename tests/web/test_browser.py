@@ -429,6 +429,71 @@ def test_settings_test_connection_shows_the_judges_answer(page, watch, server, j
     assert watch.errors == [], watch.errors
 
 
+def test_rubrics_are_added_viewed_downloaded_picked_and_deleted_in_the_browser(page, watch, server, tmp_path):
+    from benchmarks import rubrics
+    from tests.benchmarks.dialogue.test_rubric_pages import lab
+
+    open_page(page, server, "/settings")
+    page.get_by_role("link", name="Rubrics: the judging protocols (add, view, download, delete)").click()
+    expect(page).to_have_url(re.compile(r"/settings/rubrics$"))
+    listed = page.locator("#rubrics table.grid tbody tr")
+    expect(listed).to_have_count(2)
+    form = page.locator("#add-rubric")
+    broken = lab(**{"scale: {min: 1, max: 7}": "scale: {min: 7, max: 1}"})
+    form.locator("input[type=file]").set_input_files({"name": "lab.yaml", "mimeType": "application/yaml",
+                                                      "buffer": broken})
+    with page.expect_navigation():
+        form.get_by_role("button", name="Add").click()
+    problems = page.locator("#rubric-problems tbody tr")
+    expect(problems).to_have_count(4)  # the scale, and its three levels now off it
+    expect(problems.first).to_contain_text("12")
+    expect(problems.first).to_contain_text("dimensions[0].scale")
+    expect(problems.first).to_contain_text("The scale's min (7) must be below its max (1).")
+    expect(listed).to_have_count(2)  # nothing was stored
+
+    form.locator("input[type=file]").set_input_files({"name": "lab.yaml", "mimeType": "application/yaml",
+                                                      "buffer": lab()})
+    with page.expect_navigation():
+        form.get_by_role("button", name="Add").click()
+    added = page.locator("#rubrics tr.highlight")
+    expect(added).to_contain_text("Persona consistency (lab)")
+    expect(added).to_contain_text("Fits the profile 1–7")
+    expect(listed).to_have_count(3)
+    assert axe_violations(page) == []
+
+    added.get_by_role("link", name="Persona consistency (lab)").click()
+    expect(page.locator("#dimensions tbody tr")).to_have_count(3)
+    rubric = rubrics.read(lab())
+    expect(page.locator("dl.facts").first).to_contain_text(rubric.headline_text())
+    assert axe_violations(page) == []
+    with page.expect_download() as info:
+        page.get_by_role("link", name="Download as YAML").click()
+    info.value.save_as(tmp_path / "lab-copy.yaml")
+    assert rubrics.read((tmp_path / "lab-copy.yaml").read_bytes()).sha256 == rubric.sha256
+
+    upload_id = server.upload(jsonl(session_line("r1", 2, ("A", "B"))), "rubric.jsonl")
+    open_page(page, server, f"/uploads/{upload_id}")
+    picker = page.locator("#rubric-picker")
+    expect(picker.locator("input[type=radio]")).to_have_count(3)
+    expect(picker.locator("input[value=personasteer]")).to_be_checked()
+    assert axe_violations(page) == []
+    picker.locator("label", has_text="Persona consistency (lab)").click()
+    expect(picker.locator(f"input[value='{rubric.sha256}']")).to_be_checked()
+    with page.expect_response(lambda r: r.request.method == "POST" and r.url.endswith("/evaluate")) as started:
+        page.get_by_role("button", name="Evaluate").click()
+    assert started.value.status == 302 and "rubric=" + rubric.sha256 in (started.value.request.post_data or "")
+    evaluation_id = started.value.headers["location"].rsplit("/", 1)[1]
+    assert server.call(f"/api/evaluations/{evaluation_id}")["id"] == evaluation_id
+    assert watch.page_errors == [], watch.page_errors
+
+    open_page(page, server, "/settings/rubrics")
+    watch.accept_dialogs = True
+    with page.expect_navigation():
+        page.locator("#rubrics tr", has_text="Persona consistency (lab)").get_by_role("button", name="Delete").click()
+    assert "Delete the rubric lab-consistency 1?" in watch.dialogs[-1]
+    expect(listed).to_have_count(2)
+
+
 # -- screenshots for the docs: python -m tests.web.test_browser --screenshots ---------------------------
 
 def test_share_link_opens_read_only_in_a_fresh_browser(page, watch, browser, server, sample_evaluation):

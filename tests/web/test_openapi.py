@@ -46,6 +46,7 @@ BEYOND_THE_DOCUMENT = {
     "POST /api/references": "the reference set file's content",
     "POST /api/evaluations": "whether the upload exists, and the start fields its kind accepts (its methods, ...)",
     "POST /api/simulations": "the personas' upload, the endpoints the operator named, the methods' names",
+    "POST /api/rubrics": "the rubric file's content, which benchmarks/rubrics/ reads",
 }
 
 
@@ -76,7 +77,7 @@ def contract_app(make_app, judge_server, **extra):
         time.sleep(0.05)
     share = client.post(f"/api/evaluations/{evaluation_id}/shares", headers=headers).get_json()
     ids = {"upload_id": upload_id, "evaluation_id": evaluation_id, "share_id": share["id"], "row_id": evaluation_id,
-           "token": share["token"]}
+           "token": share["token"], "name": "aloe"}  # name: a rubric's
     return app, headers, ids
 
 
