@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from benchmarks import registry
+from benchmarks.host import Store
 from benchmarks.kind import StartError, StartRequest
 from judge import cost, judge_labels, judge_of, panel_settings, prices
 from pipeline.jobs import RequestError, check_judges, judge_config
@@ -33,19 +34,22 @@ def tokens(text: str) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)
 
 
-def estimate(settings: Mapping, environ: Mapping[str, str]) -> dict:
-    """{rows, calls, prompt_tokens, completion_tokens, cost} of a simulation's settings (simulate/request.py's): a row
-    per speaker (the simulator, each method, each judge when the files are scored) with its role, name, model,
+def estimate(settings: Mapping, environ: Mapping[str, str], store: Store | None = None) -> dict:
+    """{rows, calls, prompt_tokens, completion_tokens, cost, rubric} of a simulation's settings (simulate/request.py's):
+    a row per speaker (the simulator, each method, each judge when the files are scored) with its role, name, model,
     endpoint and prices, its calls (retries not counted), tokens and cost (None without its endpoint's prices); the
-    total cost is None unless every row has one. ValueError for a price setting that is not a number, RequestError
-    for judge settings that cannot be used."""
+    total cost is None unless every row has one; `rubric`, the reference ({id, version, sha256}) of the rubric the
+    judge's calls were counted under when it is not the default (the `store` holds the rubrics people added).
+    ValueError for a price setting that is not a number, RequestError for judge settings (or a rubric) that cannot
+    be used."""
     plan = Plan.from_settings(settings)
-    rows = _speakers(plan, environ)
+    rows, rubric = _speakers(plan, environ), None
     if settings.get("score"):
-        rows += _judges(plan, settings, environ)
+        judged, rubric = _judges(plan, settings, environ, store)
+        rows += judged
     costs = [row["cost"] for row in rows]
     return {"rows": rows, **{field: sum(row[field] for row in rows) for field in FIELDS},
-            "cost": None if None in costs else sum(costs)}
+            "cost": None if None in costs else sum(costs), "rubric": rubric}
 
 
 def _user_bound(plan: Plan) -> int:
@@ -107,16 +111,19 @@ class _InMemory:
         return True
 
 
-def _judges(plan: Plan, settings: Mapping, environ: Mapping[str, str]) -> list[dict]:
+def _judges(plan: Plan, settings: Mapping, environ: Mapping[str, str],
+            store: Store | None) -> tuple[list[dict], dict | None]:
     """Each judge's row: every judgment of every file the simulation writes (shared: one file; independent: one per
-    method), as the dialogue kind plans (`start`) and builds (`all_requests`) them for a file of complete sessions;
-    each session asks the same, as long at most as the one with the longest profile, personality and texts."""
+    method), as the dialogue kind plans (`start`, under the simulation's rubric) and builds (`all_requests`) them for
+    a file of complete sessions; each session asks the same, as long at most as the one with the longest profile,
+    personality and texts. And the reference of the rubric, when it is not the default."""
     kind = registry.get(KIND)
     judge = check_judges(settings.get("judge") or None, settings.get("judges"), environ)
     names = [m.name for m in plan.methods]
     files = [names] if plan.protocol == "shared" else [[name] for name in names]
+    options = {"rubric": settings["rubric"]} if settings.get("rubric") else {}
     spent: dict[int, dict] = {}
-    panel, labels = [], []
+    panel, labels, rubric = [], [], None
     for methods in files:
         data, sizes = _longest_file(plan, methods)
         report = kind.validate(io.BytesIO(data), "estimate.jsonl", {})
@@ -124,20 +131,21 @@ def _judges(plan: Plan, settings: Mapping, environ: Mapping[str, str]) -> list[d
             raise RequestError(report.problems[0].message)
         try:
             planned = kind.start({"id": "", "filename": "estimate.jsonl", "summary": report.summary},
-                                 StartRequest(None, {}, lambda: judge))
+                                 StartRequest(None, options, lambda: judge, store))
             panel, labels = panel_settings(planned.settings), judge_labels(planned.settings)
             configs = [judge_config(s, environ) for s in panel]
         except (StartError, ValueError) as exc:
             raise RequestError(str(exc)) from exc
         evaluation = {"methods": planned.methods, "settings": planned.settings}
-        for key, request in kind.all_requests(evaluation, _InMemory("estimate.jsonl", data), configs):
+        rubric = planned.settings.get("rubric")
+        for key, request in kind.all_requests(evaluation, _InMemory("estimate.jsonl", data), configs, store):
             judge_number = judge_of(key)
             _add(spent.setdefault(judge_number, dict.fromkeys(FIELDS, 0)), _measure(request.messages, sizes),
                  configs[judge_number].max_tokens)
     sessions = len(plan.personas)
     return [_row("judge", labels[number], s["model"], s["endpoint"], s.get("prices") or {},
                  {field: sessions * value for field, value in spent.get(number, dict.fromkeys(FIELDS, 0)).items()})
-            for number, s in enumerate(panel)]
+            for number, s in enumerate(panel)], rubric
 
 
 def _longest_file(plan: Plan, methods: list[str]) -> tuple[bytes, dict[str, int]]:

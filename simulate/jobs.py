@@ -39,9 +39,11 @@ def create_simulation(store: Store, request: Any, environ: Mapping[str, str] = o
     where a personas upload's file is read."""
     settings = settings_of(store, uploads, request, environ)
     try:
-        settings["estimate"] = estimate(settings, environ)
+        settings["estimate"] = estimate(settings, environ, store)
     except ValueError as exc:  # a price setting that is not a number
         raise RequestError(str(exc)) from exc
+    if settings["estimate"]["rubric"]:  # the rubric itself, by its SHA-256: a version added later is not it
+        settings["rubric"] = settings["estimate"]["rubric"]["sha256"]
     simulation_id = new_id()
     store.add_simulation(simulation_id, settings, Plan.from_settings(settings).total())
     return store.get_simulation(simulation_id)  # type: ignore[return-value]
@@ -198,7 +200,8 @@ class SimulationRunner:
         try:
             for upload_id in upload_ids:
                 evaluation = create_evaluation(self.store, upload_id, None, settings.get("judge") or None,
-                                               self.environ(), None, settings.get("judges"))
+                                               self.environ(), {"rubric": settings["rubric"]}
+                                               if settings.get("rubric") else None, settings.get("judges"))
                 evaluation_ids.append(evaluation["id"])
         except RequestError as exc:
             return [_("The files could not be scored: %(error)s", error=exc)]

@@ -1,6 +1,6 @@
 """A request to run a simulation, checked whole before anything runs or any connection is made: the personas, the
 simulator and methods (each on an endpoint the operator named, with a model it allows), rounds, protocol and the
-judge that scores the files. Gives the settings a simulation keeps (never a URL's key)."""
+judge (and rubric) that scores the files. Gives the settings a simulation keeps (never a URL's key)."""
 from __future__ import annotations
 
 import math
@@ -24,7 +24,7 @@ MAX_NAME = 80
 MAX_SYSTEM_PROMPT = 20_000
 USER_RETRIES = 2  # the simulator's answers refused by the checks, asked again with the reason
 FIELDS = ("personas_upload_id", "personas", "simulator", "methods", "rounds", "protocol", "reference", "score",
-          "judge", "judges", "sample")
+          "judge", "judges", "rubric", "sample")
 SIMULATOR_FIELDS = ("model", "endpoint", "temperature", "language", "max_tokens")
 METHOD_FIELDS = ("name", "model", "endpoint", "system_prompt", "temperature", "max_tokens")
 SECRET_FIELDS = ("base_url", "api_key")
@@ -65,13 +65,17 @@ def settings_of(store, uploads: blobs.Blobs | None, request: Any, environ: Mappi
         raise RequestError(_("'judge' must be an object of judge settings."))
     if score:
         check_judges(judge, judges, environ)
+    rubric = request.get("rubric")
+    if rubric not in (None, "") and (not isinstance(rubric, str) or not score):
+        raise RequestError(_("'rubric' names the rubric the files are scored under (its id or SHA-256): a text, with "
+                             "\"score\": true."))
     sample = request.get("sample", 0)
     if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
         raise RequestError(_("'sample' must be a whole number of 0 or more."))
     return {"personas_source": source, "personas": [p.to_dict() for p in personas],
             "simulator": {**simulator, "language": language}, "methods": methods, "rounds": rounds,
             "protocol": protocol, "reference": reference, "score": score, "judge": dict(judge or {}),
-            "judges": judges, "sample": sample, "user_retries": USER_RETRIES}
+            "judges": judges, "rubric": rubric or None, "sample": sample, "user_retries": USER_RETRIES}
 
 
 def _personas(store, uploads: blobs.Blobs | None, request: Mapping) -> tuple[str, list]:

@@ -135,6 +135,8 @@ class SimulationRequest(Request):
     score: Flag | None = None
     judge: JudgeRequest | None = None
     judges: list[JudgeRequest] | None = None
+    rubric: str | None = Field(None, description="with score: the rubric the files are scored under, by id or SHA-256 "
+                                                 "(default: personasteer)")
     sample: Count | None = Field(None, description="a sample's number, for a new draw at temperature > 0")
 
 
@@ -311,6 +313,8 @@ class Simulation(Answer):
     rounds: int
     methods: list[str]
     personas: int
+    rubric: str | None = Field(description="the rubric the files are scored under (its SHA-256 when one was named; "
+                                           "null: the default, personasteer)")
     usage: list[dict[str, Any]]
     costs: dict[str, Any] = Field(description="per speaker (simulator, methods, judges): the estimate made before "
                                               "it started and what it has spent so far")

@@ -126,10 +126,13 @@ def out_path(out: Path, method: str | None) -> Path:
               help="The dialogue file to write (independent protocol: one per method, named FILE-<method>.jsonl).")
 @click.option("--score", is_flag=True, help="Score the file(s) with the judge when the simulation is done.")
 @click.option("--judge-endpoint", help="The judge endpoint that scores (with --score).")
+@click.option("--rubric", metavar="ID", help="The rubric the files are scored under, by id or SHA-256 (with --score; "
+                                             "default: personasteer).")
 @with_appcontext
 def simulate_command(personas: str, simulator: str, methods: tuple[str, ...], rounds: int, protocol: str,
                      reference: str | None, system_prompts: tuple[str, ...], language: str,
-                     simulator_temperature: float | None, out: Path, score: bool, judge_endpoint: str | None) -> None:
+                     simulator_temperature: float | None, out: Path, score: bool, judge_endpoint: str | None,
+                     rubric: str | None) -> None:
     """Simulated users (PERSONAS: a personas or dialogue file, or 'builtin') talk with the methods for --rounds
     rounds; the dialogue file is written to --out, and scored with --score."""
     prompts = {}
@@ -149,7 +152,8 @@ def simulate_command(personas: str, simulator: str, methods: tuple[str, ...], ro
                "methods": [{"name": name, **_speaker(model), **({"system_prompt": prompts[name]}
                                                                  if name in prompts else {})} for name, model in named],
                **({"reference": reference} if reference else {}),
-               **({"judge": {"endpoint": judge_endpoint}} if judge_endpoint else {})}
+               **({"judge": {"endpoint": judge_endpoint}} if judge_endpoint else {}),
+               **({"rubric": rubric} if rubric else {})}
     runner = SimulationRunner(get_store(), get_uploads(), None, get_judge_settings().environ)
     try:
         simulation = runner.create(request)

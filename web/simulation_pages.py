@@ -1,5 +1,5 @@
 """The simulations' pages: the Run page (/simulations/new: personas, simulator, methods, rounds, protocol, judge, and
-the estimated calls and cost before starting) and a simulation's status page (/simulations/<id>: progress, the
+the estimated calls and cost before starting; the rubric the files are scored under) and a simulation's status page (/simulations/<id>: progress, the
 transcripts so far, its uploads and evaluations)."""
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from benchmarks.host import csv_response
 from benchmarks.search import BadQuery, compile_pattern
 from pipeline.jobs import RequestError
 from simulate.estimate import estimate
-from simulate.output import outputs
+from simulate.output import KIND, outputs
 from simulate.plan import Plan
 from simulate.request import DEFAULTS, settings_of
 from simulate.transcripts import conversation_rounds, sample_rows
-from web import get_judge_settings, get_store, get_uploads
+from web import get_judge_settings, get_site, get_store, get_uploads
 from web.pages import judge_endpoint_list
 from web.simulations_api import get_simulations, progress, simulation_status
 
@@ -67,6 +67,8 @@ def request_of(form: Mapping) -> dict:
         body["reference"] = form["reference"].strip()
     if form.get("score") and form.get("judge_endpoint"):
         body["judge"] = {"endpoint": form["judge_endpoint"]}
+    if form.get("score") and form.get("rubric"):
+        body["rubric"] = form["rubric"]
     return body
 
 
@@ -75,7 +77,8 @@ def _run_page(status: int = 200, **context):
     return render_template("simulation_new.html", endpoints=judge_endpoint_list(), rows=range(METHOD_ROWS),
                            uploads=get_store().uploads_of_kinds(
                                [kind.name for kind in registry.kinds() if kind.holds_personas]), form=request.form,
-                           defaults=DEFAULTS, **context), status
+                           defaults=DEFAULTS, rubrics=registry.get(KIND).start_choices(get_site()).get("rubric", []),
+                           **context), status
 
 
 @bp.get("/simulations/new")
@@ -91,7 +94,7 @@ def start():
     environ = get_judge_settings().environ()
     if request.form.get("action") == "estimate":
         try:
-            found = estimate(settings_of(get_store(), get_uploads(), body, environ), environ)
+            found = estimate(settings_of(get_store(), get_uploads(), body, environ), environ, get_store())
         except ValueError as exc:  # a RequestError, or a price that is not a number
             return _run_page(400, error=str(exc))
         return _run_page(estimate=found)

@@ -55,7 +55,7 @@ def simulation_status(simulation: dict) -> dict:
             "progress": progress(simulation), "upload_ids": simulation["upload_ids"],
             "evaluation_ids": simulation["evaluation_ids"], "protocol": settings["protocol"],
             "rounds": settings["rounds"], "methods": [m["name"] for m in settings["methods"]],
-            "personas": len(settings["personas"]), "usage": usage,
+            "personas": len(settings["personas"]), "rubric": settings.get("rubric"), "usage": usage,
             "costs": report(get_store(), simulation, environ),
             "url": url_for("simulation_pages.status", simulation_id=simulation["id"], _external=True)}
 
