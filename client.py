@@ -1,5 +1,6 @@
 """A Python client of the dashboard's JSON API (docs/client.md): upload (in resumable chunks when big), evaluate, wait
-with progress, the result document, the judgments as a pandas DataFrame, compare and share.
+with progress, the result document, the judgments as a pandas DataFrame, compare and share; the rubrics (list, read,
+add).
 
 Standard library only (pandas for `judgments`, imported when called). The token is sent only to the server the client
 was made for: a redirect is followed only to the same scheme, host and port, and only for GET. Calls that are safe to
@@ -243,8 +244,27 @@ class Client:
 
     def evaluate(self, upload_id: str, **options: Any) -> dict:
         """Start an evaluation of an upload; `options` are the API's fields (methods, judge, judges, samples,
-        pairwise, reference, annotate, ...). Answers {id, status, url}."""
+        pairwise, rubric, reference, annotate, ...; `rubric=` names a dialogue's rubric by id or SHA-256). Answers
+        {id, status, url}."""
         return self._json("POST", "/api/evaluations", {"upload_id": upload_id, **options}, idempotent=False)
+
+    # -- rubrics (dialogue) --------------------------------------------------------------------------------------
+
+    def rubrics(self) -> list[dict]:
+        """Every rubric the server has: the built-ins, then those added, newest first (id, version, sha256, title,
+        dimensions with their scales, headline, binary, ...)."""
+        return self._json("GET", "/api/rubrics")
+
+    def rubric(self, name: str) -> dict:
+        """One rubric by id or SHA-256, with its whole `document`."""
+        return self._json("GET", f"/api/rubrics/{_quote(name)}")
+
+    def add_rubric(self, path: str | os.PathLike) -> dict:
+        """Add a rubric file (YAML or JSON); answers the rubric. ApiError with every problem of the file (each with
+        its line and field), or (409) when its id is a built-in's or its id and version are kept with other
+        content."""
+        data = Path(path).read_bytes()
+        return self.request("POST", "/api/rubrics", data, {"Content-Type": "application/yaml"}, idempotent=False)[1]
 
     def status(self, evaluation_id: str) -> dict:
         """An evaluation's status document: {id, status, progress, error, failure, result, ...}."""

@@ -251,6 +251,38 @@ def test_a_rejected_file_is_an_api_error_with_its_problems(live, tmp_path):
     assert chunked.value.status == 400 and chunked.value.problems[0]["line"] == 9
 
 
+def test_rubrics_are_listed_read_added_and_evaluated_under(live, tmp_path):
+    from tests.benchmarks.dialogue.test_rubric_pages import LAB, lab
+
+    store = Store(live.server.config["DATABASE"], registry.tables())
+    admin = accounts.create_user(store, "rubric-admin", "correct horse battery", is_admin=True)
+    _record, admin_token = accounts.create_token(store, admin["id"], "rubrics")
+    (tmp_path / "lab.yaml").write_bytes(lab())
+    (tmp_path / "broken.yaml").write_bytes(lab(**{"combine: weighted": "combine: mean"}))
+    member, client = Client(live.url, live.token), Client(live.url, admin_token)
+    with pytest.raises(ApiError) as refused:  # a member reads rubrics, an admin adds them
+        member.add_rubric(tmp_path / "lab.yaml")
+    assert refused.value.status == 403 and refused.value.message == "Only an administrator can change this."
+    with pytest.raises(ApiError) as broken:
+        client.add_rubric(tmp_path / "broken.yaml")
+    assert broken.value.status == 400 and broken.value.problems == [
+        {"line": 28, "path": "headline.weights", "message": "Weights go with combine: weighted."}]
+    assert "line 28 headline.weights: Weights go with combine: weighted." in str(broken.value)
+    assert LAB not in [r["id"] for r in member.rubrics()]
+
+    added = client.add_rubric(tmp_path / "lab.yaml")
+    assert (added["id"], added["version"], added["builtin"]) == (LAB, "1", False)
+    assert [r["id"] for r in member.rubrics()][-1] == LAB
+    assert member.rubric(added["sha256"])["document"]["headline"] == {"combine": "weighted", "weights": {
+        "coherence": 1, "profile_fit": 2, "tone_fit": 1}}
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(jsonl(session_line("r1", 2, ("A", "B"))))
+    upload = member.upload(path)
+    final = member.wait(member.evaluate(upload["id"], rubric=LAB)["id"], timeout=60)
+    assert final["status"] == "done" and final["result"]["rubric"]["sha256"] == added["sha256"]
+    assert final["result"]["methods"]["A"]["dimensions"] == {"profile_fit": 6.0, "tone_fit": 6.0, "coherence": 6.0}
+
+
 # -- the HTTP rules, against small servers of the test's own --------------------------------------------------
 
 class Scripted(http.server.ThreadingHTTPServer):
