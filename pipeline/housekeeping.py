@@ -68,11 +68,13 @@ def evaluation_list(store: Store, kind: str | None = None, tag: str | None = Non
 
 
 def measured_with(evaluation: dict) -> str:
-    """The judge model(s) of an evaluation, or its reference set, from its settings; "" when there is none."""
+    """The judge model(s) of an evaluation, its reference set, or the file of the scores it imported, from its
+    settings; "" when there is none."""
     settings = evaluation.get("settings") or {}
     if settings.get("judges"):
         return " + ".join(judge.get("model") or "?" for judge in settings["judges"])
-    return settings.get("model") or settings.get("reference_name") or ""
+    return settings.get("model") or settings.get("reference_name") or (settings.get("scores") or {}).get(
+        "filename") or ""
 
 
 def delete_evaluation(store: Store, results: str | Path | blobs.Blobs, evaluation_id: str) -> None:

@@ -91,8 +91,9 @@ def ingest(stream: BinaryIO, filename: str, store, files: str | Path | blobs.Blo
 def attach(stream: BinaryIO, filename: str, upload: dict, name: str, store, files: str | Path | blobs.Blobs,
            options: dict | None = None) -> dict:
     """Check a file attached to a stored upload with the upload's kind (`name`: one of its `attachments`; `options`:
-    its `attachment_fields`), then store it by content hash and record it; returns the attachment's record or
-    raises InvalidUpload with the problems (nothing is stored then)."""
+    its `attachment_fields`), then store it by content hash and record it; returns the attachment's record (the one
+    recorded before, for the same file read the same way) or raises InvalidUpload with the problems (nothing is
+    stored then)."""
     files = blobs.at(files)
     kind = registry.get(upload["kind"])
     if name not in kind.attachments:
@@ -106,6 +107,9 @@ def attach(stream: BinaryIO, filename: str, upload: dict, name: str, store, file
             report = kind.check_attachment(name, f, filename or name, upload, options or {}, site)
         if not report.ok:
             raise InvalidUpload(report)
+        for existing in store.attachments(upload["id"], name):  # the same file, read the same way: attached already
+            if existing["sha256"] == sha256 and existing["summary"] == report.summary:
+                return existing
         key = attachment_key(name, sha256, report.summary.get("extension") or "")
         if not files.exists(key):  # named by content: the same bytes are already there
             files.put_file(key, tmp)

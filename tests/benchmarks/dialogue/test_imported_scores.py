@@ -137,7 +137,8 @@ def test_a_jsonl_scores_file_is_analysed_as_judged_without_a_judge_call(client, 
                  f"/evaluations/{done['id']}/view/prompt?index=1&round=1&method=Base&mode=fine"):
         answer = client.get(page)
         assert answer.status_code == 200, page
-    assert "other-judge.jsonl" in client.get(f"/evaluations/{done['id']}").get_data(as_text=True)
+    page = client.get(f"/evaluations/{done['id']}").get_data(as_text=True)
+    assert "imported from other-judge.jsonl (SHA-256 " in page and "Judge usage by method" not in page
     assert judge_server.requests == 0
 
 
@@ -416,6 +417,17 @@ def test_agreement_with_people_is_figured_for_imported_scores(client):
     ours = [sum(dims(i, k, m).values()) for i, s, k, m in replies()]
     assert figures["total"]["spearman"]["value"] == pytest.approx(
         stats.spearmanr([people[key] for key in keys], ours).statistic)
+
+
+def test_the_same_file_attached_again_is_kept_once_and_lists_name_it(client):
+    record = upload(client)
+    first = attach(client, record["id"], scores_jsonl(), "scores.jsonl").get_json()
+    again = attach(client, record["id"], scores_jsonl(), "copy.jsonl").get_json()
+    assert again["id"] == first["id"] and again["filename"] == "scores.jsonl"
+    assert [a["id"] for a in client.get(f"/api/uploads/{record['id']}/scores").get_json()] == [first["id"]]
+    done = evaluate(client, record["id"], scores=first["id"])
+    listed = client.get("/api/evaluations").get_json()
+    assert next(e for e in listed if e["id"] == done["id"])["measured_with"] == "scores.jsonl"
 
 
 def test_deleting_the_upload_deletes_its_scores(client, app):
