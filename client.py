@@ -186,7 +186,7 @@ class Client:
             stream.seek(0)
             return self._chunked(stream, name, size, kind, fields, None, on_progress)
 
-    def _single(self, data: bytes, name: str, kind: str | None, fields: dict) -> dict:
+    def _single(self, data: bytes, name: str, kind: str | None, fields: dict, path: str = "/api/uploads") -> dict:
         boundary = f"psb-{secrets.token_hex(12)}"
         form = {**({"kind": kind} if kind else {}), **{k: v for k, v in fields.items() if v}}
         parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
@@ -195,8 +195,15 @@ class Client:
         parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{quoted}"\r\n'
                      "Content-Type: application/octet-stream\r\n\r\n".encode() + data + b"\r\n")
         body = b"".join(parts) + f"--{boundary}--\r\n".encode()
-        return self.request("POST", "/api/uploads", body,
+        return self.request("POST", path, body,
                             {"Content-Type": f"multipart/form-data; boundary={boundary}"}, idempotent=False)[1]
+
+    def attach(self, upload_id: str, path: str | os.PathLike, name: str = "scores", **fields: str) -> dict:
+        """Attach a file to an upload (`name`: one of its kind's attachments; dialogue: "scores", another judge's
+        scores of its replies, `fields`: `rubric`); answers the attachment {id, summary, warnings, ...}."""
+        path = Path(path)
+        return self._single(path.read_bytes(), path.name, None, fields,
+                            f"/api/uploads/{_quote(upload_id)}/{_quote(name)}")
 
     def _chunked(self, stream: BinaryIO, name: str, size: int, kind: str | None, fields: dict, resume: str | None,
                  on_progress: Callable[[int, int], None] | None) -> dict:

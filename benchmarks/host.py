@@ -51,6 +51,14 @@ class Store(Protocol):
         """One upload by id, or None."""
         ...
 
+    def get_attachment(self, attachment_id: str) -> dict | None:
+        """One file attached to an upload (`Kind.attachments`) by id, with its summary, or None."""
+        ...
+
+    def attachments(self, upload_id: str, name: str | None = None) -> list[dict]:
+        """The files attached to an upload (of one name, when given), oldest first."""
+        ...
+
     def get_evaluation(self, evaluation_id: str, with_result: bool = True) -> dict | None:
         """One evaluation by id (with its result document unless asked not to), or None."""
         ...
@@ -215,6 +223,17 @@ class Site:
     def file_of(self, upload: dict) -> StoredFile:
         """An upload's stored file."""
         return self.files.file(self.name_of(upload))
+
+    def file_of_attachment(self, attachment: dict) -> StoredFile:
+        """The stored file of a file attached to an upload (`Store.get_attachment`)."""
+        return self.files.file(attachment_key(attachment["name"], attachment["sha256"],
+                                              attachment["summary"].get("extension") or ""))
+
+
+def attachment_key(name: str, sha256: str, extension: str) -> str:
+    """Where a file attached as `name` is kept among the stored files: in a folder of that name, by content hash
+    (never by the user's file name)."""
+    return f"{name}/{sha256}{extension}"
 
 
 # -- the runner --------------------------------------------------------------------------------------------------

@@ -10,10 +10,13 @@ The life of an upload, and which method answers each step:
 2. validate  `validate(stream, filename, options)` -> Report: streaming, problems located by line or path;
              when another kind refuses a file, `upload_hint(head, filename, path)` says whether it looks like
              one of this kind's, and how to upload it
+   attach    `check_attachment(name, stream, filename, upload, options, site)` -> Report: a file attached to a
+             stored upload (one of `attachments`: dialogue's "scores", another judge's), checked against it
 3. start     `start(upload, request)` -> Plan: what an evaluation records (methods, settings, units of work)
 4. run       `plan(job)` -> judgment keys, `requests(job, pending)` -> (key, judge.Prompt) judge calls
-             (kinds with a judge),
-             then `score(job)` -> the result document (every kind; a kind without a judge has one pure step)
+             (kinds with a judge), or `given_judgments(job)` -> (key, outcome) for an evaluation that brings its
+             judgments with it (imported scores), then `score(job)` -> the result document (every kind; a kind
+             without a judge has one pure step)
 5. show      `upload_context`, `result_context`, `figures`, `csv`, `downloads`, `views`, `compare`, with the
              templates `<name>/upload.html`, `<name>/result.html`, `<name>/compare.html` in `template_folder`
 6. CLI       `cli_options` (click options added to `flask score`) and `cli_start` (their values -> options);
@@ -37,7 +40,7 @@ from benchmarks.host import Site as Site
 from benchmarks.host import Store, Table
 from benchmarks.host import StoredFile as StoredFile
 from benchmarks.host import open_file as open_file
-from benchmarks.problems import Report
+from benchmarks.problems import Problem, Report
 from translations import _
 
 if TYPE_CHECKING:
@@ -141,6 +144,11 @@ class Kind(ABC):
     # in its validation report's summary ("extension")
     extension: ClassVar[str] = ""
     upload_fields: ClassVar[tuple[str, ...]] = ()  # form/API fields read at upload, passed to validate()
+    # files that may be attached to a stored upload of this kind, by name (dialogue: "scores", the scores another
+    # judge gave its replies): each is checked by `check_attachment`, stored by content hash, and chosen for an
+    # evaluation by the start field of the same name (its id); the CLI option of that name attaches a file by path
+    attachments: ClassVar[tuple[str, ...]] = ()
+    attachment_fields: ClassVar[tuple[str, ...]] = ()  # form/API fields read with an attachment (dialogue: rubric)
     start_fields: ClassVar[tuple[str, ...]] = ()  # form/API fields read when starting, in StartRequest.options
     # the JSON type of a start field in the API's contract (docs/api.md), e.g. {"annotate": Flag}; unlisted: any
     start_types: ClassVar[Mapping[str, Any]] = {}
@@ -174,6 +182,16 @@ class Kind(ABC):
         """When a file another kind refused looks like one of this kind's, a sentence saying how to upload it (then
         it is the one message the upload gets); None when it does not. By default: what `sniff` claims."""
         return upload_as(self, recognised=True) if self.sniff(head, filename, path) else None
+
+    def check_attachment(self, name: str, stream: BinaryIO, filename: str, upload: dict, options: Mapping[str, str],
+                         site: Site) -> Report:
+        """Check a file attached to a stored upload of this kind (`name`: one of `attachments`; `options`: the
+        `attachment_fields` sent with it) against that upload, streaming; problems name a line and a field.
+        `report.summary` is kept with the attachment (its "extension" names the stored file's). By default every
+        file is refused: the kind takes none."""
+        return Report([Problem(None, "", _("Nothing can be attached to an upload of the kind %(label)s.",
+                                           label=self.label))])
+
     def personas(self, stream: BinaryIO) -> Iterator[dict]:
         """The simulated users of a validated upload of this kind (a kind that `holds_personas`), read through the
         kinds' readers as `validate` reads the file, so that a BOM, CRLF line ends and blank lines read alike: dicts
@@ -209,6 +227,13 @@ class Kind(ABC):
         measures. None by default."""
         return iter(())
 
+    def given_judgments(self, job: Job) -> Iterable[tuple[tuple, dict]] | None:
+        """The judgments an evaluation brings with it instead of calling a judge (scores another judge gave,
+        imported), as (key, outcome): a key of `plan` without its session id (index, round, method, mode) and the
+        fields a judge's outcome is stored with (status "ok", total, verdict, scores). The runner plans and records
+        them, once, before `score`. None (the default) for an evaluation that brings none."""
+        return None
+
     @abstractmethod
     def score(self, job: Job) -> dict:
         """The result document, from the file and (for a judge) the judgments stored so far."""
@@ -225,7 +250,8 @@ class Kind(ABC):
         """This kind's own part of the result's provenance, beside the common part (pipeline/provenance.py):
         "bootstrap" ({"seed", "replicates"} of its intervals) when it draws bootstrap intervals, "reference"
         ({"name", "sha256"}) when it scores against a reference set, "rubric" ({"id", "version", "sha256"}) when
-        its judge asks under a rubric."""
+        its judge asks under a rubric, "scores" ({"imported": true, "filename", "sha256"}) when its judgments were
+        imported from a file."""
         return {}
 
     # -- show --------------------------------------------------------------------------------------------

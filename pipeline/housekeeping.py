@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchmarks import registry
+from benchmarks.host import attachment_key
 from pipeline.ingest import upload_key
 from storage import blobs
 from storage.store import Store
@@ -67,11 +68,13 @@ def evaluation_list(store: Store, kind: str | None = None, tag: str | None = Non
 
 
 def measured_with(evaluation: dict) -> str:
-    """The judge model(s) of an evaluation, or its reference set, from its settings; "" when there is none."""
+    """The judge model(s) of an evaluation, its reference set, or the file of the scores it imported, from its
+    settings; "" when there is none."""
     settings = evaluation.get("settings") or {}
     if settings.get("judges"):
         return " + ".join(judge.get("model") or "?" for judge in settings["judges"])
-    return settings.get("model") or settings.get("reference_name") or ""
+    return settings.get("model") or settings.get("reference_name") or (settings.get("scores") or {}).get(
+        "filename") or ""
 
 
 def delete_evaluation(store: Store, results: str | Path | blobs.Blobs, evaluation_id: str) -> None:
@@ -93,8 +96,8 @@ def upload_evaluations(store: Store, upload_id: str) -> list[dict]:
 def delete_upload(store: Store, uploads: str | Path | blobs.Blobs, results: str | Path | blobs.Blobs,
                   upload_id: str, with_evaluations: bool) -> list[str]:
     """Delete an upload and, when `with_evaluations` says so, its evaluations (Refused, naming them, otherwise;
-    and while one of them runs): the rows in one transaction, then the stored file (unless another upload has the
-    same content) and the result files. Returns the ids of the evaluations deleted."""
+    and while one of them runs): the rows in one transaction, then the stored file and its attached files (unless
+    another upload has the same content) and the result files. Returns the ids of the evaluations deleted."""
     upload = store.get_upload(upload_id)
     if upload is None:
         raise Refused(_("There is no such upload."), 404)
@@ -105,9 +108,14 @@ def delete_upload(store: Store, uploads: str | Path | blobs.Blobs, results: str 
     if ids and not with_evaluations:
         raise Refused(_("Deleting this upload also deletes its %(count)s evaluations: %(ids)s. Confirm to delete "
                         "them all.", count=len(ids), ids=", ".join(ids)), evaluations=ids)
+    attached = store.attachments(upload_id)
     store.delete_evaluations(ids, upload_id=upload_id)
     if not store.uploads_of_file(upload["sha256"]):
         blobs.at(uploads).delete(upload_key(upload["sha256"], upload["kind"], upload["summary"].get("extension")))
+    for attachment in attached:  # its attached files too, unless another upload has the same one
+        if not store.attachments_of_file(attachment["sha256"], attachment["name"]):
+            blobs.at(uploads).delete(attachment_key(attachment["name"], attachment["sha256"],
+                                                    attachment["summary"].get("extension") or ""))
     for evaluation_id in ids:
         blobs.at(results).delete(f"{evaluation_id}.json")
     return ids

@@ -1,4 +1,5 @@
-"""Receive an uploaded file: store it by content hash, validate it, and record it."""
+"""Receive an uploaded file: store it by content hash, validate it, and record it; and the same for a file attached to
+a stored upload (`Kind.attachments`: a dialogue upload's scores from another judge)."""
 from __future__ import annotations
 
 import hashlib
@@ -8,7 +9,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from benchmarks import registry
-from benchmarks.host import new_id
+from benchmarks.host import Site, attachment_key, new_id
 from benchmarks.problems import Problem, Report
 from pipeline import refusals
 from storage import blobs
@@ -83,5 +84,39 @@ def ingest(stream: BinaryIO, filename: str, store, files: str | Path | blobs.Blo
                   "size": size, "summary": report.summary, "warnings": [w.to_dict() for w in report.warnings]}
         store.add_upload(record)
         return store.get_upload(record["id"])
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def attach(stream: BinaryIO, filename: str, upload: dict, name: str, store, files: str | Path | blobs.Blobs,
+           options: dict | None = None) -> dict:
+    """Check a file attached to a stored upload with the upload's kind (`name`: one of its `attachments`; `options`:
+    its `attachment_fields`), then store it by content hash and record it; returns the attachment's record (the one
+    recorded before, for the same file read the same way) or raises InvalidUpload with the problems (nothing is
+    stored then)."""
+    files = blobs.at(files)
+    kind = registry.get(upload["kind"])
+    if name not in kind.attachments:
+        message = _("Nothing named %(name)s can be attached to an upload of the kind %(label)s.", name=name,
+                    label=kind.label)
+        raise InvalidUpload(Report([Problem(None, "", message)], [], {}))
+    tmp, sha256, size = _copy_hashing(stream, files.scratch())
+    try:
+        site = Site(store, files, stored_name)
+        with open(tmp, "rb") as f:
+            report = kind.check_attachment(name, f, filename or name, upload, options or {}, site)
+        if not report.ok:
+            raise InvalidUpload(report)
+        for existing in store.attachments(upload["id"], name):  # the same file, read the same way: attached already
+            if existing["sha256"] == sha256 and existing["summary"] == report.summary:
+                return existing
+        key = attachment_key(name, sha256, report.summary.get("extension") or "")
+        if not files.exists(key):  # named by content: the same bytes are already there
+            files.put_file(key, tmp)
+        record = {"id": new_id(), "upload_id": upload["id"], "name": name, "sha256": sha256,
+                  "filename": Path(filename or name).name[:200], "size": size, "summary": report.summary,
+                  "warnings": [w.to_dict() for w in report.warnings]}
+        store.add_attachment(record)
+        return store.get_attachment(record["id"])
     finally:
         tmp.unlink(missing_ok=True)

@@ -13,7 +13,7 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 from benchmarks import registry
 from benchmarks.host import new_id
@@ -193,8 +193,9 @@ class Pipeline:
             job.config = job.judges[0]
         return kind, job
 
-    def plan(self, kind: Kind, job: Job) -> None:
-        """Record the evaluation's pending judgments, once (a resumed run skips this when it got to the end)."""
+    def plan(self, kind: Kind, job: Job, given: Iterable[tuple[tuple, dict]] = ()) -> None:
+        """Record the evaluation's pending judgments, once (a resumed run skips this when it got to the end), and
+        the outcomes of those it brings with it (`given`: Kind.given_judgments)."""
         evaluation_id = job.evaluation["id"]
         if self.store.get_setting(f"planned:{evaluation_id}"):
             return
@@ -203,6 +204,9 @@ class Pipeline:
         rows = iter(kind.plan(job))
         while chunk := list(itertools.islice(rows, PLAN_CHUNK)):
             self.store.add_pending(evaluation_id, chunk)
+        outcomes = iter(given)  # only pending judgments are written: a run that stops half way writes the rest
+        while chunk := list(itertools.islice(outcomes, PLAN_CHUNK)):
+            self.store.save_judgments(evaluation_id, chunk)
         self.store.set_total(evaluation_id, self.store.progress(evaluation_id)["total"])
         self.store.set_setting(f"planned:{evaluation_id}", True)
 
@@ -357,7 +361,11 @@ class Pipeline:
         return document
 
     def score(self, kind: Kind, job: Job) -> dict:
-        """The kind's result document of the job, with its provenance (pipeline/provenance.py) ending now."""
+        """The kind's result document of the job, with its provenance (pipeline/provenance.py) ending now; the
+        judgments an evaluation brings with it instead of calling a judge (imported scores) are recorded first."""
+        given = kind.given_judgments(job)
+        if given is not None:
+            self.plan(kind, job, given)
         document = kind.score(job)
         started = (self.store.get_evaluation(job.evaluation["id"], with_result=False) or {}).get("started_at")
         document["provenance"] = provenance.build(kind, job, started, now(), self.environ())

@@ -2,7 +2,7 @@
 
 The common part is here (the product's version and commit, the uploaded file's SHA-256, each judge by its endpoint's
 name, the Python and library versions, the start and end times); the kind adds its own (`Kind.format_version`,
-`Kind.prompt_templates`, `Kind.provenance`: the bootstrap, a reference set). Never a key nor a URL: a judge is named
+`Kind.prompt_templates`, `Kind.provenance`: the bootstrap, a reference set, a rubric, the file of imported scores). Never a key nor a URL: a judge is named
 by the endpoint the operator named (JUDGE_ENDPOINTS, "default"). `rows` flattens a block into labelled fields, for
 the result page and the compare page (`differences`).
 """
@@ -94,6 +94,7 @@ def build(kind: Kind, job: Job, started_at: str | None, finished_at: str, enviro
             "judges": judges(kind, job),
             "reference": own.get("reference"),
             **({"rubric": own["rubric"]} if own.get("rubric") else {}),
+            **({"scores": own["scores"]} if own.get("scores") else {}),
             "bootstrap": own.get("bootstrap"),
             "environment": libraries(),
             "started_at": started_at, "finished_at": finished_at}
@@ -127,6 +128,10 @@ def rows(provenance: dict | None) -> list[tuple[str, str, Any]]:
         out += [(prefix + key, judge_label(number, str(label)), judge.get(key)) for key, label in _JUDGE_FIELDS]
         out += [(f"{prefix}prompts.{name}", judge_label(number, _("prompt SHA-256 (%(name)s)", name=name)),
                  prompt.get("sha256")) for name, prompt in (judge.get("prompts") or {}).items()]
+    scores = provenance.get("scores")
+    if scores:  # imported from another judge: the file, in place of any judge
+        out += [("scores.filename", _("imported scores file"), scores.get("filename")),
+                ("scores.sha256", _("imported scores file SHA-256"), scores.get("sha256"))]
     reference = provenance.get("reference")
     if reference:
         out += [("reference.name", _("reference set"), reference.get("name")),

@@ -308,6 +308,23 @@ def _simulations(con: Connection, ddl: dict) -> None:
 )""")
 
 
+def _attachments(con: Connection, ddl: dict) -> None:
+    # Files attached to an upload after it was stored (Kind.attachments: a dialogue upload's scores from another
+    # judge), each checked against the upload by its kind and stored by content hash under its name's folder.
+    con.exec_driver_sql("""CREATE TABLE IF NOT EXISTS attachments (
+    id TEXT PRIMARY KEY,
+    upload_id TEXT NOT NULL REFERENCES uploads (id),
+    name TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    filename TEXT NOT NULL,
+    size {bigint} NOT NULL,
+    summary TEXT NOT NULL,
+    warnings TEXT NOT NULL,
+    created_at TEXT NOT NULL
+)""".format(**ddl))
+    con.exec_driver_sql("CREATE INDEX IF NOT EXISTS attachments_upload ON attachments (upload_id, name)")
+
+
 @dataclass(frozen=True)
 class Step:
     """One change of the schema."""
@@ -331,6 +348,8 @@ STEPS = (
     Step(12, "judgments.scores holds every judge score; the dialogue score columns dropped", _scores_column),
     # 13: reference_sets (benchmarks/mobility/)
     Step(14, "simulations and simulation_turns: simulated users talking to the methods", _simulations),
+    # 15: rubrics (benchmarks/dialogue/rubric_store.py)
+    Step(16, "attachments: files attached to an upload (another judge's scores)", _attachments),
 )
 
 

@@ -22,6 +22,7 @@ _JSON_COLUMNS = {"summary", "warnings", "methods", "settings", "result", "tags",
 
 # The columns each record has, in this order (the JSON API shows them so); the ordering column `seq` is not one.
 UPLOAD = "id, sha256, kind, filename, size, summary, warnings, created_at, title, tags"
+ATTACHMENT = "id, upload_id, name, sha256, filename, size, summary, warnings, created_at"
 EVALUATION_HEAD = ("id, upload_id, kind, status, methods, settings, error, total, created_at, started_at, finished_at,"
                    " run_started_at, run_done_at_start, title, tags, headline")
 EVALUATION = EVALUATION_HEAD + ", result"
@@ -62,6 +63,29 @@ class Store(Judgments, Simulations, Access, Database):
         """The first upload of the same content and kind, or None."""
         return _decode(self._one(f"SELECT {UPLOAD} FROM uploads WHERE sha256 = :sha256 AND kind = :kind"
                                  " ORDER BY created_at, id LIMIT 1", {"sha256": sha256, "kind": kind}))
+
+    def add_attachment(self, attachment: dict) -> None:
+        """Insert a file attached to an upload (summary and warnings as JSON)."""
+        self._write(f"INSERT INTO attachments ({ATTACHMENT}) VALUES (:id, :upload_id, :name, :sha256, :filename,"
+                    " :size, :summary, :warnings, :created_at)",
+                    {**attachment, "summary": json.dumps(attachment["summary"]),
+                     "warnings": json.dumps(attachment["warnings"]), "created_at": attachment.get("created_at") or now()})
+
+    def get_attachment(self, attachment_id: str) -> dict | None:
+        """One file attached to an upload by id, or None."""
+        return _decode(self._one(f"SELECT {ATTACHMENT} FROM attachments WHERE id = :id", {"id": attachment_id}))
+
+    def attachments(self, upload_id: str, name: str | None = None) -> list[dict]:
+        """The files attached to an upload (of one name, when given), oldest first."""
+        rows = self._all(f"SELECT {ATTACHMENT} FROM attachments WHERE upload_id = :upload"
+                         + (" AND name = :name" if name else "") + " ORDER BY created_at, id",
+                         {"upload": upload_id, "name": name})
+        return [_decode(row) for row in rows]
+
+    def attachments_of_file(self, sha256: str, name: str) -> int:
+        """How many attachments of this name are stored from the file with this hash."""
+        return int(self._one("SELECT COUNT(*) AS n FROM attachments WHERE sha256 = :sha AND name = :name",
+                             {"sha": sha256, "name": name})["n"])
 
     def set_session_offsets(self, upload_id: str, rows: Iterable[tuple[int, str, int]]) -> None:
         """Record (index, session id, byte offset) of every session of an upload."""
@@ -135,7 +159,8 @@ class Store(Judgments, Simulations, Access, Database):
 
     def delete_evaluations(self, evaluation_ids: list[str], upload_id: str | None = None) -> None:
         """Delete evaluations with everything stored with them (judgments, counters, share links, their plan marker,
-        the rows and settings the kinds' tables keep of them), and the upload when given, in one transaction:
+        the rows and settings the kinds' tables keep of them), and the upload (with its attachments' records) when
+        given, in one transaction:
         nothing is half deleted. The files are the caller's (web/manage.py)."""
         owned = [(t.name, t.evaluation_column) for t in self.tables if t.evaluation_column]
         settings = EVALUATION_SETTINGS + tuple(name for t in self.tables for name in t.evaluation_settings)
@@ -148,6 +173,7 @@ class Store(Judgments, Simulations, Access, Database):
             self._many(con, "DELETE FROM evaluations WHERE id = :id", ({"id": e} for e in evaluation_ids))
             if upload_id is not None:
                 con.execute(text_query("DELETE FROM sessions WHERE upload_id = :id"), {"id": upload_id})
+                con.execute(text_query("DELETE FROM attachments WHERE upload_id = :id"), {"id": upload_id})
                 con.execute(text_query("DELETE FROM uploads WHERE id = :id"), {"id": upload_id})
 
     def uploads_of_file(self, sha256: str) -> int:

@@ -427,6 +427,33 @@ def test_remote_mode_gates_like_local_mode(live, tmp_path):
     assert low.returncode == 1 and "below threshold: A avg 47.250 < 48.0" in low.stderr
 
 
+def test_remote_mode_imports_scores_as_local_mode_does(live, tmp_path):
+    path, scores = tmp_path / "log.jsonl", tmp_path / "scores.csv"
+    path.write_bytes(jsonl(*(session_line(f"r{i}", 2) for i in range(3))))
+    given = {(i, k, m): 10 * i + k + 0.5 * (m == "B") for i in range(3) for k in (1, 2) for m in "AB"}
+    scores.write_text("session_id,round,method,total\n" + "".join(f"r{i},{k},{m},{v}\n" for (i, k, m), v in given.items()))
+    asked = live.judge.requests
+    remote = flask(f"flask --app app score {path} --server {live.url} --scores {scores} --out {tmp_path / 'remote.json'}",
+                   cli_env(tmp_path, PSB_TOKEN=live.token))
+    assert remote.returncode == 0, remote.stderr
+    local = flask(f"flask --app app score {path} --scores {scores} --out {tmp_path / 'local.json'}", cli_env(tmp_path))
+    assert local.returncode == 0, local.stderr  # no judge configured: none is needed
+    remote_doc, local_doc = (json.loads((tmp_path / f"{name}.json").read_text()) for name in ("remote", "local"))
+    assert remote_doc["methods"] == local_doc["methods"]
+    for method in "AB":  # AVG: the mean over the rounds of the mean over the sessions
+        rounds = [sum(given[(i, k, method)] for i in range(3)) / 3 for k in (1, 2)]
+        assert remote_doc["methods"][method]["avg"] == pytest.approx(sum(rounds) / 2)
+    assert remote_doc["provenance"]["scores"]["filename"] == "scores.csv" and remote_doc["provenance"]["judges"] == []
+    assert live.judge.requests == asked
+
+    scores.write_text(scores.read_text().replace("r1,2,B,12.5\n", ""))
+    refused = flask(f"flask --app app score {path} --server {live.url} --scores {scores}",
+                    cli_env(tmp_path, PSB_TOKEN=live.token))
+    assert refused.returncode == 1, refused.stderr
+    assert (f'{scores}: file: The upload\'s line 2 (session "r1"), round 2: the reply of "B" has no scores'
+            in refused.stderr)
+
+
 @pytest.mark.parametrize("args, code, message", [
     ("--baseline nope", 2, "No evaluation has the id nope."),
     ("--max-drop 2", 2, "--max-drop needs --baseline."),

@@ -34,6 +34,8 @@ RUN_ELSEWHERE = {
     (DOCS / "simulation.md", "Command line"): "tests/test_docs_simulation.py",
     (DOCS / "rubrics.md", "Commands"): "tests/test_docs_rubrics.py",
     (DOCS / "client.md", "The CLI's remote mode"): "tests/test_client.py, against a live dashboard",
+    (DOCS / "formats.md", "Scores from another judge"): "tests/benchmarks/dialogue/test_imported_scores.py, with the "
+                                                        "files of its worked example",
     (DOCS / "benchmarks.md", "Benchmarks"): "tests/test_bench_scripts.py, at small sizes (the full runs take minutes "
                                             "each and are judged by hand)",
 }
@@ -173,6 +175,8 @@ def test_the_cli_section_runs_as_written(tmp_path, judge_server):
     (tmp_path / "shared").symlink_to(SHARED_DATA.parent)
     shutil.copy(ROOT / "sample_data.jsonl", work)
     (work / "log.jsonl").write_bytes(jsonl(*(session_line(f"s{i}", 3, ("Base", "Ours")) for i in range(4))))
+    (work / "scores.csv").write_text("session_id,round,method,alignment\n" + "".join(  # ALOE's 1-5, of log.jsonl
+        f"s{i},{k},{m},{1 + (i + k + len(m)) % 5}\n" for i in range(4) for k in (1, 2, 3) for m in ("Base", "Ours")))
     (work / "generated.json").write_text(json.dumps(synthetic(seed=2)))
     (work / "RecLLMSim.zip").write_bytes(sample_zip())
     (work / "outputs.zip").write_bytes(outputs_zip())
@@ -195,6 +199,8 @@ def test_the_cli_section_runs_as_written(tmp_path, judge_server):
         if " score " in step and "--out" not in step:
             document = json.loads(done.stdout)
             assert document["kind"] in ("dialogue", "mobility", "conversation", "agentbench"), step
+            if "--scores" in step:  # imported: the rubric's, no judge
+                assert document["rubric"]["id"] == "aloe" and document["judge"]["calls"] == 0, step
     assert json.loads((work / "result.json").read_text())["methods"].keys() == {"Base", "Ours"}
     assert (work / "site" / "index.html").is_file()
     assert "alice" in outputs["flask --app app users list"].stdout

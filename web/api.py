@@ -14,7 +14,7 @@ from web import get_judge_settings, get_runner, get_site, get_store, get_uploads
 from web import schemas as S
 from web.compare import CompareError, load_runs, requested_ids
 from web.paired_view import PairedError, answer, choose_baseline, choose_correction
-from web.payloads import evaluation_status, start_options, upload_json, upload_options
+from web.payloads import attach_sent, evaluation_status, start_options, upload_json, upload_options
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
@@ -126,6 +126,33 @@ def get_upload(upload_id: str):
     """One upload's summary and warnings."""
     upload = get_store().get_upload(upload_id) or abort(404)
     return jsonify(upload_json(upload))
+
+
+@bp.post("/uploads/<upload_id>/<name>")
+@operation("Attach a file to an upload (dialogue: `scores`, another judge's scores of its replies): it is checked "
+           "against the upload, and stored when it passes", {201: S.Attachment, 400: Refused, 404: Error},
+           form=S.AttachmentForm, files=("file",))
+def create_attachment(upload_id: str, name: str):
+    """Attach a file (multipart `file`, or `source=upload` for the upload's own) to an upload as `name`, one of its
+    kind's attachments (dialogue: `scores`, with `rubric`)."""
+    upload = get_store().get_upload(upload_id) or abort(404)
+    if name not in registry.get(upload["kind"]).attachments:
+        abort(404)
+    try:
+        attachment = attach_sent(upload, name, request.form, request.files)
+    except InvalidUpload as exc:
+        return problem_response(exc)
+    return jsonify(attachment), 201
+
+
+@bp.get("/uploads/<upload_id>/<name>")
+@operation("The files attached to an upload under one name (dialogue: scores)", {200: S.Attachments, 404: Error})
+def list_attachments(upload_id: str, name: str):
+    """The files attached to an upload as `name`, oldest first."""
+    upload = get_store().get_upload(upload_id) or abort(404)
+    if name not in registry.get(upload["kind"]).attachments:
+        abort(404)
+    return jsonify(get_store().attachments(upload_id, name))
 
 
 @bp.post("/evaluations")

@@ -5,15 +5,16 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 from flask import Flask, current_app
 from flask.cli import with_appcontext
 
 from benchmarks import registry
-from benchmarks.kind import StartError
+from benchmarks.kind import Kind, StartError
 from client import opened
-from pipeline.ingest import InvalidUpload, ingest
+from pipeline.ingest import InvalidUpload, attach, ingest
 from pipeline.jobs import RequestError, create_evaluation
 from translations import _
 from web import cli_gate as gate
@@ -44,12 +45,7 @@ def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, 
             # the path as given, so that <run>/<agent>/<task>/overall.json names its agent and task
             upload = ingest(stream, name, get_store(), get_uploads(), kind, upload_options)
     except InvalidUpload as exc:
-        for p in exc.report.problems:
-            where = _("line %(line)s", line=p.line) if p.line else _("file")
-            click.echo(f"{file}: {where}{' ' + p.path if p.path else ''}: {p.message}", err=True)
-        if exc.report.truncated:
-            click.echo(_("(more problems were found; fix these first)"), err=True)
-        sys.exit(1)
+        _refused(file, exc)
     for w in upload["warnings"]:
         click.echo(_("warning: %(message)s", message=w["message"]), err=True)
     chosen = [m.strip() for m in methods.split(",") if m.strip()] if methods else None
@@ -58,7 +54,7 @@ def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, 
         gate.check_kind(detected, baseline, metric, {"--fail-on-regression": fail_on_regression, "--metric": metric,
                                                      "--max-drop": max_drop})
         check_kind_options(detected, kind_values)
-        options = detected.cli_start(kind_values, get_site())
+        options = detected.cli_start(_attached(detected, upload, kind_values), get_site())
         judge = {**({"endpoint": judge_endpoint} if judge_endpoint else {}), **({"batch": True} if batch else {})}
         evaluation = create_evaluation(get_store(), upload["id"], chosen, judge, get_judge_settings().environ(),
                                        options, panel(judge_model, judges_file))
@@ -86,6 +82,34 @@ def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, 
         sys.exit(1)
     if failed:
         sys.exit(1)
+
+
+def _refused(file: Path, exc: InvalidUpload) -> NoReturn:
+    """Print every problem of a refused file with its line, and exit 1."""
+    for p in exc.report.problems:
+        where = _("line %(line)s", line=p.line) if p.line else _("file")
+        click.echo(f"{file}: {where}{' ' + p.path if p.path else ''}: {p.message}", err=True)
+    if exc.report.truncated:
+        click.echo(_("(more problems were found; fix these first)"), err=True)
+    sys.exit(1)
+
+
+def _attached(kind: Kind, upload: dict, values: dict) -> dict:
+    """The kind's option values with each file its attachment options name (dialogue's --scores) attached to the
+    upload and named by its attachment's id; exit 1, printing its problems, when one is refused."""
+    values = dict(values)
+    options = {f: values[f] for f in kind.attachment_fields if values.get(f)}
+    for name in kind.attachments:
+        if values.get(name):
+            path = Path(values[name])
+            try:
+                with path.open("rb") as stream:
+                    values[name] = attach(stream, path.name, upload, name, get_store(), get_uploads(), options)["id"]
+            except InvalidUpload as exc:
+                _refused(path, exc)
+            for w in get_store().get_attachment(values[name])["warnings"]:
+                click.echo(_("warning: %(message)s", message=w["message"]), err=True)
+    return values
 
 
 def score_command() -> click.Command:

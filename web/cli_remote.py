@@ -43,9 +43,24 @@ def _check_baseline(client: Client, baseline: str) -> str:
     return record["kind"]
 
 
-def _start_options(kind: Kind, values: dict) -> dict:
-    """The kind's start fields as the API takes them; StartError for a value that names a local file."""
+def _start_options(kind: Kind, values: dict, client: Client, upload_id: str) -> dict:
+    """The kind's start fields as the API takes them, each file an attachment option names (dialogue's --scores)
+    attached to the upload on the server first; StartError for a value that names a local file."""
     options = {k: values[k] for k in kind.start_fields if values.get(k) not in (None, False)}
+    fields = {f: values[f] for f in kind.attachment_fields if values.get(f)}
+    for name in kind.attachments:
+        if options.get(name):
+            path = Path(options[name])
+            try:
+                attached = client.attach(upload_id, path, name, **fields)
+            except ApiError as exc:
+                if exc.problems:
+                    _print_problems(path, exc)
+                    sys.exit(1)
+                raise
+            for w in attached["warnings"]:
+                click.echo(_("warning: %(message)s", message=w["message"]), err=True)
+            options[name] = attached["id"]
     reference = options.get("reference")
     if isinstance(reference, str) and Path(reference).exists():
         raise StartError(_("--reference with a path works locally only: add the reference set on the server (its "
@@ -93,7 +108,7 @@ def score(server: str | None, token: str | None, file: Path, kind: str | None, m
         gate.check_kind(detected, baseline, metric, {"--fail-on-regression": fail_on_regression, "--metric": metric,
                                                      "--max-drop": max_drop}, baseline_kind)
         check_kind_options(detected, kind_values)
-        options = _start_options(detected, kind_values)
+        options = _start_options(detected, kind_values, client, upload["id"])
         judge = {**({"endpoint": judge_endpoint} if judge_endpoint else {}), **({"batch": True} if batch else {})}
         chosen = [m.strip() for m in methods.split(",") if m.strip()] if methods else None
         started = client.evaluate(upload["id"], **({"methods": chosen} if chosen else {}),

@@ -20,13 +20,14 @@ from flask import (
 )
 
 from benchmarks import figures, registry
+from benchmarks.problems import Report
 from judge import VARIABLES, JudgeConfig, test_connection
 from pipeline import chunked_uploads, housekeeping
 from pipeline.ingest import InvalidUpload, ingest
 from pipeline.jobs import RequestError, create_evaluation, judge_config
 from translations import COOKIE, LANGUAGES, _
 from web import get_judge_settings, get_runner, get_site, get_store, get_uploads, security_headers
-from web.payloads import evaluation_status, panel_entries, start_options, upload_options
+from web.payloads import attach_sent, evaluation_status, panel_entries, start_options, upload_options
 from web.run_labels import run_labels
 
 bp = Blueprint("pages", __name__)
@@ -69,13 +70,30 @@ def upload():
 
 
 @bp.get("/uploads/<upload_id>")
-def upload_detail(upload_id: str, error: str | None = None, status: int = 200):
-    """An upload's summary and warnings, with the form that starts an evaluation."""
+def upload_detail(upload_id: str, error: str | None = None, status: int = 200, refused: Report | None = None):
+    """An upload's summary and warnings, with the form that starts an evaluation and the files attached to it (and
+    the problems of one that was refused)."""
     record = get_store().get_upload(upload_id) or abort(404)
     kind = registry.get(record["kind"])
+    attachments = {name: get_store().attachments(upload_id, name) for name in kind.attachments}
     return render_template(kind.template("upload"), upload=record, kind=kind, error=error,
                            judge_problem=judge_problem(), defaults=effective_config(), endpoints=judge_endpoint_list(),
+                           attachments=attachments, refused=refused,
                            **kind.upload_context(record, get_site())), status
+
+
+@bp.post("/uploads/<upload_id>/attach/<name>")
+def attach(upload_id: str, name: str):
+    """The upload page's form that attaches a file (dialogue: another judge's scores); back to the page, which lists
+    it, or shows its problems."""
+    record = get_store().get_upload(upload_id) or abort(404)
+    if name not in registry.get(record["kind"]).attachments:
+        abort(404)
+    try:
+        attach_sent(record, name, request.form, request.files)
+    except InvalidUpload as exc:
+        return upload_detail(upload_id, status=400, refused=exc.report)
+    return redirect(url_for("pages.upload_detail", upload_id=upload_id, _anchor=name))
 
 
 @bp.get("/uploads/<upload_id>/file")

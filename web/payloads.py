@@ -5,7 +5,10 @@ from datetime import datetime, timezone
 from typing import Mapping
 
 from benchmarks import registry
-from web import get_runner, get_store
+from benchmarks.problems import Problem, Report
+from pipeline.ingest import InvalidUpload, attach
+from translations import _
+from web import get_runner, get_site, get_store, get_uploads
 
 
 def upload_json(upload: dict) -> dict:
@@ -23,6 +26,21 @@ def _speed(evaluation: dict, progress: dict) -> tuple[float | None, float | None
         return None, None
     rate = done / elapsed
     return rate, (progress["total"] - progress["done"]) / rate
+
+
+def attach_sent(upload: dict, name: str, form: Mapping, files: Mapping) -> dict:
+    """Attach the file a form or an API request sends (`file`; or, with `source=upload`, the upload's own file) to an
+    upload as `name`, with the kind's attachment fields; its record, or InvalidUpload with the problems."""
+    kind = registry.get(upload["kind"])
+    options = {k: form[k].strip()[:200] for k in kind.attachment_fields if isinstance(form.get(k), str) and form[k].strip()}
+    if form.get("source") == "upload":
+        with get_site().file_of(upload).open("rb") as stream:
+            return attach(stream, upload["filename"], upload, name, get_store(), get_uploads(), options)
+    file = files.get("file")
+    if file is None or not file.filename:
+        raise InvalidUpload(Report([Problem(None, "file", _("Send the file as multipart form field 'file' (or "
+                                                            "source=upload to attach the upload's own file)."))]))
+    return attach(file.stream, file.filename, upload, name, get_store(), get_uploads(), options)
 
 
 def upload_options(form: Mapping) -> dict:

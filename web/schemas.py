@@ -39,6 +39,15 @@ class UploadForm(Request):
     task: str | None = Field(None, description="AgentBench: the task of a lone overall.json")
 
 
+class AttachmentForm(Request):
+    """The multipart fields of a file attached to an upload, beside its `file` (left out with `source=upload`)."""
+
+    rubric: str | None = Field(None, description="dialogue scores: the rubric they are on, by id or SHA-256 (default: "
+                                                 "personasteer, or bare totals for a file that gives no dimension)")
+    source: Literal["upload"] | None = Field(None, description="upload: attach the upload's own file, which carries "
+                                                               "the scores (a dialogue file whose rounds have them)")
+
+
 class ChunkedStart(Request):
     """A resumable upload announced: the file's name and size, and the upload fields."""
 
@@ -193,6 +202,24 @@ class Upload(Answer):
     summary: dict[str, Any]
     warnings: list[Any]
     created_at: str
+
+
+class Attachment(Answer):
+    """A file attached to an upload: its name (dialogue: scores), content hash, file, summary and warnings."""
+
+    id: Id
+    upload_id: Id
+    name: str
+    sha256: str
+    filename: str
+    size: int
+    summary: dict[str, Any]
+    warnings: list[Any]
+    created_at: str
+
+
+class Attachments(RootModel[list[Attachment]]):
+    """The files attached to an upload under one name, oldest first."""
 
 
 class UploadAtPage(Upload):

@@ -52,7 +52,7 @@ def radar_figure(result: dict, colours: dict[str, str]) -> dict:
     theta = [labels[d] for d in DIMENSIONS]
     traces = []
     for name, m in result["methods"].items():
-        values = [None if m["dimensions"][d] is None else 5 * m["dimensions"][d] for d in DIMENSIONS]
+        values = [None if m["dimensions"].get(d) is None else 5 * m["dimensions"][d] for d in DIMENSIONS]
         traces.append({"type": "scatterpolar", "name": name, "fill": "toself", "opacity": 0.6,
                        "r": values + values[:1], "theta": theta + theta[:1], "line": {"color": colours[name]}})
     layout = {"title": {"text": _("Dimension scores (0-100)")}, "legend": LEGEND_BELOW,

@@ -67,6 +67,7 @@ class _FileState:
     gapped_rounds: str = ""
     no_personality: int = 0
     no_personality_line: int = 0
+    scored: int = 0  # rounds that carry their replies' scores (imported.py reads them)
 
     def error(self, line: int | None, path: str, message: str) -> None:
         """Record an error."""
@@ -163,6 +164,7 @@ def _finish(state: _FileState) -> None:
         "max_rounds": state.max_rounds,
         "methods": list(state.methods or []),
         "format": file_format,
+        **({"scored_rounds": state.scored} if state.scored else {}),  # another judge's scores, to import
     }
 
 
@@ -254,6 +256,8 @@ def _rounds(obj: dict, line: int, state: _FileState) -> list[Round]:
     method_set = state.method_set
     plain = False
     for index, rnd in enumerate(rounds):
+        if type(rnd) is dict and "scores" in rnd:
+            state.scored += 1
         fast = _plain_round(rnd, previous, method_set)
         if fast is not None:
             plain = True

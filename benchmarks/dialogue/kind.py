@@ -12,6 +12,7 @@ from benchmarks import search
 from benchmarks.dialogue import (
     columns,
     figures,
+    imported,
     pairing,
     prompts,
     rubric_cli,
@@ -36,7 +37,19 @@ from benchmarks.dialogue.records import CHUNK, STORED, judgment_frame, reply_len
 from benchmarks.dialogue.result import build_result
 from benchmarks.figures import method_colours
 from benchmarks.host import Store
-from benchmarks.kind import Job, Kind, Plan, Sample, Site, StartError, StartRequest, StoredFile, as_flag, upload_as
+from benchmarks.kind import (
+    Job,
+    JobFailed,
+    Kind,
+    Plan,
+    Sample,
+    Site,
+    StartError,
+    StartRequest,
+    StoredFile,
+    as_flag,
+    upload_as,
+)
 from benchmarks.problems import Report
 from benchmarks.rubrics import Rubric
 from benchmarks.stats import DEFAULT_N_BOOT, DEFAULT_SEED
@@ -165,11 +178,18 @@ class DialogueKind(Kind):
     score_columns = prompts.DIMENSIONS
     tables = (*dialogue_tables.TABLES, rubric_store.TABLE)  # people's ratings and reviews, the rubrics people add
     paired_metrics = pairing.METRICS
-    start_fields = ("samples", "pairwise", "rubric")
-    start_types = {"samples": int | str, "pairwise": Flag, "rubric": str}
+    attachments = (imported.NAME,)  # the scores another judge gave the replies (imported.py)
+    attachment_fields = ("rubric",)  # the rubric those scores are on
+    start_fields = ("samples", "pairwise", "rubric", "scores")
+    start_types = {"samples": int | str, "pairwise": Flag, "rubric": str, "scores": str}
     cli_options = (click.Option(["--rubric"], default=None, metavar="ID",
                                 help="Dialogue: judge under this rubric, by id or SHA-256 (default: personasteer; "
-                                     "`flask --app app rubrics list`)."),
+                                     "`flask --app app rubrics list`); with --scores, the rubric those scores are "
+                                     "on."),
+                   click.Option(["--scores"], default=None, metavar="FILE",
+                                type=click.Path(exists=True, dir_okay=False),
+                                help="Dialogue: the scores another judge gave the replies (JSONL or CSV, "
+                                     "docs/formats.md), imported instead of calling a judge."),
                    click.Option(["--samples"], type=int, default=None,
                                 help="Dialogue: ask each judgment this many times (1-5, temperature > 0) to measure "
                                      "the judge's self-consistency."),
@@ -191,6 +211,15 @@ class DialogueKind(Kind):
         """Check every line of the JSONL file."""
         return validate(stream)
 
+    def check_attachment(self, name: str, stream: BinaryIO, filename: str, upload: dict, options: Mapping[str, str],
+                         site: Site) -> Report:
+        """A scores file (imported.py): every reply it names is the upload's and scored once under the rubric
+        named (`rubric`, else the default one, or bare totals), and every reply of the methods it scores has its
+        scores."""
+        if name != imported.NAME:
+            return super().check_attachment(name, stream, filename, upload, options, site)
+        return imported.check(stream, filename, upload, options, site)
+
     def personas(self, stream: BinaryIO) -> Iterator[dict]:
         """Each session's user: its session_id as persona_id, its profile and personality (no scenario nor
         opening)."""
@@ -199,12 +228,14 @@ class DialogueKind(Kind):
                    "user_personality": session.user_personality, "scenario": "", "opening": ""}
 
     def needs_judge(self, evaluation: dict) -> bool:
-        """Every dialogue evaluation is judged."""
-        return True
+        """Every dialogue evaluation is judged, but those of scores imported from another judge."""
+        return not evaluation["settings"].get("scores")
 
     def start(self, upload: dict, request: StartRequest) -> Plan:
         """Some or all of the file's methods, two judgments (fine, binary) per reply by each judge, `samples`
-        times each (self-consistency)."""
+        times each (self-consistency); or, with `scores`, the judgments of an attached scores file."""
+        if request.options.get("scores") not in (None, ""):
+            return self._start_imported(upload, request)
         available = upload["summary"]["methods"]
         methods = list(request.methods or available)
         unknown = [m for m in methods if m not in available]
@@ -231,6 +262,44 @@ class DialogueKind(Kind):
                                "when it samples: set a temperature above 0 (0.7 is common).", samples=samples))
         per_round = len(methods) * len(_modes(settings)) + len(pairs(methods)) * len(_modes(settings, PAIR_MODES))
         return Plan(methods, settings, upload["summary"]["rounds"] * per_round)
+
+    @staticmethod
+    def _start_imported(upload: dict, request: StartRequest) -> Plan:
+        """The judgments of a scores file attached to the upload, one per reply and question, under the rubric it was
+        checked against; no judge is called, so no judge settings, samples nor pairwise mode."""
+        name, store = request.options["scores"], request.store
+        attachment = store.get_attachment(str(name)) if store is not None else None
+        if attachment is None or (attachment["upload_id"], attachment["name"]) != (upload["id"], imported.NAME):
+            raise StartError(_("No scores file %(id)s is attached to this upload; attach one first (POST "
+                               "/api/uploads/%(upload)s/scores, or the upload's page).", id=repr(name),
+                               upload=upload["id"]))
+        if _samples(request.options.get("samples")) > 1 or as_flag(request.options.get("pairwise")):
+            raise StartError(_("Imported scores are one judgment per reply: 'samples' and 'pairwise' ask a judge "
+                               "and do not go with them."))
+        summary = attachment["summary"]
+        rubric = rubric_store.find(store, summary["rubric"]["sha256"]) if summary["rubric"] else (
+            rubric_store.BARE_TOTALS)
+        if rubric is None:
+            raise StartError(_("The rubric %(id)s of the scores file %(file)s is not kept here.",
+                               id=summary["rubric"]["id"], file=attachment["filename"]))
+        named = request.options.get("rubric")
+        if named not in (None, "") and rubric_store.chosen(store, named) != rubric:
+            raise StartError(_("The scores file %(file)s was checked against %(rubric)s; attach it again naming the "
+                               "rubric %(named)s to score it under that one.", file=attachment["filename"],
+                               rubric=rubric.id, named=named))
+        available = summary["methods"]
+        methods = list(request.methods or available)
+        unknown = [m for m in methods if m not in available]
+        if unknown:
+            raise StartError(_("The scores file %(file)s scores no reply of %(unknown)s; it scores %(available)s.",
+                               file=attachment["filename"], unknown=", ".join(unknown),
+                               available=", ".join(available)))
+        modes = ["fine", "binary"] if summary["verdict"] else ["fine"]
+        settings = {"modes": modes, "samples": 1,
+                    "scores": {"id": attachment["id"], "filename": attachment["filename"],
+                               "sha256": attachment["sha256"]},
+                    **({"rubric": rubric.reference()} if rubric != prompts.DEFAULT else {})}
+        return Plan(methods, settings, upload["summary"]["rounds"] * len(methods) * len(modes))
 
     def plan(self, job: Job) -> Iterator[tuple]:
         """Every (session, round, method, mode) to judge, a session at a time; once all are read, also records where
@@ -262,8 +331,25 @@ class DialogueKind(Kind):
         return _requests(evaluation, iter_sessions_with_offsets(file), judges[0].language, lambda key: True,
                          rubric_store.of_evaluation(store, evaluation))
 
+    def given_judgments(self, job: Job) -> Iterator[tuple[tuple, dict]] | None:
+        """The judgments of an evaluation of imported scores, read from its scores file; None for a judged one."""
+        scores = job.evaluation["settings"].get("scores")
+        return self._imported(job, scores) if scores else None
+
+    @staticmethod
+    def _imported(job: Job, scores: dict) -> Iterator[tuple[tuple, dict]]:
+        attachment = job.store.get_attachment(scores["id"])
+        file = job.site.file_of_attachment(attachment) if attachment else None
+        if file is None or not file.exists():
+            raise JobFailed(_("The scores file %(file)s of this evaluation is no longer kept; attach it again.",
+                              file=scores["filename"]))
+        rubric = rubric_store.of_evaluation(job.store, job.evaluation)
+        indexes = {session.session_id: idx for idx, _offset, session in iter_sessions_with_offsets(job.path)}
+        yield from imported.outcomes(file, attachment["filename"], None if rubric == rubric_store.BARE_TOTALS
+                                     else rubric, indexes, job.evaluation["methods"], job.evaluation["settings"]["modes"])
+
     def score(self, job: Job) -> dict:
-        """The dialogue result document from everything judged so far."""
+        """The dialogue result document from everything judged (or imported) so far."""
         evaluation_id = job.evaluation["id"]
         rubric = rubric_store.of_evaluation(job.store, job.evaluation)
         judgments = judgment_frame(job.store.iter_judgments(evaluation_id, batch=CHUNK, columns=STORED),
@@ -286,10 +372,18 @@ class DialogueKind(Kind):
         return templates
 
     def provenance(self, job: Job) -> dict:
-        """The rubric judged under (id, version, SHA-256 of its canonical form) and the bootstrap behind every
-        interval of the result (metrics, pairwise, agreement)."""
+        """The rubric judged under (id, version, SHA-256 of its canonical form), the scores file the judgments were
+        imported from (when they were) and the bootstrap behind every interval of the result (metrics, pairwise,
+        agreement)."""
+        scores = job.evaluation["settings"].get("scores")
         return {"rubric": rubric_store.of_evaluation(job.store, job.evaluation).reference(),
+                **({"scores": {"imported": True, "filename": scores["filename"], "sha256": scores["sha256"]}}
+                   if scores else {}),
                 "bootstrap": {"seed": DEFAULT_SEED, "replicates": DEFAULT_N_BOOT}}
+
+    def upload_context(self, upload: dict, site: Site) -> dict:
+        """The rubrics a scores file may be on, for the form that attaches one."""
+        return {"score_rubrics": rubric_store.listed(site.store)}
 
     def result_context(self, record: dict, args: Mapping, site: Site) -> dict:
         """Colours, the methods and columns shown (`methods`, `cols` in the query), the tables and a page of sessions."""
@@ -407,7 +501,8 @@ class DialogueKind(Kind):
         upload = site.store.get_upload(record["upload_id"])
         job = Job(record, upload, site.file_of(upload), site,
                   config=replace(JudgeConfig(), language=record["settings"].get("language") or JudgeConfig().language))
-        asked = next((prompt for found, prompt in self.requests(job, {key}) if found == key), None)
+        asked = next((prompt for found, prompt in self.requests(job, {key}) if found == key),
+                     None) if self.needs_judge(record) else None  # imported scores were asked nothing
         review = next((r for r in dialogue_tables.reviews(site.store, record["id"])
                        if (r["session_idx"], r["round"], r["method"], r["mode"]) == key), None)
         return "dialogue/prompt.html", {"key": key, "judgment": stored, "messages": asked.messages if asked else [],
@@ -443,7 +538,10 @@ class DialogueKind(Kind):
         return [[name, method["avg"]] for name, method in result["methods"].items()]
 
     def run_label(self, result: dict) -> str:
-        """The judge model, or a panel's models."""
+        """The judge model, or a panel's models; the file of imported scores."""
+        scores = result["judge"].get("imported")
+        if scores:
+            return _("scores imported from %(file)s", file=scores["filename"])
         return " + ".join(result.get("judges") or [result["judge"]["model"]])
 
     def compare(self, runs: list[dict]) -> dict:

@@ -45,21 +45,35 @@ def rubric_block(rubric: Rubric) -> dict:
                    "max": plain(d.high), "integer": d.integer} for d in rubric.dimensions]
     binary = {lang: rubric.binary_label(lang) for lang in LANGUAGES} if rubric.has_binary else None
     return {**rubric.reference(), "title": {lang: rubric.title(lang) for lang in LANGUAGES},
-            "headline": rubric.headline_text(), "dimensions": dimensions, "binary": binary}
+            "headline": rubric.headline_text() if rubric.dimensions else "total", "dimensions": dimensions,
+            "binary": binary}
+
+
+IMPORTED = "imported"  # the judge of imported scores, as results name it (by_judge, agreement with people)
+
+
+def imported_judge(scores: dict, methods: list[str]) -> dict:
+    """The `judge` block of imported scores (settings["scores"]: the file they came from): no judge was called, so
+    no model, calls, tokens nor cost."""
+    none = usage_totals([], None)
+    return {"imported": {"filename": scores["filename"], "sha256": scores["sha256"]}, "model": None,
+            "endpoint": None, "prompt_version": None, "temperature": None, "language": None, "max_tokens": None,
+            "prices_per_million": None, **none, "by_method": {m: dict(none) for m in methods}}
 
 
 def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | pd.DataFrame, usage: list[dict],
                  configs: list[JudgeConfig], lengths: ReplyLengths, human: list[dict] | None = None,
                  reviews: list[dict] | None = None, rubric: Rubric = DEFAULT) -> dict:
     """The whole result document of a dialogue evaluation from its judgments (records.judgment_frame, or the rows
-    it is made of) under its `rubric`; `configs` are its judges' (one, or a panel's), `lengths` the replies'
-    lengths (records.reply_lengths), `human` people's ratings attached to it, `reviews` people's reviews of single
+    it is made of) under its `rubric`; `configs` are its judges' (one, or a panel's; none for scores imported from
+    another judge, settings["scores"]), `lengths` the replies' lengths (records.reply_lengths), `human` people's ratings attached to it, `reviews` people's reviews of single
     judgments (reviews.py: their counts, and "overrides": the methods' metrics with the overrides applied).
 
     With a panel, "methods", "comparisons", "sessions" and "length_bias" hold the panel's figures (panel.py), and
     "by_judge" each judge's; "agreement" says how far the judges agree."""
     methods, settings = evaluation["methods"], evaluation["settings"]
-    labels = judge_labels(settings)
+    imported = settings.get("scores")  # another judge's scores, imported: no judge of ours
+    labels = [IMPORTED] if imported else judge_labels(settings)
     dims = rubric.keys
     frame = judgment_frame(judgments, dimensions=dims)
     per_judge = by_judge(frame, len(labels))
@@ -75,7 +89,8 @@ def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | pd.
         "input": {"upload_id": upload["id"], "filename": upload["filename"], "sha256": upload["sha256"],
                   "sessions": upload["summary"]["sessions"], "rounds": upload["summary"]["rounds"],
                   "methods": methods},
-        "judge": judge_summary(configs[0], usage, settings.get("prices"), methods, rubric.cache_version),
+        "judge": (imported_judge(imported, methods) if imported
+                  else judge_summary(configs[0], usage, settings.get("prices"), methods, rubric.cache_version)),
         "judges": labels,
         "rubric": rubric_block(rubric),
         "methods": method_docs,

@@ -35,6 +35,17 @@ def _create(con, ddl: dict) -> None:
 TABLE = Table("rubrics", (Step(15, "rubrics: the judging protocols people add", _create),))
 
 
+# Scores imported as bare 0-100 totals (imported.py) are read under no rubric: this stands for one in their
+# evaluations, a headline without dimensions, question or prompts. It is never listed nor chosen for a judge.
+BARE_TOTALS = rubrics.make({
+    "id": "total", "version": "1", "context": [], "dimensions": [], "prompts": {}, "headline": {"combine": "sum"},
+    "answer": {"format": "json"},
+    "title": {"en": "Imported totals", "zh": "导入的总分", "ko": "가져온 총점"},
+    "description": {"en": "Scores another judge gave, imported as 0-100 totals: the headline alone, no dimensions.",
+                    "zh": "另一位评审给出的分数，以 0-100 总分导入：只有总分，没有维度。",
+                    "ko": "다른 심사자가 매긴 점수를 0-100 총점으로 가져온 것: 총점만 있고 차원은 없습니다."}})
+
+
 class RubricProblem(ValueError):
     """A rubric that cannot be added, found or deleted; the message says why."""
 
@@ -103,11 +114,13 @@ def chosen(store: Store | None, name: object) -> Rubric:
 
 
 def of_evaluation(store: Store | None, evaluation: dict) -> Rubric:
-    """The rubric an evaluation was judged under (the default for evaluations made before rubrics); JobFailed when
-    it is no longer kept."""
+    """The rubric an evaluation was judged under (the default for evaluations made before rubrics; BARE_TOTALS for
+    imported bare totals); JobFailed when it is no longer kept."""
     reference = (evaluation.get("settings") or {}).get("rubric")
     if not reference:
         return rubrics.builtin()
+    if reference["sha256"] == BARE_TOTALS.sha256:
+        return BARE_TOTALS
     found = find(store, reference["sha256"])
     if found is None:
         raise JobFailed(_("The rubric %(id)s (%(sha)s) of this evaluation is not kept here.", id=reference["id"],

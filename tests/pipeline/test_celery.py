@@ -311,6 +311,27 @@ def test_a_kind_without_a_judge_is_scored_by_a_worker(deployment):
     assert "psb.score" in dep.log("w1") + dep.log("w2")
 
 
+def test_imported_scores_are_recorded_and_scored_by_a_worker_without_a_judge_call(deployment):
+    from tests.benchmarks.dialogue.test_imported_scores import curve, dialogue, dims, replies, scores_jsonl
+
+    dep = deployment
+    upload_id = dep.upload(dialogue(), "imported.jsonl")
+    attached = dep.client.post(f"/api/uploads/{upload_id}/scores",
+                               data={"file": (io.BytesIO(scores_jsonl()), "scores.jsonl")},
+                               content_type="multipart/form-data")
+    assert attached.status_code == 201, attached.get_json()
+    asked = dep.judge.requests
+    started = dep.client.post("/api/evaluations", json={"upload_id": upload_id, "scores": attached.get_json()["id"]})
+    assert started.status_code == 202, started.get_json()
+    body = dep.wait_finished(started.get_json()["id"], 30)
+    assert body["status"] == "done", (body, dep.logs_tail())
+    assert Counter(r["status"] for r in dep.store.judgments(body["id"])) == {"ok": 2 * len(replies())}
+    totals = {(s, k): sum(dims(i, k, m).values()) for i, s, k, m in replies() if m == "Ours"}
+    assert [p["value"] for p in body["result"]["methods"]["Ours"]["al_curve"]] == pytest.approx(
+        list(curve(totals).values()))
+    assert dep.judge.requests == asked and "psb.score" in dep.log("w1") + dep.log("w2")
+
+
 def test_flask_score_runs_in_the_foreground_with_a_broker(deployment, tmp_path):
     dep = deployment
     dep.judge.reset()

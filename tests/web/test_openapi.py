@@ -42,6 +42,7 @@ PASSWORD = "correct horse battery staple"
 # (test_no_request_the_document_allows_holds_nul_or_an_empty_id).
 BEYOND_THE_DOCUMENT = {
     "POST /api/uploads": "the file's content, which its kind validates",
+    "POST /api/uploads/{upload_id}/{name}": "the attached file's content, which the upload's kind checks against it",
     "POST /api/evaluations/{evaluation_id}/human-ratings": "the ratings file's content",
     "POST /api/references": "the reference set file's content",
     "POST /api/evaluations": "whether the upload exists, and the start fields its kind accepts (its methods, ...)",
@@ -90,6 +91,8 @@ def aim(case, ids: dict, turn: int) -> None:
                 case.path_parameters[name] = ids[name]
         if (case.path_parameters or {}).get("table") == "uploads":
             case.path_parameters["row_id"] = ids["upload_id"]
+        if "name" in (case.path_parameters or {}) and case.path.startswith("/api/uploads/"):
+            case.path_parameters["name"] = "scores"  # the attachment a dialogue upload takes
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -173,6 +176,7 @@ def test_the_api_keeps_its_contract_under_fuzzing(fuzzed):
     assert 202 in seen["POST /api/evaluations"] | seen["POST /api/evaluations/{evaluation_id}/rerun-failed"]
     assert 400 in seen["POST /api/evaluations"] and 200 in seen["PATCH /api/{table}/{row_id}"]
     assert 405 in seen["GET /api/evaluations/{evaluation_id}"]  # the coverage cases tried a method it lacks
+    assert 400 in seen["POST /api/uploads/{upload_id}/{name}"] and 200 in seen["GET /api/uploads/{upload_id}/{name}"]
 
 
 def strings(schema: dict, components: dict, where: str):
