@@ -381,10 +381,6 @@ class DialogueKind(Kind):
                    if scores else {}),
                 "bootstrap": {"seed": DEFAULT_SEED, "replicates": DEFAULT_N_BOOT}}
 
-    def upload_context(self, upload: dict, site: Site) -> dict:
-        """The rubrics a scores file may be on, for the form that attaches one."""
-        return {"score_rubrics": rubric_store.listed(site.store)}
-
     def result_context(self, record: dict, args: Mapping, site: Site) -> dict:
         """Colours, the methods and columns shown (`methods`, `cols` in the query), the tables and a page of sessions."""
         context = {"colours": method_colours(record["methods"]), "dimension_labels": figures.dimension_labels()}
@@ -451,9 +447,11 @@ class DialogueKind(Kind):
         return [rubric_cli.rubrics_group]
 
     def upload_context(self, upload: dict, site: Site) -> dict:
-        """The rubrics the evaluation form offers (the default first), each with its dimensions and scales."""
-        return {"rubrics": [rubric_files.summary(r) for r in rubric_store.listed(site.store)],
-                "default_rubric": prompts.DEFAULT.id}
+        """The rubrics the evaluation form offers (the default first), each with its dimensions and scales; the
+        rubrics a scores file may be on, for the form that attaches one."""
+        listed = rubric_store.listed(site.store)
+        return {"rubrics": [rubric_files.summary(r) for r in listed], "default_rubric": prompts.DEFAULT.id,
+                "score_rubrics": listed}
 
     def start_choices(self, site: Site) -> dict[str, list[tuple[str, str]]]:
         """`rubric`: every rubric listed (the default first), by id for a built-in and by SHA-256 for one added."""
