@@ -128,6 +128,10 @@ def rows(provenance: dict | None) -> list[tuple[str, str, Any]]:
         out += [(prefix + key, judge_label(number, str(label)), judge.get(key)) for key, label in _JUDGE_FIELDS]
         out += [(f"{prefix}prompts.{name}", judge_label(number, _("prompt SHA-256 (%(name)s)", name=name)),
                  prompt.get("sha256")) for name, prompt in (judge.get("prompts") or {}).items()]
+    rubric = provenance.get("rubric")
+    if rubric:
+        out += [("rubric.id", _("rubric"), f"{rubric.get('id')} {rubric.get('version')}"),
+                ("rubric.sha256", _("rubric SHA-256"), rubric.get("sha256"))]
     scores = provenance.get("scores")
     if scores:  # imported from another judge: the file, in place of any judge
         out += [("scores.filename", _("imported scores file"), scores.get("filename")),

@@ -3,19 +3,22 @@ the result page of a result scored before provenance was kept ("not recorded")."
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 
-from benchmarks.dialogue import prompts
+from benchmarks import rubrics
+from benchmarks.dialogue import prompts, rubric_store
 from tests.conftest import jsonl, session_line, wait_for
 from tests.web.test_api import upload
 
 DATA = jsonl(session_line("a1", 2), session_line("a2", 2))
 
 
-def run(client, **judge) -> str:
-    """A finished dialogue evaluation of DATA with these judge settings; its id."""
+def run(client, rubric: str | None = None, **judge) -> str:
+    """A finished dialogue evaluation of DATA under a rubric (the default) with these judge settings; its id."""
     upload_id = upload(client, DATA).get_json()["id"]
-    created = client.post("/api/evaluations", json={"upload_id": upload_id, **({"judge": judge} if judge else {})})
+    created = client.post("/api/evaluations", json={"upload_id": upload_id, **({"judge": judge} if judge else {}),
+                                                    **({"rubric": rubric} if rubric else {})})
     assert created.status_code in (200, 201, 202), created.get_json()
     assert wait_for(client, created.get_json()["id"])["status"] == "done"
     return created.get_json()["id"]
@@ -52,12 +55,21 @@ def test_identical_runs_say_so(client):
     assert "Same provenance" in section and "<table" not in section
 
 
-def test_reworded_prompt_is_told_apart(client, monkeypatch):
+def test_reworded_prompt_is_told_apart(app, client):
+    """The same protocol with one more sentence in its instructions: a rubric of its own, told apart by its hash."""
+    default = rubrics.builtin()
+    document = json.loads(rubrics.canonical(default.document))
+    document.update(id="personasteer-brief", version="1")
+    document["prompts"]["en"]["system"] += "\nBe brief."
+    brief = rubric_store.add(app.extensions["store"], rubrics.make(document))
     first, old = run(client), hashlib.sha256(prompts.template("fine", "en").encode()).hexdigest()
-    monkeypatch.setitem(prompts._FINE_SYSTEM, "en", prompts._FINE_SYSTEM["en"] + "\nBe brief.")
-    second, new = run(client), hashlib.sha256(prompts.template("fine", "en").encode()).hexdigest()
+    second = run(client, rubric="personasteer-brief")
+    new = hashlib.sha256(prompts.template("fine", "en", brief).encode()).hexdigest()
     assert new != old
-    assert table_rows(provenance_section(client, first, second))[1:] == [["prompt SHA-256 (fine)", old, new]]
+    assert table_rows(provenance_section(client, first, second))[1:] == [
+        ["prompt version", default.version, brief.cache_version], ["prompt SHA-256 (fine)", old, new],
+        ["rubric", f"personasteer {default.version}", "personasteer-brief 1"],
+        ["rubric SHA-256", default.sha256, brief.sha256]]
 
 
 def test_a_result_without_provenance_still_shows(app, client):
