@@ -23,7 +23,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from jinja2 import StrictUndefined, Template, nodes, pass_context, pass_eval_context
+from jinja2 import StrictUndefined, Template, meta, nodes, pass_context, pass_eval_context
 from jinja2.exceptions import SecurityError
 from jinja2.filters import do_join, do_replace
 from jinja2.runtime import LoopContext, Undefined
@@ -41,6 +41,8 @@ LEFT_OUT = ("center", "indent", "wordwrap", "batch", "slice", "random", "lipsum"
 _STEPS, _LIMITED = "_psb_steps", "_psb_limited"  # the filters the sandbox wraps loops and `~` in
 _CONVERSION = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
 _SPENT: ContextVar[list[int] | None] = ContextVar("template_steps", default=None)
+_SAFE: dict[tuple[type, str], bool] = {}  # (type, attribute) -> whether a template may read it
+_DICT_ATTRIBUTES = frozenset(dir(dict))
 
 
 class Refused(SecurityError):
@@ -145,7 +147,18 @@ class _Sandbox(ImmutableSandboxedEnvironment):
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
         """No attribute of any object but the template language's own helpers (`loop.index`, a namespace's
         values): templates read dict keys and list items only."""
-        return isinstance(obj, _TEMPLATE_HELPERS) and super().is_safe_attribute(obj, attr, value)
+        key = (type(obj), attr)  # Jinja's decision depends on these two only (never on the value): kept once made
+        safe = _SAFE.get(key)
+        if safe is None:
+            safe = _SAFE[key] = isinstance(obj, _TEMPLATE_HELPERS) and super().is_safe_attribute(obj, attr, value)
+        return safe
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        """`a.b`: a plain dict's key read at once when dict has no attribute of that name (as Jinja would read it,
+        after looking for the attribute first), else as the sandbox reads it."""
+        if type(obj) is dict and attribute not in _DICT_ATTRIBUTES and attribute in obj:
+            return obj[attribute]
+        return super().getattr(obj, attribute)
 
     def unsafe_undefined(self, obj: Any, attribute: str) -> Undefined:
         """An attribute a template may not read: refused at once, naming it."""
@@ -185,6 +198,14 @@ BLOCK_ID = "_block_id"  # the variable holding the context's delimiter id (a nam
 def filters() -> list[str]:
     """The filters a template may use, by name."""
     return sorted(name for name in ENVIRONMENT.filters if not name.startswith("_"))
+
+
+def constant(source: str) -> bool:
+    """Whether a template gives the same text for every reply: it reads no variable but `dimensions` and quotes
+    nothing (a quoted block's id is a hash of the reply's context)."""
+    tree = ENVIRONMENT.parse(source)
+    return meta.find_undeclared_variables(tree) <= {"dimensions"} and \
+        not any(node.name == "quote" for node in tree.find_all(nodes.Filter))
 
 
 def compile_template(source: str) -> Template:
