@@ -19,7 +19,9 @@ hash are read from the reply block when the prompt quotes one, else from the who
   output the score from MIN-MAX": the number alone, from `[[score1to5=n]]` (else `[[dims=n]]`, else a hash);
   lines `Label: n/MAX`: a reasoning line, then `Label: v/MAX` per label from `[[dims=...]]` else a hash in 1..MAX
   (a score on any scale from 0 or 1 to MAX). A scale is whole numbers unless a bound is written with a fraction.
-The prompts of the built-in personasteer rubric (today's prompts) keep the answers above.
+A rubric's prompts are counted under the mode "fine" (its dimensions) or "binary" (a yes/no question: a boxed verdict,
+or a JSON object with a boolean and no score). The prompts of the built-in personasteer rubric (today's prompts) keep
+the answers above.
 
 Knobs (safe to set from the test thread while requests are served):
     latency_s       seconds to wait before answering each chat request (faults included)

@@ -132,6 +132,51 @@ def test_a_score_off_the_scale_is_unparsed_not_clamped_nor_rounded(judge_server,
     assert (verdict.status, verdict.error, verdict.dims) == ("unparsed", reason, None)
 
 
+LINES = rubrics.read("""\
+id: lines
+version: "1"
+title: Lines
+context: [reply]
+dimensions:
+  - {key: tone, label: Tone, scale: {min: 1, max: 5}}
+  - {key: depth, label: Depth, scale: {min: 0, max: 20}}
+headline: {combine: sum}
+prompts:
+  en:
+    user: "{{ reply|quote('reply') }}\\nEnd with these lines:{% for d in dimensions %}\\n{{ d.label }}: n/{{ d.max }}{% endfor %}"
+answer: {format: lines}
+""")
+
+
+@pytest.mark.parametrize("fault, reason", [(None, None), ("missing_property", "Tone score not found"),
+                                           ("out_of_range", "Tone score 6 is outside 1-5")])
+def test_a_lines_rubric_is_answered_line_by_line(judge_server, fault, reason):
+    if fault:
+        judge_server.fail_next(1, fault)
+    with make_judge(judge_server) as judge:
+        marked = judge.judge(rubrics.prompt(LINES, "fine", rubrics.Context("", "", [], "", "Hi [[dims=4,17]]"), "en"))
+        plain = [judge.judge(rubrics.prompt(LINES, "fine", rubrics.Context("", "", [], "", f"r{n}"), "en"))
+                 for n in range(8)]
+    if fault:
+        assert (marked.status, marked.error, marked.dims) == ("unparsed", reason, None)
+    else:
+        assert marked.dims == {"tone": 4, "depth": 17} and marked.total == pytest.approx(100 * (21 - 1) / 24)
+    assert all(v.status == "ok" and 1 <= v.dims["tone"] <= 5 and 1 <= v.dims["depth"] <= 20 for v in plain)
+    assert judge_server.requests_by_mode["fine"] == 9
+
+
+@pytest.mark.parametrize("fault, reason", [("missing_property", "Style score not found"),
+                                           ("truncated", "no \\boxed{} total found and Content score not found")])
+def test_the_new_bad_answers_reach_todays_prompts_too(judge_server, fault, reason):
+    from benchmarks.dialogue.prompts import prompt
+    from tests.judge.test_evaluator import ctx
+
+    judge_server.fail_next(1, fault)
+    with make_judge(judge_server) as judge:
+        verdict = judge.judge(prompt("fine", ctx(), "en"))
+    assert (verdict.status, verdict.error) == ("unparsed", reason)
+
+
 def test_a_changed_rubric_is_judged_anew_and_the_same_one_reuses_its_answers(judge_server):
     reply = "Pace yourself. [[dims=3,4,5]]"
     new_words = rubrics.read(RUBRIC.replace('version: "1"', 'version: "2"').replace("You judge", "You score"))
