@@ -13,8 +13,11 @@ import pytest
 from benchmarks import rubrics
 from benchmarks.dialogue import rubric_store
 from judge import Judge, JudgeConfig
+from tests.batch_server import batch_server  # noqa: F401  (fixture)
 from tests.conftest import jsonl, wait_for
 from tests.judge.test_evaluator import DictCache, make_judge
+from tests.judge.test_judge_batch import config as batch_config
+from tests.judge.test_judge_batch import run_batch
 
 RUBRIC = """\
 id: warmth
@@ -312,3 +315,21 @@ def test_evaluations_reuse_answers_under_the_same_rubric_only(make_app, judge_en
     assert new["result"]["judge"]["calls"] == 8 and new["result"]["rubric"]["version"] == "2"
     assert judge_server.requests == 16
     assert new["result"]["methods"]["A"]["dimensions"] == first["result"]["methods"]["A"]["dimensions"]
+
+
+# -- batch mode: the same requests in a batch file -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("structured", [True, False], ids=["structured", "text"])
+def test_batch_mode_sends_and_reads_the_same_requests(batch_server, structured):  # noqa: F811 (fixture)
+    items = [(f"fine-{n}", ask("fine", f"reply {n} [[dims={n + 1},{7 - n},4]]")) for n in range(3)]
+    items += [(f"binary-{n}", ask("binary", f"reply {n} [[keep={n % 2}]]")) for n in range(2)]
+    cfg = batch_config(batch_server, structured_output=structured)
+    batch_server.line_fault = lambda index, line: "out_of_range" if index == 1 else None
+    verdicts, _run = run_batch(cfg, items)
+    assert all(("response_format" in line["body"]) is structured for line in batch_server.batch_log)
+    assert batch_server.batch_lines_by_mode == {"fine": 3, "binary": 2, "annotate": 0, "other": 0}
+    assert verdicts["fine-0"].dims == {"warmth": 1, "accuracy": 7, "brevity": 4}
+    assert (verdicts["fine-1"].status, verdicts["fine-1"].error) == ("unparsed", "Warmth score 8 is outside 1-7")
+    assert verdicts["fine-2"].dims == {"warmth": 3, "accuracy": 5, "brevity": 4}
+    assert [verdicts[f"binary-{n}"].verdict for n in range(2)] == [0, 1]
