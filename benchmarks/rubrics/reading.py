@@ -410,6 +410,8 @@ def _refused(exc: templates.Refused) -> str:
     if exc.what == "width":
         return _("The template formats a value with a width or precision above %(limit)s, or given by *.",
                  limit=exc.detail)
+    if exc.what == "power":
+        return _("The template raises a number to a power above %(limit)s.", limit=exc.detail)
     if exc.what == "steps":
         return _("The template takes more than %(limit)s loop turns and calls to render: loop over the rubric's "
                  "values, not over huge ranges or macros that call themselves.", limit=exc.detail)

@@ -7,7 +7,7 @@ whose id is a hash of the whole context, so that quoted text cannot forge its ow
 read by index and key (`turn.user` reads the key "user"); no attribute or method of any object can be reached (but
 the template language's own `loop`, `namespace`, `cycler` and `joiner`), and no other file can be included, imported
 or extended. Rendering is bounded, so that a rubric someone uploads cannot hold a server: a `*` or `**` that would make
-a huge value, a text or list made longer than MAX_TEXT (by `~`, `+`, `join` or `replace`), a `%` or `format` width
+a huge value (MAX_OUTPUT_ITEMS, MAX_POWER), a text or list made longer than MAX_TEXT (by `~`, `+`, `join` or `replace`), a `%` or `format` width
 above MAX_WIDTH and more than MAX_STEPS loop turns and calls in one rendering are refused. The filters that only pad or
 shuffle (center, indent, wordwrap, batch, slice, random) and the random `lipsum` are left out: the same reply always
 gets the same prompt. Everything refused raises Refused, which says what and, when known, where.
@@ -30,7 +30,8 @@ from jinja2.runtime import LoopContext, Undefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.utils import Cycler, Joiner, Namespace
 
-MAX_OUTPUT_ITEMS = 100_000  # characters or items a `*` may make; `**` exponents above this are refused too
+MAX_OUTPUT_ITEMS = 100_000  # characters or items a `*` may make
+MAX_POWER = 64  # the largest exponent of a `**` (of a base other than 0, 1 and -1)
 MAX_TEXT = 10_000_000  # characters (or items) of a text or list made by `~`, `+`, join or replace
 MAX_WIDTH = 1_000  # of a `%` or format conversion
 MAX_STEPS = 100_000  # loop turns and calls in one rendering
@@ -47,8 +48,8 @@ _DICT_ATTRIBUTES = frozenset(dir(dict))
 
 class Refused(SecurityError):
     """What a template may not do: `what` is "file" (include, import, extends: `detail` the statement), "attribute"
-    (`detail` its name), "too_long", "width" or "steps" (`detail` the limit); `lineno` its line in the template
-    when known."""
+    (`detail` its name), "too_long", "width", "power" or "steps" (`detail` the limit); `lineno` its line in the
+    template when known."""
 
     def __init__(self, what: str, detail: object, lineno: int | None = None) -> None:
         super().__init__(f"{what}: {detail}")
@@ -115,7 +116,8 @@ def _replace(eval_ctx: Any, s: str, old: str, new: str, count: int | None = None
 def _join(eval_ctx: Any, value: Iterable, d: str = "", attribute: Any = None) -> str:
     """Jinja's join, refused when its result would be longer than MAX_TEXT."""
     items = list(value)
-    if attribute is None and sum(len(str(x)) for x in items) + max(len(items) - 1, 0) * len(str(d)) > MAX_TEXT:
+    size = max(len(items) - 1, 0) * len(str(d)) + (sum(len(str(x)) for x in items) if attribute is None else 0)
+    if size > MAX_TEXT:
         raise Refused("too_long", MAX_TEXT)
     return _limited(do_join(eval_ctx, items, d, attribute))
 
@@ -172,8 +174,9 @@ class _Sandbox(ImmutableSandboxedEnvironment):
     def call_binop(self, context: Any, operator_name: str, left: Any, right: Any) -> Any:
         """`*`, `**`, `+` and `%`, refused when the result would be huge."""
         if operator_name == "**":
-            if isinstance(right, (int, float)) and isinstance(left, (int, float)) and abs(right) > 64 and abs(left) > 1:
-                raise Refused("too_long", MAX_OUTPUT_ITEMS)
+            if isinstance(right, (int, float)) and isinstance(left, (int, float)) and abs(right) > MAX_POWER \
+                    and abs(left) > 1:
+                raise Refused("power", MAX_POWER)
             return operator.pow(left, right)
         if operator_name == "+":
             return _limited(operator.add(left, right))

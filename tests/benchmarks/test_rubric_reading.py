@@ -146,6 +146,8 @@ CASES = {
         (22, "prompts.en.user", TOO_LONG % 10000000)]),
     "a replace that multiplies a text": (template('{{ ("x" * 100000)|replace("", "y" * 100000) }}'), [
         (22, "prompts.en.user", TOO_LONG % 10000000)]),
+    "a huge power": (template("{{ 10 ** 100 }}"), [(
+        22, "prompts.en.user", "The template raises a number to a power above 64.")]),
     "a huge width": (template('{{ "%0999999999d" % 1 }}'), [(
         22, "prompts.en.user", "The template formats a value with a width or precision above 1000, or given by *.")]),
     "nested loops of a billion turns": (template(
