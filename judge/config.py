@@ -122,6 +122,7 @@ _CONVERTERS: dict[str, tuple[str, Callable[[str, object], Any]]] = {
     "retry_base_s": ("JUDGE_RETRY_BASE_S", lambda n, v: _as_float(n, v, 0.0, MAX_WAIT_S, True)),
     "retry_max_s": ("JUDGE_RETRY_MAX_S", lambda n, v: _as_float(n, v, 0.0, MAX_WAIT_S, True)),
     "use_cache": ("JUDGE_CACHE", _as_bool),
+    "structured_output": ("JUDGE_STRUCTURED_OUTPUT", _as_bool),
 }
 
 
@@ -150,7 +151,8 @@ class JudgeConfig:
     retry_base_s: float = 0.5  # the first retry waits up to this long, the k-th up to base * 2**(k-1)
     retry_max_s: float = 30.0  # cap of that exponential backoff
     use_cache: bool = True  # False: never read the cache (answers are still written to it)
-    # whether the endpoint takes a prompt's `response_format` (structured output); from its endpoint's settings
+    # whether the endpoint takes a prompt's `response_format` (structured output): JUDGE_STRUCTURED_OUTPUT, and for
+    # an evaluation its endpoint's setting (judge/endpoints.py)
     structured_output: bool = True
     # Redis URL of the budget shared by every process of the deployment (None: this process's own);
     # from the environment only (JUDGE_REDIS_URL, else a redis:// CELERY_BROKER_URL), never from a request.

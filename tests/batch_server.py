@@ -22,8 +22,9 @@ Knobs (set from the test thread; reset() restores them):
     line_fault          None or callable(index, line: dict) -> kind | None, for each line (0-based index); kinds:
                         LINE_FAULTS: "error" (an error object, code server_error, in the error file), "missing"
                         (in neither file), an HTTP status of ERROR_STATUSES (the chat endpoint's error body, in
-                        the error file; "401" echoes the key like a careless gateway), "malformed", "empty",
-                        "out_of_range" (answered with that bad content)
+                        the error file; "401" echoes the key like a careless gateway), or one of the chat
+                        endpoint's bad answers (BAD_ANSWERS: "malformed", "empty", "out_of_range",
+                        "missing_property", "truncated"), answered with that content
     fault_every(n, kind)  sets line_fault: every n-th line of a batch (n-1, 2n-1, ...) gets kind
     batch_outcome       None, "failed" (the batch fails validation, no line answered; its error message echoes
                         the key) or "expired" (after `expire_after_lines` lines, the rest are expired)
@@ -49,9 +50,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.judge_server import ERROR_STATUSES, JudgeServer, _Handler, detect_mode, reply_under_judgment
+from tests.judge_server import BAD_ANSWERS, ERROR_STATUSES, JudgeServer, _Handler, judge_form, judged_text
 
-LINE_FAULTS = ("error", "missing", *ERROR_STATUSES, "malformed", "empty", "out_of_range")
+LINE_FAULTS = ("error", "missing", *ERROR_STATUSES, *BAD_ANSWERS)
 BATCH_OUTCOMES = (None, "failed", "expired")
 ENDPOINT = "/v1/chat/completions"
 
@@ -439,9 +440,10 @@ class BatchServer(JudgeServer):
         """The chat endpoint's answer to a line's body: (HTTP status, JSON body)."""
         body = line["body"]
         messages = body["messages"]
-        mode = detect_mode(messages)
-        request = {"mode": mode, "body": body, "authorization": authorization,
-                   "reply": reply_under_judgment(messages)}
+        form = judge_form(messages, body.get("response_format"))
+        mode = form.mode
+        request = {"mode": mode, "form": form, "body": body, "authorization": authorization,
+                   "reply": judged_text(messages, form)}
         with self._lock:
             self.batch_lines += 1
             self.batch_lines_by_mode[mode] += 1

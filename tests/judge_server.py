@@ -7,6 +7,22 @@ markers: `[[score=NN]]` sets the fine total (split over the five dimensions so t
 Conversation annotation prompts are answered from a `[[annotate=D,V,U,H]]` marker anywhere in the
 quoted conversation (Detail, Diversity, Practical Utility 0-2, Hallucination 0/1), else from a hash.
 
+A custom rubric's prompt (benchmarks/rubrics/) is answered in the form it asks for (judge_form below); its markers and
+hash are read from the reply block when the prompt quotes one, else from the whole prompt (ALOE's quotes none):
+- with `response_format` {"type": "json_schema", ...} in the request: a JSON object valid for the schema, alone (as
+  structured output answers), its properties in the schema's order: a string property ("reasoning") a short text, an
+  integer or number property from a `[[dims=a,b,c]]` marker (its values in the order of those properties, written as
+  given, even outside the scale) else from a hash of the reply and the key within the property's minimum..maximum,
+  a boolean property from `[[keep=0|1]]` else a hash;
+- without it, the prompt's own words say the form: a JSON object described as `"key": MIN-MAX` (or `<MIN-MAX>`, or
+  `"key": true or false`) with the word JSON: the same object inside a sentence before and after it; ALOE's "Only
+  output the score from MIN-MAX": the number alone, from `[[score1to5=n]]` (else `[[dims=n]]`, else a hash);
+  lines `Label: n/MAX`: a reasoning line, then `Label: v/MAX` per label from `[[dims=...]]` else a hash in 1..MAX
+  (a score on any scale from 0 or 1 to MAX). A scale is whole numbers unless a bound is written with a fraction.
+A rubric's prompts are counted under the mode "fine" (its dimensions) or "binary" (a yes/no question: a boxed verdict,
+or a JSON object with a boolean and no score). The prompts of the built-in personasteer rubric (today's prompts) keep
+the answers above.
+
 Knobs (safe to set from the test thread while requests are served):
     latency_s       seconds to wait before answering each chat request (faults included)
     retry_after_s   the wait a "429" fault asks for
@@ -27,7 +43,8 @@ Knobs (safe to set from the test thread while requests are served):
                     (clamped to 0..100, split over the dimensions the same way) and, with flip, its keep-chatting
                     verdict is the opposite; other models answer as the default. The value may also be
                     (rule, None) with rule(reply) -> (fine offset, flip binary): a judge that differs on
-                    some replies only (a shift on some, a flipped verdict on others)
+                    some replies only (a shift on some, a flipped verdict on others). A custom rubric's scores get
+                    the offset too (kept within their scale) and its booleans the flip
     pair_first_always  pairwise prompts (reply_a shown first, reply_b second) are answered with the reply the
                     default judge scores higher, tie when equal; True: always the first shown (position bias)
     chat            None or a callable(request body: dict) -> str: the answer to every chat request that is not a
@@ -36,10 +53,11 @@ Knobs (safe to set from the test thread while requests are served):
     repeats         [(fine offset, flip binary), ...]: the n-th answer (0-based) to the same model and messages
                     gets repeats[n % len] on top of the above, so repeated samples of one judgment (which
                     differ only by the temperature > 0 a real judge samples with) can be told apart; empty: off
-A request with a JSON Schema `response_format` (structured output, asked by a rubric whose answer format is json) is
-answered with an object that follows it: each required integer or number property at its schema's maximum minus
-one, booleans true, texts a short reasoning (structured_answer below).
-Fault kinds: FAULTS below (an HTTP status code answers with that status and an OpenAI-style error).
+Fault kinds: FAULTS below (an HTTP status code answers with that status and an OpenAI-style error). The answers
+that do not parse: "malformed" (a sentence with no score: no JSON at all), "empty", "out_of_range" (a first score above
+its scale: 25 of 20, a 6 of 1-5, a JSON property at its maximum + 1, a verdict 2 or a non-boolean answer),
+"missing_property" (the first score left out: a JSON property, a `Label:` line) and "truncated" (the answer cut at
+half its length, as by max_tokens: a JSON object that does not parse).
 Counters: requests, requests_by_mode, in_flight, max_in_flight (a chat request is in flight from its arrival
 until just before its answer is sent or its connection dropped, so that a client that has its answer, and
 may have passed its slot on, is never counted with the next one), faults ({kind: n} injected),
@@ -62,6 +80,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -69,7 +88,8 @@ from typing import Any
 import pytest
 
 ERROR_STATUSES = ("400", "401", "403", "404", "408", "409", "429", "500", "502", "503", "504")
-FAULTS = (*ERROR_STATUSES, "timeout", "drop", "malformed", "out_of_range", "empty")
+BAD_ANSWERS = ("malformed", "out_of_range", "empty", "missing_property", "truncated")
+FAULTS = (*ERROR_STATUSES, "timeout", "drop", *BAD_ANSWERS)
 RETRY_AFTER_FORMS = ("seconds", "date", "ms")
 LOG_SIZE = 10_000
 DIMENSIONS = ("Style", "Content", "Naturalness", "Personalization", "Conversation")
@@ -81,25 +101,113 @@ _PAIR_REPLY_RE = re.compile(r"<<<(reply_[ab]) #\w+>>>\n(.*?)\n<<<end \1 #\w+>>>"
 _ANNOTATE_RE = re.compile(r"\[\[annotate=([0-2]),([0-2]),([0-2]),([01])\]\]")
 
 
-def detect_mode(messages: list[dict]) -> str:
-    """'fine', 'binary', 'annotate' or 'other', from the answer format the prompt asks for."""
-    text = "\n".join(str(m.get("content", "")) for m in messages)
+_DIMS_RE = re.compile(r"\[\[dims=([^\]]*)\]\]")
+_SCORE1TO5_RE = re.compile(r"\[\[score1to5=([^\]]*)\]\]")
+_BOUND = r"(-?\d+(?:\.\d+)?)"
+_NUMBER_ASK_RE = re.compile(rf"[Oo]nly output the score from {_BOUND}\s*-\s*{_BOUND}")  # ALOE's words
+_LINE_ASK_RE = re.compile(r"^[ \t>*#_-]*([^\s:][^\n:]{0,63}?)[ \t]*:[ \t]*n/(\d+(?:\.\d+)?)[ \t]*$", re.MULTILINE)
+_JSON_SCORE_RE = re.compile(rf'"([A-Za-z_]\w*)"\s*:\s*<?\s*{_BOUND}\s*(?:-|to|\.\.)\s*{_BOUND}\s*>?')
+_JSON_BOOLEAN_RE = re.compile(r'"([A-Za-z_]\w*)"\s*:\s*<?\s*true\s*(?:or|/|\|)\s*false\s*>?')
+_SCORE_LINE_RE = re.compile(r"^[^\n:]+: \d+/\d+\n|^\\boxed\{\d\}$", re.MULTILINE)  # today's prompts' score lines
+RUBRIC_SHAPES = ("schema", "json", "number", "lines")  # the answers of a custom rubric's prompts
+REASONING_TEXT = "The reply suits this user in part: its tone fits, its content could use more of the profile."
+
+
+@dataclass(frozen=True)
+class Field:
+    """One property of a rubric's answer: its name, JSON type and, for a score, its scale."""
+
+    name: str
+    kind: str  # "string", "integer", "number" or "boolean"
+    low: float = 0
+    high: float = 0
+
+
+@dataclass(frozen=True)
+class Form:
+    """What a prompt asks for: the mode it is counted under and the shape of the answer, with a rubric's fields."""
+
+    mode: str  # "fine", "binary", "annotate", "pairwise" or "other"
+    shape: str  # the mode for today's prompts, else one of RUBRIC_SHAPES
+    fields: tuple[Field, ...] = ()
+
+
+def _messages_text(messages: list[dict]) -> str:
+    return "\n".join(str(m.get("content", "")) for m in messages)
+
+
+def _scale(low: str, high: str) -> tuple[str, float, float]:
+    """A scale written as two bounds: whole numbers unless a bound has a fraction."""
+    kind = "number" if "." in low + high else "integer"
+    return kind, float(low), float(high)
+
+
+def _rubric_mode(fields: tuple[Field, ...]) -> str:
+    """A yes/no question's answer has a boolean and no score; any other is the dimensions' ("fine")."""
+    scores = any(f.kind in ("integer", "number") for f in fields)
+    return "binary" if not scores and any(f.kind == "boolean" for f in fields) else "fine"
+
+
+def _schema_fields(schema: dict) -> tuple[Field, ...]:
+    """The properties of a JSON Schema object, in its order."""
+    found = []
+    for name, spec in (schema.get("properties") or {}).items():
+        kind = spec.get("type") if isinstance(spec, dict) else None
+        kind = next((k for k in kind if k != "null"), "string") if isinstance(kind, list) else kind or "string"
+        low = float(spec.get("minimum", 0))
+        found.append(Field(name, kind, low, float(spec.get("maximum", low + 10))))
+    return tuple(found)
+
+
+def judge_form(messages: list[dict], response_format: object = None) -> Form:
+    """What a prompt asks for, from its `response_format` (a JSON Schema) or else its own words."""
+    if isinstance(response_format, dict) and response_format.get("type") == "json_schema":
+        schema = (response_format.get("json_schema") or {}).get("schema") or {}
+        fields = _schema_fields(schema)
+        return Form(_rubric_mode(fields), "schema", fields)
+    text = _messages_text(messages)
     if "Personalization: n/20" in text:
-        return "fine"
+        return Form("fine", "fine")
     if "Practical Utility: n/2" in text:
-        return "annotate"
+        return Form("annotate", "annotate")
     if "\\boxed{tie}" in text:
-        return "pairwise"
+        return Form("pairwise", "pairwise")
     if "\\boxed{1}" in text and "\\boxed{0}" in text:
-        return "binary"
-    return "other"
+        return Form("binary", "binary")
+    asked = _NUMBER_ASK_RE.search(text)
+    if asked:
+        return Form("fine", "number", (Field("score", *_scale(*asked.groups())),))
+    if "JSON" in text:
+        named: dict[str, Field] = {}
+        for match in re.finditer(f"{_JSON_SCORE_RE.pattern}|{_JSON_BOOLEAN_RE.pattern}", text):
+            name, low, high, boolean = match.groups()
+            key = name or boolean
+            named.setdefault(key, Field(key, *_scale(low, high)) if name else Field(key, "boolean"))
+        if named:
+            fields = ((Field("reasoning", "string"),) if '"reasoning"' in text else ()) + tuple(named.values())
+            return Form(_rubric_mode(fields), "json", fields)
+    lines = _LINE_ASK_RE.findall(text)
+    if lines:
+        return Form("fine", "lines", tuple(Field(label, "integer", 1, float(high)) for label, high in lines))
+    return Form("other", "other")
+
+
+def detect_mode(messages: list[dict], response_format: object = None) -> str:
+    """'fine', 'binary', 'annotate', 'pairwise' or 'other', from the answer format the prompt asks for."""
+    return judge_form(messages, response_format).mode
 
 
 def reply_under_judgment(messages: list[dict]) -> str:
     """The text of the last `reply` block of the prompt ("" when there is none)."""
-    text = "\n".join(str(m.get("content", "")) for m in messages)
-    blocks = _REPLY_RE.findall(text)
+    blocks = _REPLY_RE.findall(_messages_text(messages))
     return blocks[-1][1] if blocks else ""
+
+
+def judged_text(messages: list[dict], form: Form) -> str:
+    """The text whose markers and hash make the answer: the reply block, else (a rubric's prompt that quotes no
+    block, such as ALOE's) the whole prompt."""
+    reply = reply_under_judgment(messages)
+    return reply if reply or form.shape not in RUBRIC_SHAPES else _messages_text(messages)
 
 
 def _stable_int(text: str) -> int:
@@ -157,6 +265,69 @@ def pairwise_answer(messages: list[dict], first_always: bool = False) -> str:
     return f"Comparing the two latest replies for this user.\n\\boxed{{{verdict}}}"
 
 
+def _number(text: str) -> int | float | str:
+    """A marker's value as a number (an int when whole), or the text itself when it is none."""
+    try:
+        value = float(text)
+    except ValueError:
+        return text.strip()
+    return int(value) if value.is_integer() and "." not in text else value
+
+
+def _plain(value: float) -> int | float:
+    return int(value) if float(value).is_integer() else value
+
+
+def _field_values(form: Form, source: str, offset: int, flip: bool) -> dict[str, Any]:
+    """Each field's value: a score from the markers (as given; with an offset, moved and kept within the scale) or a
+    hash within its scale, a boolean from [[keep=]] or a hash, a text."""
+    given = _SCORE1TO5_RE.findall(source)[-1:] if form.shape == "number" else []
+    marker = _DIMS_RE.findall(source)
+    given = given or ([v for v in marker[-1].split(",") if v.strip()] if marker else [])
+    keep = _KEEP_RE.search(source)
+    values: dict[str, Any] = {}
+    scores = 0
+    for field in form.fields:
+        if field.kind == "boolean":
+            bit = int(keep.group(1)) if keep else _stable_int(f"{source}\n{field.name}") % 2
+            values[field.name] = bool(bit) != flip
+        elif field.kind in ("integer", "number"):
+            h = _stable_int(f"{source}\n{field.name}")
+            if scores < len(given):
+                value: Any = _number(given[scores])
+            elif field.kind == "integer":
+                low, high = math.ceil(field.low), math.floor(field.high)
+                value = low + h % (high - low + 1)
+            else:
+                value = round(field.low + (h % 1001) / 1000 * (field.high - field.low), 3)
+            if offset and isinstance(value, (int, float)):
+                value = _plain(min(field.high, max(field.low, value + offset)))
+            values[field.name] = value
+            scores += 1
+        else:
+            values[field.name] = REASONING_TEXT
+    return values
+
+
+def rubric_answer(form: Form, source: str, fault: str | None = None, offset: int = 0, flip: bool = False) -> str:
+    """The answer to a custom rubric's prompt (a shape of RUBRIC_SHAPES), with the bad-answer fault when given."""
+    values = _field_values(form, source, offset, flip)
+    scores = [f for f in form.fields if f.kind in ("integer", "number")]
+    first = scores[0] if scores else next((f for f in form.fields if f.kind == "boolean"), None)
+    if first is not None and fault == "out_of_range":
+        values[first.name] = _plain(first.high + 1) if first in scores else "yes"
+    if first is not None and fault == "missing_property":
+        del values[first.name]
+    if form.shape == "number":
+        return str(next(iter(values.values()), ""))
+    if form.shape == "lines":
+        lines = [REASONING_TEXT, ""]
+        lines += [f"{f.name}: {values[f.name]}/{_plain(f.high)}" for f in form.fields if f.name in values]
+        return "\n".join(lines)
+    text = json.dumps(values, ensure_ascii=False)
+    return text if form.shape == "schema" else f"My assessment of the reply, as asked:\n{text}\nThat is all."
+
+
 def annotation_answer(prompt: str, out_of_range: bool = False) -> str:
     """An annotation answer: a sentence of reasoning, three 0-2 lines and the hallucination flag."""
     marker = _ANNOTATE_RE.findall(prompt)
@@ -170,33 +341,6 @@ def annotation_answer(prompt: str, out_of_range: bool = False) -> str:
     return "\n".join(["The assistant gives concrete options with some variety.", "",
                       f"Detail Level: {detail}/2", f"Diversity: {diversity}/2", f"Practical Utility: {utility}/2",
                       f"Hallucination: {'yes' if flag else 'no'}"])
-
-
-# -- structured output: a request with a JSON Schema `response_format` (a rubric whose answer format is json) --------
-
-
-def structured_schema(body: dict) -> dict | None:
-    """The JSON Schema a request's `response_format` asks the answer to follow, or None when it asks for none."""
-    form = body.get("response_format")
-    if not isinstance(form, dict) or form.get("type") != "json_schema":
-        return None
-    schema = (form.get("json_schema") or {}).get("schema")
-    return schema if isinstance(schema, dict) else None
-
-
-def structured_answer(schema: dict) -> str:
-    """An answer that follows a JSON Schema object: each required integer or number property at its maximum minus one
-    (its minimum when that is lower), booleans true, texts a short reasoning; as JSON."""
-    answer: dict[str, Any] = {}
-    for name in schema.get("required", []):
-        spec = schema.get("properties", {}).get(name, {})
-        if spec.get("type") in ("integer", "number"):
-            answer[name] = max(spec.get("minimum", 0), spec.get("maximum", 1) - 1)
-        elif spec.get("type") == "boolean":
-            answer[name] = True
-        else:
-            answer[name] = "A short reasoning about the reply."
-    return json.dumps(answer)
 
 
 class _Server(ThreadingHTTPServer):
@@ -287,9 +431,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(400, {"error": {"message": "invalid JSON body", "type": "invalid_request_error"}})
             return
         owner = self.server.owner
-        mode = detect_mode(messages)
-        request = {"mode": mode, "body": body, "authorization": self.headers.get("Authorization", ""),
-                   "reply": reply_under_judgment(messages)}
+        form = judge_form(messages, body.get("response_format"))
+        request = {"mode": form.mode, "form": form, "body": body,
+                   "authorization": self.headers.get("Authorization", ""), "reply": judged_text(messages, form)}
         fault = owner._begin(request)
         self._in_flight = True
         try:
@@ -322,12 +466,13 @@ class _Handler(BaseHTTPRequestHandler):
                 seen = owner._asked[asked] = owner._asked.get(asked, -1) + 1
             extra, flipped = owner.repeats[seen % len(owner.repeats)]
             offset, flip = offset + extra, flip != flipped
+        form = request.get("form") or judge_form(messages, request["body"].get("response_format"))
         if fault == "malformed":
             content = "The reply seems fine overall, I would rate it fairly well."
         elif fault == "empty":
             content = ""
-        elif structured_schema(request["body"]) is not None:
-            content = structured_answer(structured_schema(request["body"]))
+        elif form.shape in RUBRIC_SHAPES:
+            content = rubric_answer(form, reply, fault, offset, flip)
         elif mode == "fine":
             content = fine_answer(reply, out_of_range=fault == "out_of_range", offset=offset)
         elif mode == "binary":
@@ -340,6 +485,10 @@ class _Handler(BaseHTTPRequestHandler):
             content = owner.chat(request["body"])
         else:
             content = "OK"
+        if fault == "missing_property" and form.shape not in RUBRIC_SHAPES:
+            content = _SCORE_LINE_RE.sub("", content, count=1)
+        if fault == "truncated":
+            content = content[:len(content) // 2]
         prompt_chars = sum(len(str(m.get("content", ""))) for m in messages)
         usage = {"prompt_tokens": max(1, prompt_chars // 4), "completion_tokens": len(content) // 4}
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]

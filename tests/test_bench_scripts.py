@@ -19,6 +19,7 @@ from tests.doc_commands import DOCS, commands
 SMALL_RUNS = (
     "python bench/bench_judge.py --sessions 5 --repeat 1",
     "python bench/bench_judge_faults.py --repeat 1",
+    "python bench/bench_rubric.py --sessions 10 --repeat 1",
     "python bench/bench_cache.py --sessions 10 --repeat 1",
     "python bench/bench_evaluation_memory.py --sessions 50",
     "python bench/bench_result_page.py --sessions 50",

@@ -4,7 +4,8 @@ answer, sent as the endpoint's `response_format`.
 Formats of the dimensions' answer:
 - `lines`: a line "Label: n" (or "Label: n/max") per dimension, the last such line of each counting; with `total:
   boxed`, the judge also writes the headline as \\boxed{N}, an integer 0-100, which is used when it is there;
-- `number`: the whole answer is one number, the score of the rubric's one dimension;
+- `number`: the whole answer is one number, the score of the rubric's one dimension (on a whole-number scale, any
+  text Python's int() reads, as ALOE's code reads its judge's answer: " 4\\n", "+4", "0_4"; not "4.0");
 - `json`: a JSON object {"reasoning": text, <key>: score, ...} (the last object of the answer when it is not alone).
 Formats of the yes/no answer: `boxed` (\\boxed{1} or \\boxed{0}, the last one counting) and `json`
 ({"reasoning": text, "answer": true or false}).
@@ -101,6 +102,11 @@ def _number(rubric: Rubric) -> Parser:
 
     def parse(text: str) -> tuple[dict | None, str | None]:
         raw = (text or "").strip()
+        if dimension.integer:
+            try:  # a whole number as Python's int() reads it (ALOE's code reads its judge so): digit groups too
+                raw = str(int(raw))
+            except ValueError:
+                pass
         if not _NUMBER.fullmatch(raw):
             return None, _("the answer is not one number: %(answer)s", answer=raw[:40])
         try:

@@ -12,19 +12,23 @@ from benchmarks.rubrics.model import QUESTIONS, Rubric
 from benchmarks.rubrics.reading import dimension_values
 from judge import Prompt
 
-Part = Template | str | None  # a compiled template, or a text with nothing to fill in (rendered as it is)
+Part = Template | str | None  # a compiled template, or a text the same for every reply (sent as it is)
 
 
-def _part(source: str | None) -> Part:
+def _part(source: str | None, dimensions: list[dict]) -> Part:
     if source is None or not any(mark in source for mark in ("{{", "{%", "{#")):
         return source
-    return templates.compile_template(source)
+    template = templates.compile_template(source)
+    if templates.constant(source):  # rendered once (its answer lines made by a loop over the dimensions, say)
+        return templates.render(template, {"dimensions": dimensions})
+    return template
 
 
 @lru_cache(maxsize=64)
 def _compiled(rubric: Rubric, question: str, language: str) -> tuple[Part, Part, list[dict]]:
     parts = rubric.templates(question, language)
-    return _part(parts.get("system")), _part(parts["user"]), dimension_values(rubric, language)
+    dimensions = dimension_values(rubric, language)
+    return _part(parts.get("system"), dimensions), _part(parts["user"], dimensions), dimensions
 
 
 def _text(part: Part, values: dict) -> str | None:

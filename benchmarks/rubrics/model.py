@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Mapping
 
 LANGUAGES = ("en", "zh", "ko")  # of labels and titles; prompts are written for the judging languages (en, zh)
@@ -137,6 +138,10 @@ class Rubric:
 
     def combined_range(self) -> tuple[float, float]:
         """The lowest and highest value the dimensions' combination can take."""
+        return self._range
+
+    @cached_property
+    def _range(self) -> tuple[float, float]:  # asked for every judgment's headline: computed once
         return self.combine([d.low for d in self.dimensions]), self.combine([d.high for d in self.dimensions])
 
     def combine(self, values: list[float]) -> float:

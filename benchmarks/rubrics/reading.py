@@ -4,7 +4,9 @@ field and saying what to change.
 The checks, in order: the text (UTF-8, at most MAX_BYTES, well-formed YAML or JSON, no key twice in one mapping), the
 published schema (rubric.schema.json: the fields, their types and forms), then the rules a schema cannot say (scales,
 unique keys, weights, formats that fit the dimensions, levels within the scale) and last the templates, each compiled
-in the sandbox and rendered for a first round and for a later one with the variables the rubric declares.
+in the sandbox and rendered for a first round and for a later one with the variables the rubric declares (templates.py
+says what a template may not do); a template's problem names the line of the file it is on when the template is a
+block text (`|` or `>`), else the line of its field.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from typing import Any, Iterator
 import jsonschema
 import yaml
 from jinja2 import TemplateError
-from jinja2.exceptions import TemplateSyntaxError
+from jinja2.exceptions import TemplateSyntaxError, UndefinedError
 
 from benchmarks.problems import Problem, describe
 from benchmarks.readers import limits
@@ -52,13 +54,13 @@ def schema() -> dict:
 
 def read(data: bytes | str, builtin: bool = False) -> Rubric:
     """A rubric file's text as a checked Rubric; RubricError with every problem found otherwise."""
-    document, lines = _parse(data)
-    problems = list(_schema_problems(document, lines))
+    document, lines, starts = _parse(data)
+    problems = list(dict.fromkeys(_schema_problems(document, lines)))  # (one problem once)
     if not problems:
         problems = list(_rule_problems(document, lines))
     if not problems:
         rubric = make(_with_defaults(document), builtin)
-        problems = list(_template_problems(rubric, lines))
+        problems = list(_template_problems(rubric, lines, starts))
         if not problems:
             return rubric
     raise RubricError(sorted(problems, key=lambda p: (p.line or 0, p.path)))
@@ -76,14 +78,20 @@ class _Loader(yaml.SafeLoader):
     """YAML's safe loader that refuses a key twice in one mapping."""
 
 
+class _Twice(yaml.constructor.ConstructorError):
+    """A key given twice in one mapping (YAML would keep the last silently)."""
+
+    def __init__(self, key: object, mark: yaml.Mark) -> None:
+        super().__init__(None, None, "a key given twice", mark)
+        self.key = key
+
+
 def _no_duplicates(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dict:
     seen: dict = {}
     for key_node, _value in node.value:
         key = loader.construct_object(key_node, deep=deep)
         if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, _("the key %(key)s is given twice", key=json.dumps(key, ensure_ascii=False)),
-                key_node.start_mark)
+            raise _Twice(key, key_node.start_mark)
         seen[key] = True
     return loader.construct_mapping(node, deep=deep)
 
@@ -91,8 +99,9 @@ def _no_duplicates(loader: _Loader, node: yaml.MappingNode, deep: bool = False) 
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
 
 
-def _parse(data: bytes | str) -> tuple[Any, dict[str, int]]:
-    """The document and the line of each path in it; RubricError when the text is not one."""
+def _parse(data: bytes | str) -> tuple[Any, dict[str, int], dict[str, int]]:
+    """The document, the line of each path in it and the first line of each block text (`|` or `>`: a template's
+    line 1); RubricError when the text is not one."""
     if isinstance(data, str):
         data = data.encode("utf-8")
     if len(data) > MAX_BYTES:
@@ -110,48 +119,63 @@ def _parse(data: bytes | str) -> tuple[Any, dict[str, int]]:
     if text.lstrip().startswith("{"):  # JSON: read strictly first, as every JSON text a user sends is
         try:
             limits.loads(text, limits.current())
+        except limits.LimitError as exc:  # its message says where and what (a key twice, too deep, ...)
+            raise RubricError([exc.problem()]) from None
         except ValueError as exc:
-            found = exc.problem() if isinstance(exc, limits.LimitError) else None
-            line = found.line if found else _json_line(exc)
-            raise RubricError([Problem(line, found.path if found else "",
-                                       _("The rubric file is not valid JSON: %(reason)s", reason=_reason(exc)))]) \
-                from None
+            raise RubricError([_json_problem(text, exc)]) from None
     try:
         document = yaml.load(text, Loader=_Loader)  # noqa: S506 (a safe loader)
         node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except _Twice as exc:
+        raise RubricError([Problem(exc.problem_mark.line + 1, "", _(
+            "The key %(key)s is given twice in one mapping; keep one (a YAML reader would silently keep the last).",
+            key=json.dumps(exc.key, ensure_ascii=False, default=str)))]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         reason = " ".join(str(part) for part in (getattr(exc, "context", None), getattr(exc, "problem", None)) if part)
-        raise RubricError([Problem(mark.line + 1 if mark else None, "",
-                                   _("The rubric file is not valid YAML or JSON: %(reason)s",
-                                     reason=reason or str(exc)))]) from None
+        if mark is None:
+            raise RubricError([Problem(None, "", _("The rubric file is not valid YAML or JSON: %(reason)s",
+                                                   reason=reason or str(exc)))]) from None
+        raise RubricError([Problem(mark.line + 1, "", _(
+            "The rubric file is not valid YAML or JSON at column %(column)s: %(reason)s. Indent with spaces, never "
+            "tabs, and put a text that holds ': ' or starts with { or [ in quotes.",
+            column=mark.column + 1, reason=reason or str(exc)))]) from None
     if not isinstance(document, dict):
         raise RubricError([Problem(1, "", _("A rubric is a mapping of fields (id, version, title, ...), not %(what)s.",
                                             what=describe(document)))])
     lines: dict[str, int] = {}
-    _node_lines(node, "", lines)
-    return document, lines
+    starts: dict[str, int] = {}
+    _node_lines(node, "", lines, starts)
+    return document, lines, starts
 
 
-def _json_line(exc: ValueError) -> int | None:
-    return getattr(exc, "lineno", None)
+def _json_problem(text: str, exc: ValueError) -> Problem:
+    """What is wrong with a JSON text, where: a comma before a closing bracket said as such."""
+    if not isinstance(exc, json.JSONDecodeError):
+        return Problem(getattr(exc, "lineno", None), "", _("The rubric file is not valid JSON: %(reason)s",
+                                                           reason=str(exc)))
+    before = text[:exc.pos].rstrip()
+    if before.endswith(",") and text[exc.pos:exc.pos + 1] in ("}", "]"):
+        return Problem(before.count("\n") + 1, "", _(
+            "The rubric file is not valid JSON: a comma before the closing %(bracket)s; JSON allows none after the "
+            "last item: remove it.", bracket=text[exc.pos]))
+    return Problem(exc.lineno, "", _("The rubric file is not valid JSON: %(reason)s", reason=exc.msg))
 
 
-def _reason(exc: ValueError) -> str:
-    return exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-
-
-def _node_lines(node: yaml.Node, path: str, lines: dict[str, int]) -> None:
-    """Record the line of every path under a node (a mapping's key: the key's line)."""
+def _node_lines(node: yaml.Node, path: str, lines: dict[str, int], starts: dict[str, int]) -> None:
+    """Record the line of every path under a node (a mapping's key: the key's line), and of the first line of the
+    text of each block scalar (`|` or `>`)."""
     lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.ScalarNode) and node.style in ("|", ">"):
+        starts[path] = node.start_mark.line + 2  # the text starts on the line after the indicator
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
             child = f"{path}.{key.value}" if path else str(key.value)
             lines[child] = key.start_mark.line + 1
-            _node_lines(value, child, lines)
+            _node_lines(value, child, lines, starts)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
-            _node_lines(item, f"{path}[{index}]", lines)
+            _node_lines(item, f"{path}[{index}]", lines, starts)
 
 
 def _line(lines: dict[str, int], path: str) -> int | None:
@@ -181,9 +205,9 @@ def _message(error: jsonschema.ValidationError) -> tuple[str, str]:
     """The path and the translated message of one schema error."""
     path = _path(error.absolute_path)
     kind, value, expected = error.validator, error.instance, error.validator_value
-    if kind == "required":  # one error per missing field, each naming it in its message as a repr
-        missing = next((name for name in expected if repr(name) == error.message.split(" is a required")[0]),
-                       next(name for name in expected if name not in value))
+    if kind == "required":  # one error per missing field, its name in the message
+        named = re.match(r"^'(.+)' is a required property$", error.message)
+        missing = named.group(1) if named else next(name for name in expected if name not in value)
         return path, _("The field %(field)s is missing.", field=missing)
     if kind == "additionalProperties":
         allowed = sorted(error.schema.get("properties", {}))
@@ -210,6 +234,8 @@ def _message(error: jsonschema.ValidationError) -> tuple[str, str]:
     if kind == "maxLength":
         return path, _("Must be at most %(n)s characters long.", n=expected)
     if kind == "minItems":
+        if not value:
+            return path, _("The list is empty; it must hold at least %(n)s.", n=expected)
         return path, _("Must list at least %(n)s.", n=expected)
     if kind == "maxItems":
         return path, _("Must list at most %(n)s.", n=expected)
@@ -313,7 +339,7 @@ _SAMPLES = (templates.Context("A 30-year-old nurse who runs marathons.", "Cheerf
                               "Yes, twelve hours.", "That is a lot; rest well."))
 
 
-def _template_problems(rubric: Rubric, lines: dict[str, int]) -> Iterator[Problem]:
+def _template_problems(rubric: Rubric, lines: dict[str, int], starts: dict[str, int]) -> Iterator[Problem]:
     questions = ("fine", "binary") if rubric.has_binary else ("fine",)
     for question in questions:
         base = "prompts" if question == "fine" else "binary.prompts"
@@ -326,17 +352,71 @@ def _template_problems(rubric: Rubric, lines: dict[str, int]) -> Iterator[Proble
                     for sample in _SAMPLES:
                         templates.render(template, templates.variables(sample, rubric.context,
                                                                        dimension_values(rubric, language)))
-                except TemplateSyntaxError as exc:
-                    line = _line(lines, path)
-                    yield Problem(line + exc.lineno if line and exc.lineno else line, path,
-                                  _("The template does not compile: %(reason)s (line %(n)s of the template).",
-                                    reason=exc.message, n=exc.lineno))
-                except (TemplateError, TypeError, ValueError, ArithmeticError, LookupError) as exc:
-                    yield Problem(_line(lines, path), path,
-                                  _("The template cannot be rendered: %(reason)s. A template may use only %(names)s, "
-                                    "and reads no file nor any attribute.",
-                                    reason=str(exc) or type(exc).__name__,
-                                    names=", ".join((*rubric.context, "round", "dimensions"))))
+                except (TemplateError, TypeError, ValueError, ArithmeticError, LookupError, RecursionError) as exc:
+                    line = _template_line(exc)
+                    at = starts[path] + line - 1 if path in starts and line else _line(lines, path)
+                    yield Problem(at, path, _template_message(exc, rubric, line))
+
+
+def _template_line(exc: BaseException) -> int | None:
+    """The line of the template where rendering or compiling it failed, when known."""
+    line = getattr(exc, "lineno", None)
+    trace = exc.__traceback__
+    while trace is not None:  # Jinja gives its template's frames the template's lines
+        if trace.tb_frame.f_code.co_filename == "<template>":
+            line = trace.tb_lineno
+        trace = trace.tb_next
+    return line
+
+
+def _template_message(exc: BaseException, rubric: Rubric, line: int | None) -> str:
+    """What a template may not do, or why it does not compile or render, in words that say what to change."""
+    names = ", ".join((*rubric.context, "round", "dimensions"))
+    if isinstance(exc, templates.Refused):
+        return _refused(exc)
+    if isinstance(exc, RecursionError):
+        return _("The template calls a macro that calls itself without end.")
+    if isinstance(exc, TemplateSyntaxError):
+        unknown = re.match(r"^No filter named '(.+)'", exc.message or "")
+        if unknown:
+            return _("The template uses the filter %(name)s, which templates do not have; the filters are: "
+                     "%(filters)s.", name=unknown.group(1), filters=", ".join(templates.filters()))
+        return _("The template does not compile: %(reason)s (line %(n)s of the template).", reason=exc.message,
+                 n=line)
+    undefined = re.match(r"^'(\w+)' is undefined$", str(exc)) if isinstance(exc, UndefinedError) else None
+    if undefined and undefined.group(1) in templates.CONTEXT:
+        return _("The template uses %(name)s, which the rubric's context does not list: add %(name)s to context, or "
+                 "take it out of the template.", name=undefined.group(1))
+    if undefined:
+        return _("The template uses %(name)s, which is no variable of a template; it may use %(names)s.",
+                 name=undefined.group(1), names=names)
+    missing = re.match(r"^'(\w+) object' has no attribute '(.+)'$", str(exc)) if isinstance(exc, UndefinedError) \
+        else None
+    if missing:
+        return _("The template reads %(key)s of a value (a %(type)s) that has no such key: a dimension has key, label, "
+                 "min, max, integer and levels, a round of history has user and reply.", key=missing.group(2),
+                 type=missing.group(1))
+    return _("The template cannot be rendered: %(reason)s. A template may use only %(names)s, and reads no file nor "
+             "any attribute.", reason=str(exc) or type(exc).__name__, names=names)
+
+
+def _refused(exc: templates.Refused) -> str:
+    if exc.what == "file":
+        return _("The template reads another file (%(statement)s): a template may not include, import or extend "
+                 "anything.", statement=exc.detail)
+    if exc.what == "attribute":
+        return _("The template reads the attribute %(name)s of a value: a template reads its variables and their "
+                 "items and keys (turn.user, dimensions[0].label), never an attribute or a method.", name=exc.detail)
+    if exc.what == "width":
+        return _("The template formats a value with a width or precision above %(limit)s, or given by *.",
+                 limit=exc.detail)
+    if exc.what == "power":
+        return _("The template raises a number to a power above %(limit)s.", limit=exc.detail)
+    if exc.what == "steps":
+        return _("The template takes more than %(limit)s loop turns and calls to render: loop over the rubric's "
+                 "values, not over huge ranges or macros that call themselves.", limit=exc.detail)
+    return _("The template makes a text or a list longer than %(limit)s: a template may not build huge values.",
+             limit=exc.detail)
 
 
 def dimension_values(rubric: Rubric, language: str) -> list[dict]:
