@@ -6,6 +6,9 @@ markers: `[[score=NN]]` sets the fine total (split over the five dimensions so t
 `[[keep=0|1]]` sets the binary verdict; without markers the answer is derived from a hash of the reply.
 Conversation annotation prompts are answered from a `[[annotate=D,V,U,H]]` marker anywhere in the
 quoted conversation (Detail, Diversity, Practical Utility 0-2, Hallucination 0/1), else from a hash.
+A request with a structured-output `response_format` (a rubric whose answer is JSON) is answered with a JSON
+object of its schema: the scores from a `[[dims=a,b,c]]` marker in the reply, in the schema's order, else each
+score's maximum, and a yes/no "answer" from `[[keep=0|1]]` (structured_answer).
 
 Knobs (safe to set from the test thread while requests are served):
     latency_s       seconds to wait before answering each chat request (faults included)
@@ -136,6 +139,43 @@ def binary_answer(reply: str, out_of_range: bool = False, flip: bool = False) ->
     lines = [f"{c}: {status if i == 4 else 'pass'}" for i, c in enumerate(criteria)]
     lines.append(f"\\boxed{{{verdict}}}")
     return "\n".join(lines)
+
+
+# -- structured answers (a rubric whose answer is JSON, sent with response_format) -------------------------------
+# A minimal handler, kept apart: a request whose response_format carries a json_schema is answered with a JSON object
+# of that schema, its scores from a [[dims=a,b,c]] marker in the reply under judgment.
+_DIMS_RE = re.compile(r"\[\[dims=([^\]]*)\]\]")
+
+
+def structured_schema(body: dict) -> dict | None:
+    """The JSON Schema a request asks its answer to follow (response_format json_schema), None when it asks none."""
+    wanted = body.get("response_format")
+    if not isinstance(wanted, dict) or wanted.get("type") != "json_schema":
+        return None
+    schema = (wanted.get("json_schema") or {}).get("schema")
+    return schema if isinstance(schema, dict) else None
+
+
+def structured_answer(schema: dict, reply: str) -> str:
+    """A JSON answer of `schema`: its number and integer properties, in the schema's order ("reasoning" skipped), from
+    the last [[dims=a,b,c]] marker of the reply (a value as written, so 4.5 or 9 out of a scale reach the app as
+    given), else each property's maximum; "reasoning" a short text; a boolean property (the yes/no "answer") from
+    [[keep=0|1]], else true."""
+    dims = _DIMS_RE.findall(reply)
+    given = [value.strip() for value in dims[-1].split(",")] if dims else []
+    keep = _KEEP_RE.findall(reply)
+    answer: dict[str, Any] = {}
+    scores = 0
+    for name, spec in (schema.get("properties") or {}).items():
+        kind = spec.get("type") if isinstance(spec, dict) else None
+        if name == "reasoning":
+            answer[name] = "Scored from the reply's markers."
+        elif kind == "boolean":
+            answer[name] = keep[-1] == "1" if keep else True
+        elif kind in ("integer", "number"):
+            answer[name] = json.loads(given[scores]) if scores < len(given) and given[scores] else spec.get("maximum")
+            scores += 1
+    return json.dumps(answer)
 
 
 def _pair_score(text: str) -> int:
@@ -296,6 +336,8 @@ class _Handler(BaseHTTPRequestHandler):
             content = "The reply seems fine overall, I would rate it fairly well."
         elif fault == "empty":
             content = ""
+        elif (schema := structured_schema(request["body"])) is not None:
+            content = structured_answer(schema, reply or "\n".join(str(m.get("content", "")) for m in messages))
         elif mode == "fine":
             content = fine_answer(reply, out_of_range=fault == "out_of_range", offset=offset)
         elif mode == "binary":
