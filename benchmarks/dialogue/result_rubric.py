@@ -14,7 +14,9 @@ from typing import Any
 
 from flask_babel import get_locale
 
+from benchmarks.dialogue import rubric_store
 from benchmarks.dialogue.prompts import DEFAULT
+from benchmarks.host import Store
 from benchmarks.rubrics import Rubric
 from benchmarks.rubrics.model import LANGUAGES, plain
 from translations import _
@@ -43,14 +45,21 @@ def of(result: dict) -> dict:
     return result.get("rubric") or default_block()
 
 
-def keys(result: dict) -> tuple[str, ...]:
-    """The keys of a result's dimensions, in its rubric's order."""
-    return tuple(d["key"] for d in of(result)["dimensions"])
+def of_record(record: dict, store: Store | None) -> dict:
+    """An evaluation's rubric block: its result's, else (not scored yet) that of the rubric its settings name."""
+    if record.get("result"):
+        return of(record["result"])
+    return block(rubric_store.of_evaluation(store, record))
 
 
-def has_binary(result: dict) -> bool:
-    """Whether a result's rubric asks a yes/no question of every reply."""
-    return of(result)["binary"] is not None
+def keys(rubric: dict) -> tuple[str, ...]:
+    """The keys of a rubric block's dimensions, in its order."""
+    return tuple(d["key"] for d in rubric["dimensions"])
+
+
+def has_binary(rubric: dict) -> bool:
+    """Whether a rubric block asks a yes/no question of every reply."""
+    return rubric["binary"] is not None
 
 
 def is_default(rubric: dict) -> bool:
@@ -78,10 +87,10 @@ def title(rubric: dict, lang: str | None = None) -> str:
     return _text(rubric["title"], lang or language())
 
 
-def dimension_labels(result: dict, lang: str | None = None) -> dict[str, str]:
+def dimension_labels(rubric: dict, lang: str | None = None) -> dict[str, str]:
     """Each dimension's label by key, in a language (the page's by default)."""
     lang = lang or language()
-    return {d["key"]: _text(d["label"], lang) for d in of(result)["dimensions"]}
+    return {d["key"]: _text(d["label"], lang) for d in rubric["dimensions"]}
 
 
 def scale_text(dimension: dict) -> str:
@@ -89,9 +98,9 @@ def scale_text(dimension: dict) -> str:
     return f"{dimension['min']}-{dimension['max']}"
 
 
-def scales(result: dict) -> dict[str, str]:
+def scales(rubric: dict) -> dict[str, str]:
     """Each dimension's scale by key, as people read it ("0-20")."""
-    return {d["key"]: scale_text(d) for d in of(result)["dimensions"]}
+    return {d["key"]: scale_text(d) for d in rubric["dimensions"]}
 
 
 def normalised(value: float | None, dimension: dict) -> float | None:
@@ -106,10 +115,9 @@ def described(rubric: dict, lang: str | None = None) -> str:
     return f"{title(rubric, lang)} {rubric['version']} ({rubric['sha256'][:SHORT_SHA]})"
 
 
-def yes_no(result: dict, lang: str | None = None) -> dict[str, Any] | None:
-    """The words the pages use for a result's yes/no question and its figures (the question, its rate, the rate's
-    axis, interval and difference, the BAR(k) curve, the yes and no answers), None when its rubric asks none."""
-    rubric = of(result)
+def yes_no(rubric: dict, lang: str | None = None) -> dict[str, Any] | None:
+    """The words the pages use for a rubric block's yes/no question and its figures (the question, its rate, the
+    rate's axis, interval and difference, the BAR(k) curve, the yes and no answers), None when it asks none."""
     if rubric["binary"] is None:
         return None
     if is_default(rubric):
@@ -117,10 +125,20 @@ def yes_no(result: dict, lang: str | None = None) -> dict[str, Any] | None:
                 "rate_ci": _("Keep-chatting rate: confidence interval"), "curve": _("BAR(k): share who want to keep "
                                                                                     "chatting"),
                 "difference": _("Keep-chatting rate difference"), "yes": _("keep chatting"), "no": _("stop"),
-                "short": _("keep")}
+                "short": _("keep"), "link": _("keep chatting")}
     label = _text(rubric["binary"], lang or language())
     return {"question": label, "rate": _("Share of yes: %(question)s", question=label),
             "axis": _("Share of yes (%%)"),
             "rate_ci": _("Share of yes: confidence interval"), "curve": _("BAR(k): share of yes to %(question)s",
                                                                            question=label),
-            "difference": _("Share of yes: difference"), "yes": _("yes"), "no": _("no"), "short": _("yes")}
+            "difference": _("Share of yes: difference"), "yes": _("yes"), "no": _("no"), "short": _("yes"),
+            "link": label}
+
+
+def page_values(rubric: dict) -> dict:
+    """What a page of a dialogue evaluation is rendered with of its rubric block: the block, its one-line
+    description, the dimensions' labels (in the page's language) and scales by key, and the words of its yes/no
+    question ("yesno", None without one)."""
+    return {"rubric": rubric, "rubric_title": title(rubric), "rubric_text": described(rubric),
+            "default_rubric": is_default(rubric),
+            "dimension_labels": dimension_labels(rubric), "dimension_scales": scales(rubric), "yesno": yes_no(rubric)}
