@@ -128,7 +128,7 @@ def yes_no(rubric: dict, lang: str | None = None) -> dict[str, Any] | None:
                 "short": _("keep"), "link": _("keep chatting")}
     label = _text(rubric["binary"], lang or language())
     return {"question": label, "rate": _("Share of yes: %(question)s", question=label),
-            "axis": _("Share of yes (%%)"),
+            "axis": _("Share of yes (%)"),
             "rate_ci": _("Share of yes: confidence interval"), "curve": _("BAR(k): share of yes to %(question)s",
                                                                            question=label),
             "difference": _("Share of yes: difference"), "yes": _("yes"), "no": _("no"), "short": _("yes"),

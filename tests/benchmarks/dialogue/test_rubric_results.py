@@ -376,3 +376,30 @@ def test_a_panel_agrees_and_samples_vary_over_the_rubric_dimensions(app, client)
     assert result["consistency"]["by_judge"]["a"]["A"]["dimension_sd"] == {key: 0.0 for key in KEYS}
     html = client.get(f"/evaluations/{evaluation}").get_data(as_text=True)
     assert "Standard deviation of Consistency" in html and "Share of yes: Would recommend?" in html
+
+
+def test_ratings_attached_before_rubrics_keep_their_dimensions(tmp_path):
+    from sqlalchemy import create_engine
+
+    from benchmarks import registry
+    from benchmarks.dialogue import tables
+    from storage import migrations
+    from storage.database import database_url
+    from storage.store import Store
+
+    path = tmp_path / "old.sqlite"
+    engine = create_engine(database_url(str(path)))
+    before = [step.version for step in migrations.steps(registry.tables()) if step.version < 16]
+    assert migrations.migrate(engine, up_to=15, tables=registry.tables()) == before
+    with engine.begin() as con:  # a rating as the code before step 16 kept it, its style in its own column
+        con.exec_driver_sql("INSERT INTO human_ratings (evaluation_id, line, session_id, round, method, total, verdict,"
+                            " style, content) VALUES ('e1', 2, 's1', 1, 'A', 70, 1, 14, NULL)")
+    engine.dispose()
+    store = Store(str(path), registry.tables())  # as the app opens it, with the kinds' tables
+    assert store.migrated == [16]
+    assert tables.human_ratings(store, "e1") == [{"line": 2, "session_id": "s1", "round": 1, "method": "A",
+                                                  "total": 70.0, "verdict": 1, "style": 14.0}]
+    tables.set_human_ratings(store, "e2", "r.csv", [{"line": 2, "session_id": "s1", "round": 1, "method": "A",
+                                                     "total": None, "verdict": None, "warmth": 3.5}], ("warmth",))
+    assert tables.human_ratings(store, "e2") == [{"line": 2, "session_id": "s1", "round": 1, "method": "A",
+                                                  "total": None, "verdict": None, "warmth": 3.5}]
