@@ -352,7 +352,8 @@ class DialogueKind(Kind):
 
     def _judges_table(self, result: dict) -> tuple[tuple, list[tuple]]:
         header, rows = self.csv(result)
-        own = [(label, *row) for label, doc in result["by_judge"].items() for row in self.csv(doc)[1]]
+        rubric = {"rubric": result_rubric.of(result)}  # each judge's metrics, under the panel's rubric
+        own = [(label, *row) for label, doc in result["by_judge"].items() for row in self.csv({**doc, **rubric})[1]]
         return ("judge", *header), own + [("panel", *row) for row in rows]
 
     def blueprints(self) -> list:

@@ -376,6 +376,10 @@ def test_a_panel_agrees_and_samples_vary_over_the_rubric_dimensions(app, client)
     assert result["consistency"]["by_judge"]["a"]["A"]["dimension_sd"] == {key: 0.0 for key in KEYS}
     html = client.get(f"/evaluations/{evaluation}").get_data(as_text=True)
     assert "Standard deviation of Consistency" in html and "Share of yes: Would recommend?" in html
+    judges = csv_rows(client, f"/evaluations/{evaluation}/judges.csv")
+    assert judges[0][:2] == ["judge", "method"] and judges[0][-7:-4] == list(KEYS)
+    a_of_judge_b = dict(zip(judges[0], next(row for row in judges if row[:2] == ["b", "A"])))
+    assert float(a_of_judge_b["consistency"]) == pytest.approx(4.75)  # judge b's A, as THREE_ANSWERS gives it
 
 
 def test_ratings_attached_before_rubrics_keep_their_dimensions(tmp_path):
