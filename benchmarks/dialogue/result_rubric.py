@@ -121,16 +121,14 @@ def yes_no(rubric: dict, lang: str | None = None) -> dict[str, Any] | None:
     if rubric["binary"] is None:
         return None
     if is_default(rubric):
-        return {"question": _("Keep chatting"), "rate": _("Keep-chatting rate"), "axis": _("Keep-chatting rate (%)"),
-                "rate_ci": _("Keep-chatting rate: confidence interval"), "curve": _("BAR(k): share who want to keep "
-                                                                                    "chatting"),
-                "difference": _("Keep-chatting rate difference"), "yes": _("keep chatting"), "no": _("stop"),
-                "short": _("keep"), "link": _("keep chatting")}
+        return {"question": _("Keep chatting"), "rate": _("Keep-chatting rate"),
+                "axis": _("Keep-chatting rate (%)"), "rate_ci": _("Keep-chatting rate: confidence interval"),
+                "curve": _("BAR(k): share who want to keep chatting"), "difference": _("Keep-chatting rate difference"),
+                "yes": _("keep chatting"), "no": _("stop"), "short": _("keep"), "link": _("keep chatting")}
     label = _text(rubric["binary"], lang or language())
     return {"question": label, "rate": _("Share of yes: %(question)s", question=label),
-            "axis": _("Share of yes (%)"),
-            "rate_ci": _("Share of yes: confidence interval"), "curve": _("BAR(k): share of yes to %(question)s",
-                                                                           question=label),
+            "axis": _("Share of yes (%)"), "rate_ci": _("Share of yes: confidence interval"),
+            "curve": _("BAR(k): share of yes to %(question)s", question=label),
             "difference": _("Share of yes: difference"), "yes": _("yes"), "no": _("no"), "short": _("yes"),
             "link": label}
 
