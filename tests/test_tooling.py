@@ -38,6 +38,6 @@ def test_the_requirements_are_split_into_running_and_testing():
     dev = (ROOT / "requirements-dev.txt").read_text(encoding="utf-8").splitlines()
     assert dev[0] == "-r requirements.txt"  # the test command installs what the dashboard needs, then the tools
     assert all("==" in line for line in [*run, *dev[1:]] if line.strip()), "every requirement is pinned"
-    tools = {"pytest", "hypothesis", "playwright", "moto", "check-jsonschema", "pyyaml", "requests", "ruff", "mypy"}
+    tools = {"pytest", "hypothesis", "playwright", "moto", "check-jsonschema", "requests", "ruff", "mypy"}
     assert tools <= _names(dev[1:])
     assert not tools & _names(run), "test tools belong in requirements-dev.txt"
