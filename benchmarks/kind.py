@@ -156,7 +156,8 @@ class Kind(ABC):
     # whether <name>/report.html exists (its own self-contained report; otherwise the report is its result page)
     offline_report: ClassVar[bool] = False
     headline_label: ClassVar[Any] = ""  # what headline() gives, e.g. _l("Average AL")
-    # judge scores shown as their own columns in judgments.csv, in order (the others stay in its `scores` column)
+    # judge scores shown as their own columns in judgments.csv, in order (the others stay in its `scores` column);
+    # an evaluation's own may differ (`score_columns_of`)
     score_columns: ClassVar[tuple[str, ...]] = ()
     headline_digits: ClassVar[int] = 1  # decimals of the headline numbers in lists of evaluations
     # tables only this kind keeps (benchmarks/host.py's Table), created with the store's schema steps
@@ -273,6 +274,11 @@ class Kind(ABC):
         """Plotly figures (plain JSON) of the result shown, by name."""
         return {}
 
+    def score_columns_of(self, record: dict, store: Store | None = None) -> tuple[str, ...]:
+        """The judge scores of one evaluation (`record`, with or without its result; `store` to read what its
+        settings name) shown as their own columns in its judgments.csv, in order: by default `score_columns`."""
+        return self.score_columns
+
     @abstractmethod
     def csv(self, result: dict) -> tuple[tuple, Iterable[tuple]]:
         """The result's main table as (header, rows): the `.csv` export."""
@@ -312,6 +318,12 @@ class Kind(ABC):
 
     # headline metrics that pair sample by sample between runs; empty: runs of this kind compare unpaired
     paired_metrics: ClassVar[tuple[Metric, ...]] = ()
+
+    def paired_metrics_for(self, results: list[dict]) -> tuple[Metric, ...]:
+        """The metrics these finished runs' result documents pair on (the first the default of a choice): by default
+        `paired_metrics`; a kind whose metrics depend on how a run was scored (the dialogue kind's rubric) gives those
+        every run has, on the same terms."""
+        return self.paired_metrics
 
     def paired_samples(self, record: dict, site: Site) -> Iterable[Sample]:
         """The samples of a finished run, for paired differences and the row-level diff of two runs (a generator is

@@ -71,9 +71,10 @@ def _scaled(figure, metric: Metric):
 
 
 def paired_rows(kind: Kind, baseline: Iterable[Sample], runs: Mapping[str, Iterable[Sample]],
-                n_boot: int = DEFAULT_N_BOOT, seed: int = SEED) -> list[dict]:
-    """Every other run against the baseline: per run, per method both have, a row per paired metric (then the
-    kind's `paired_aggregates`), with Holm and Benjamini-Hochberg p-values adjusted over all the rows."""
+                n_boot: int = DEFAULT_N_BOOT, seed: int = SEED, metrics: tuple[Metric, ...] | None = None) -> list[dict]:
+    """Every other run against the baseline: per run, per method both have, a row per paired metric (`metrics`, by
+    default the kind's `paired_metrics`; `Kind.paired_metrics_for` gives those of given runs), then the kind's
+    `paired_aggregates`, with Holm and Benjamini-Hochberg p-values adjusted over all the rows."""
     baseline = list(baseline)
     rows = []
     for run_id, samples in runs.items():
@@ -82,7 +83,7 @@ def paired_rows(kind: Kind, baseline: Iterable[Sample], runs: Mapping[str, Itera
         for pair in pairs:
             by_method.setdefault(pair[0].method, []).append(pair)
         for method_pairs in by_method.values():
-            for metric in kind.paired_metrics:
+            for metric in kind.paired_metrics if metrics is None else metrics:
                 row = metric_row(metric, method_pairs, n_boot, seed)
                 if row is not None:
                     rows.append({"run": run_id, **row})

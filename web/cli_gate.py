@@ -12,14 +12,15 @@ from benchmarks.pairing import regressions
 from translations import _, number
 from web import get_store
 from web.compare import COMPARABLE, load_runs
-from web.paired_view import PairedError, metric_of, paired
+from web.paired_view import PairedError, paired, paired_metric
 
 OPTIONS = [
     click.Option(["--baseline"], metavar="EVAL_ID",
                  help="A finished evaluation of the same kind: print the paired differences against it."),
     click.Option(["--fail-on-regression"], is_flag=True,
                  help="With --baseline: exit 1 when a method's paired difference of --metric is a regression."),
-    click.Option(["--metric"], help="The paired metric the regression gate reads (default: the kind's first)."),
+    click.Option(["--metric"], help="The paired metric the regression gate reads (default: the kind's first; dialogue: "
+                                    "avg, binary_rate or a dimension key of the rubric)."),
     click.Option(["--max-drop"], type=float,
                  help="A regression is a drop significantly larger than this (default: significantly below 0)."),
     click.Option(["--fail-below"], multiple=True, metavar="METRIC=VALUE",
@@ -58,17 +59,19 @@ def check_baseline(baseline: str) -> None:
 
 
 def check_kind(kind: Kind, baseline: str | None, metric: str | None, baseline_options: dict[str, object],
-               baseline_kind: str | None = None) -> None:
+               baseline_kind: str | None = None, baseline_result: dict | None = None) -> None:
     """StartError when the baseline is of another kind (`baseline_kind`, else read from the store), the metric is
-    not one of the kind's paired metrics, or an option that reads the baseline (`baseline_options`, by flag) is given
-    without one."""
+    not one of the paired metrics of the baseline's result (`baseline_result`, else read from the store; its kind's
+    `paired_metrics_for`), or an option that reads the baseline (`baseline_options`, by flag) is given without one."""
     if baseline is not None:
-        other = baseline_kind or get_store().get_evaluation(baseline, with_result=False)["kind"]
-        if other != kind.name:
+        if baseline_kind is None:
+            found = get_store().get_evaluation(baseline)
+            baseline_kind, baseline_result = found["kind"], found.get("result")
+        if baseline_kind != kind.name:
             raise StartError(_("The baseline %(id)s is of kind %(other)s; this file is of kind %(kind)s.", id=baseline,
-                               other=other, kind=kind.name))
+                               other=baseline_kind, kind=kind.name))
         try:
-            metric_of(kind, metric)
+            paired_metric(kind, metric, [baseline_result] if baseline_result else [])
         except PairedError as exc:
             raise StartError(str(exc)) from None
     else:
@@ -110,19 +113,25 @@ def run_gate(kind: Kind, record: dict, baseline: str | None, fail_on_regression:
     """Print the paired table against the baseline (stderr) and say whether the run fails the gate."""
     failed = False
     if baseline is not None:
-        rows = paired(load_runs([baseline, record["id"]]), baseline)
-        failed = report_paired(kind, rows, baseline, fail_on_regression, metric, max_drop)
+        runs = load_runs([baseline, record["id"]])
+        failed = report_paired(kind, paired(runs, baseline), baseline, fail_on_regression, metric, max_drop,
+                               [run["result"] for run in runs])
     return check_thresholds(record["result"], thresholds) or failed
 
 
 def report_paired(kind: Kind, rows: list[dict], baseline: str, fail_on_regression: bool, metric: str | None,
-                  max_drop: float | None) -> bool:
-    """Print the paired rows against the baseline (stderr), and each regression of --metric when the gate is on;
-    whether there was one."""
+                  max_drop: float | None, results: list[dict] | None = None) -> bool:
+    """Print the paired rows against the baseline (stderr), and each regression of --metric (one of those the two
+    runs with these `results` pair on) when the gate is on; whether there was one. Exit 2 when the runs do not pair
+    on --metric (a dialogue run judged under another rubric than the baseline pairs on avg only)."""
     click.echo(_("Paired differences against %(id)s:", id=baseline), err=True)
     click.echo(_table(rows) if rows else _("These runs share no samples: no paired differences."), err=True)
     failed = False
-    for row in regressions(rows, metric_of(kind, metric), max_drop) if fail_on_regression else []:
+    try:
+        gated = paired_metric(kind, metric, results or []) if fail_on_regression else None
+    except PairedError as exc:
+        _fail(str(exc))
+    for row in regressions(rows, gated, max_drop) if gated else []:
         click.echo(_("regression: %(method)s %(metric)s %(diff)s, 95%% CI [%(low)s, %(high)s]",
                      method=row["method"], metric=row["metric"], diff=number(row["diff"], 3),
                      low=number(row["ci95"][0], 3), high=number(row["ci95"][1], 3)), err=True)

@@ -30,8 +30,9 @@ def _ended(record: dict) -> NoReturn:
     sys.exit(1)
 
 
-def _check_baseline(client: Client, baseline: str) -> str:
-    """The baseline's kind; exit 2 before any upload when it does not exist or has not finished."""
+def _check_baseline(client: Client, baseline: str) -> dict:
+    """The baseline's record (its kind and result); exit 2 before any upload when it does not exist or has not
+    finished."""
     try:
         record = client.status(baseline)
     except ApiError as exc:
@@ -40,7 +41,7 @@ def _check_baseline(client: Client, baseline: str) -> str:
         raise
     if record["status"] not in COMPARABLE:
         _fail(_("The baseline %(id)s has not finished (%(status)s).", id=baseline, status=record["status"]))
-    return record["kind"]
+    return record
 
 
 def _start_options(kind: Kind, values: dict, client: Client, upload_id: str) -> dict:
@@ -91,7 +92,7 @@ def score(server: str | None, token: str | None, file: Path, kind: str | None, m
         _fail(str(exc))
     upload_fields = {f: kind_values[f] for k in registry.kinds() for f in k.upload_fields if kind_values.get(f)}
     try:
-        baseline_kind = _check_baseline(client, baseline) if baseline is not None else None
+        baseline_record = _check_baseline(client, baseline) if baseline is not None else None
         judges = panel(judge_model, judges_file)
         upload = client.upload(file, kind, **upload_fields)
     except ApiError as exc:
@@ -106,7 +107,9 @@ def score(server: str | None, token: str | None, file: Path, kind: str | None, m
     detected = registry.get(upload["kind"])
     try:
         gate.check_kind(detected, baseline, metric, {"--fail-on-regression": fail_on_regression, "--metric": metric,
-                                                     "--max-drop": max_drop}, baseline_kind)
+                                                     "--max-drop": max_drop},
+                        baseline_record["kind"] if baseline_record else None,
+                        baseline_record.get("result") if baseline_record else None)
         check_kind_options(detected, kind_values)
         options = _start_options(detected, kind_values, client, upload["id"])
         judge = {**({"endpoint": judge_endpoint} if judge_endpoint else {}), **({"batch": True} if batch else {})}
@@ -134,7 +137,8 @@ def score(server: str | None, token: str | None, file: Path, kind: str | None, m
         click.echo(text)
     failed = False
     if baseline is not None and rows is not None:
-        failed = gate.report_paired(detected, rows, baseline, fail_on_regression, metric, max_drop)
+        results = [baseline_record["result"], result] if baseline_record and baseline_record.get("result") else None
+        failed = gate.report_paired(detected, rows, baseline, fail_on_regression, metric, max_drop, results)
     failed = gate.check_thresholds(result, thresholds) or failed
     if record["status"] == "incomplete":  # the result is written, but a script must not take it for a whole one
         _ended(record)

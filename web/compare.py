@@ -101,7 +101,7 @@ def compare():
     paired = {"ids": ids, "runs": runs, "baseline": baseline, "correction": correction,
               "pairs_kind": bool(kind.paired_metrics), "rows": paired_view.paired(runs, baseline),
               "labels": {run["id"]: run["label"] for run in runs},
-              "metric_labels": {m.name: m.label for m in kind.paired_metrics}}
+              "metric_labels": {m.name: m.label for m in paired_view.metrics_of(runs)}}
     return render_template("compare.html", cmp=data, figures=data.get("figures"), colours=data.get("colours", {}),
                            paired=paired, provenance=provenance_differences(runs))
 

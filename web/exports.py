@@ -16,8 +16,8 @@ from web import get_store, pages, security_headers
 from web import schemas as S
 
 bp = Blueprint("exports", __name__)
-# judgments.csv: these columns, with the kind's score_columns (spread out of `scores`) after "total"; the `scores`
-# column holds the other scores as JSON.
+# judgments.csv: these columns, with the evaluation's score columns (Kind.score_columns_of: the dialogue rubric's
+# dimension keys; spread out of `scores`) after "total"; the `scores` column holds the other scores as JSON.
 JUDGMENT_HEAD = ("session_id", "round", "method", "mode", "status", "total")
 JUDGMENT_TAIL = ("verdict", "scores", "error", "prompt_tokens", "completion_tokens", "cached", "attempts",
                  "latency_ms", "answer")
@@ -67,7 +67,7 @@ def export_download(evaluation_id: str, name: str):
 def export_judgments(evaluation_id: str):
     """Every judgment as a CSV row (UTF-8 with BOM), streamed; the kind's score columns spread out of `scores`."""
     record = get_store().get_evaluation(evaluation_id, with_result=False) or abort(404)
-    spread = registry.get(record["kind"]).score_columns
+    spread = registry.get(record["kind"]).score_columns_of(record, get_store())
     rows = get_store().iter_judgments(evaluation_id)
 
     def lines():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from benchmarks import registry
-from benchmarks.kind import Kind
+from benchmarks.kind import Kind, Metric
 from benchmarks.pairing import CORRECTIONS, paired_rows, regressions
 from translations import _
 from web import get_site, get_store
@@ -41,10 +41,31 @@ def choose_correction(args: Mapping) -> str:
     return correction
 
 
-def metric_of(kind: Kind, name: str | None) -> str:
-    """The paired metric named `name` (default: the kind's first); PairedError listing the kind's metrics."""
-    names = [m.name for m in kind.paired_metrics]
-    if not names:
+def metrics_of(runs: list[dict]) -> tuple[Metric, ...]:
+    """The metrics the runs (as web/compare.py's load_runs gives them) pair on: their kind's for their results."""
+    return registry.get(runs[0]["result"]["kind"]).paired_metrics_for([run["result"] for run in runs])
+
+
+def paired_metric(kind: Kind, name: str | None, results: list[dict]) -> str:
+    """The metric named `name` (default: the first) among those runs with these result documents pair on
+    (`Kind.paired_metrics_for`); PairedError saying so when a run has it but they do not pair on it (dialogue runs
+    judged under different rubrics), listing the metrics otherwise."""
+    metrics = kind.paired_metrics_for(results)
+    try:
+        return metric_of(kind, name, metrics)
+    except PairedError:
+        if name is not None and any(name in {m.name for m in kind.paired_metrics_for([result])}
+                                    for result in results):
+            raise PairedError(_("These runs do not pair on %(name)s; they pair on: %(names)s.", name=name,
+                                names=", ".join(m.name for m in metrics))) from None
+        raise
+
+
+def metric_of(kind: Kind, name: str | None, metrics: tuple[Metric, ...] | None = None) -> str:
+    """The paired metric named `name` among `metrics` (default: the kind's `paired_metrics`), by default the first;
+    PairedError listing them otherwise."""
+    names = [m.name for m in (kind.paired_metrics if metrics is None else metrics)]
+    if not kind.paired_metrics:
         raise PairedError(_("Runs of this kind compare distributions, not samples: no paired differences."))
     if name is None:
         return names[0]
@@ -62,7 +83,7 @@ def paired(runs: list[dict], baseline: str) -> list[dict]:
     store, site = get_store(), get_site()
     samples = {run["id"]: list(kind.paired_samples(store.get_evaluation(run["id"]), site)) for run in runs}
     others = {run_id: s for run_id, s in samples.items() if run_id != baseline}
-    return paired_rows(kind, samples[baseline], others)
+    return paired_rows(kind, samples[baseline], others, metrics=metrics_of(runs))
 
 
 def answer(runs: list[dict], baseline: str, correction: str = "holm", metric: str | None = None,
@@ -70,7 +91,7 @@ def answer(runs: list[dict], baseline: str, correction: str = "holm", metric: st
     """The `/api/compare` answer: baseline, runs, paired rows and whether a row of `metric` is a regression."""
     kind = registry.get(runs[0]["result"]["kind"])
     rows = paired(runs, baseline)
-    chosen = metric_of(kind, metric) if kind.paired_metrics else None
+    chosen = paired_metric(kind, metric, [run["result"] for run in runs]) if kind.paired_metrics else None
     return {"baseline": baseline,
             "runs": [{"id": run["id"], "label": run["label"], "filename": run["filename"], "model": run["model"],
                       "finished_at": run["finished_at"]} for run in runs],

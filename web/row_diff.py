@@ -89,6 +89,7 @@ class Pair:
         if len(self.records) < 2:  # deleted since load_runs read it
             raise CompareError(_("No evaluation has the id %(ids)s.", ids=", ".join(r["id"] for r in self.runs)))
         self.kind = registry.get(self.records[0]["kind"])
+        self.metrics = self.kind.paired_metrics_for([run["result"] for run in self.runs])  # those both runs pair on
         self.view_base = view_base
         if not self.kind.paired_metrics:
             raise CompareError(_("Evaluations of kind %(kind)s are not compared sample by sample: their runs share no "
@@ -99,7 +100,7 @@ class Pair:
         pattern = search.compile_pattern(query["q"])  # a bad pattern fails before the runs are read
         site = get_site()
         base, other = (self.kind.paired_samples(record, site) for record in self.records)
-        metric = next(m for m in self.kind.paired_metrics if m.name == query["metric"])
+        metric = next(m for m in self.metrics if m.name == query["metric"])
         rows = logic.make_rows(align(base, other), metric, query["threshold"])
         return rows, logic.select(rows, changed=query["changed"], direction=query["direction"], pattern=pattern,
                                   sort=query["sort"])
@@ -123,12 +124,12 @@ def _render(pair: Pair | None, error: str | None, state: dict, csv_url: str, sha
     if pair is None:
         return render_template("row_diff.html", error=error, pair=None, shared=shared), status
     try:
-        query = query_of(request.args, pair.kind.paired_metrics)
+        query = query_of(request.args, pair.metrics)
         every, rows = pair.rows(query)
     except search.BadQuery as exc:
-        query = {**query_of({}, pair.kind.paired_metrics), "q": request.args.get("q", "")}
+        query = {**query_of({}, pair.metrics), "q": request.args.get("q", "")}
         return render_template("row_diff.html", error=str(exc), pair=pair, query=query, rows=[], state=state,
-                               metrics=pair.kind.paired_metrics, counts=None, shared=shared), 400
+                               metrics=pair.metrics, counts=None, shared=shared), 400
     shown, page, pages = logic.page_of(rows, query["page"])
     shown_rows = [(r, logic.word_diff(r.baseline.text or "", r.other.text or "") if r.texts_differ else None)
                   for r in shown]
@@ -137,17 +138,17 @@ def _render(pair: Pair | None, error: str | None, state: dict, csv_url: str, sha
     def page_url(number: int) -> str:
         return request.path + "?" + urlencode([*args, ("page", str(number))])
 
-    metric = next(m for m in pair.kind.paired_metrics if m.name == query["metric"])
+    metric = next(m for m in pair.metrics if m.name == query["metric"])
     return render_template("row_diff.html", pair=pair, query=query, rows=shown_rows, page=page, pages=pages,
                            count=len(rows), counts=logic.summary(every), metric=metric, state=state,
-                           metrics=pair.kind.paired_metrics, key_text=logic.key_text, page_url=page_url,
+                           metrics=pair.metrics, key_text=logic.key_text, page_url=page_url,
                            csv_url=csv_url + ("?" + urlencode(args) if args else ""),
                            shared=shared, error=None)
 
 
 def _csv(pair: Pair):
     try:
-        query = query_of(request.args, pair.kind.paired_metrics)
+        query = query_of(request.args, pair.metrics)
         _every, rows = pair.rows(query)
     except search.BadQuery as exc:
         return errors.respond(400, str(exc))

@@ -1,16 +1,13 @@
-"""The dialogue kind's Plotly figures: AL(k) and BAR(k) curves with their bands, the dimensions radar, and
-the same curves of several evaluations overlaid (one colour per method, one dash per evaluation)."""
+"""The dialogue kind's Plotly figures: AL(k) and BAR(k) curves with their bands, the dimensions' radar (a bar chart
+below three dimensions), and the same curves of several evaluations overlaid (one colour per method, one dash per
+evaluation). The dimensions, their labels and the yes/no question are the result's rubric's (result_rubric.py)."""
 from __future__ import annotations
 
-from benchmarks.dialogue.prompts import DIMENSIONS
+from benchmarks.dialogue import result_rubric
 from benchmarks.figures import LEGEND, LEGEND_BELOW, base_layout, legend_height, method_colours, plain, polar, run_style
 from translations import _
 
-
-def dimension_labels() -> dict[str, str]:
-    """Translated names of the five fine-score dimensions."""
-    return {"style": _("Style"), "content": _("Content"), "naturalness": _("Naturalness"),
-            "personalization": _("Personalization"), "conversation": _("Conversation")}
+MIN_RADAR = 3  # dimensions a radar needs to draw an area; fewer are drawn as bars
 
 
 def curve_figure(result: dict, key: str, title: str, y_title: str, colours: dict[str, str]) -> dict:
@@ -47,18 +44,30 @@ def _band(points: list[dict], name: str, colour: str) -> list[dict]:
 
 
 def radar_figure(result: dict, colours: dict[str, str]) -> dict:
-    """Radar of the five dimension means (x5, on 0-100) for every method."""
-    labels = dimension_labels()
-    theta = [labels[d] for d in DIMENSIONS]
-    traces = []
-    for name, m in result["methods"].items():
-        values = [None if m["dimensions"].get(d) is None else 5 * m["dimensions"][d] for d in DIMENSIONS]
-        traces.append({"type": "scatterpolar", "name": name, "fill": "toself", "opacity": 0.6,
-                       "r": values + values[:1], "theta": theta + theta[:1], "line": {"color": colours[name]}})
+    """The dimension means of every method, each on 0-100 from its own scale: a radar, or grouped bars when the
+    rubric has fewer than MIN_RADAR dimensions (a radar of one or two axes draws no area)."""
+    rubric = result_rubric.of(result)
+    dimensions = rubric["dimensions"]
+    labels = result_rubric.dimension_labels(rubric)
+    theta = [labels[d["key"]] for d in dimensions]
     layout = {"title": {"text": _("Dimension scores (0-100)")}, "legend": LEGEND_BELOW,
-              "polar": polar(len(DIMENSIONS), {"range": [0, 100]}),
               "margin": {"l": 90, "r": 90, "t": 60, "b": 40}, "paper_bgcolor": "#fff",
               "font": {"family": "system-ui, sans-serif"}}
+    traces = []
+    for name, m in result["methods"].items():
+        values = [result_rubric.normalised(m["dimensions"].get(d["key"]), d) for d in dimensions]
+        if len(dimensions) < MIN_RADAR:
+            traces.append({"type": "bar", "name": name, "x": theta, "y": values, "marker": {"color": colours[name]},
+                           "hovertemplate": "%{x}: %{y:.1f}<extra>" + name + "</extra>"})
+        else:
+            traces.append({"type": "scatterpolar", "name": name, "fill": "toself", "opacity": 0.6,
+                           "r": values + values[:1], "theta": theta + theta[:1], "line": {"color": colours[name]}})
+    if len(dimensions) < MIN_RADAR:
+        layout.update(barmode="group", plot_bgcolor="#fff", margin={"l": 60, "r": 20, "t": 60, "b": 40},
+                      yaxis={"range": [0, 100], "title": {"text": _("Score (0-100)")}, "automargin": True},
+                      xaxis={"automargin": True})
+    else:
+        layout["polar"] = polar(len(dimensions), {"range": [0, 100]})
     return {"data": traces, "layout": layout}
 
 
@@ -118,13 +127,15 @@ def win_rate_figure(result: dict) -> dict:
 
 
 def dialogue_figures(result: dict, colours: dict[str, str] | None = None) -> dict:
-    """All charts of a dialogue result page (colours by method, so a subset keeps the full result's colours)."""
+    """All charts of a dialogue result page (colours by method, so a subset keeps the full result's colours); no
+    BAR(k) when the rubric asks no yes/no question."""
     colours = colours or method_colours(list(result["methods"]))
+    asked = result_rubric.yes_no(result_rubric.of(result))
     return {
         "al_curve": curve_figure(result, "al_curve", _("AL(k): fine score by round"), _("Mean fine score (0-100)"),
                                  colours),
-        "binary_curve": curve_figure(result, "binary_curve", _("BAR(k): share who want to keep chatting"),
-                                     _("Keep-chatting rate (%)"), colours),
+        **({"binary_curve": curve_figure(result, "binary_curve", asked["curve"], asked["axis"], colours)}
+           if asked else {}),
         "radar": radar_figure(result, colours),
         "length": length_figure(result, colours),
         **({"agreement": agreement_figure(result)} if result.get("by_judge") else {}),
@@ -153,10 +164,13 @@ def overlay_figure(runs: list[dict], colours: dict[str, str], key: str, title: s
 
 
 def compare_figures(runs: list[dict], colours: dict[str, str]) -> dict:
-    """The compare page's charts, keyed like the result page's."""
+    """The compare page's charts, keyed like the result page's: BAR(k) only when the runs share a rubric that asks a
+    yes/no question."""
+    results = [run["result"] for run in runs]
+    asked = result_rubric.yes_no(result_rubric.of(results[0])) if result_rubric.same_rubric(results) else None
     return {
         "al_curve": overlay_figure(runs, colours, "al_curve", _("AL(k): fine score by round"),
                                    _("Mean fine score (0-100)")),
-        "binary_curve": overlay_figure(runs, colours, "binary_curve", _("BAR(k): share who want to keep chatting"),
-                                       _("Keep-chatting rate (%)")),
+        **({"binary_curve": overlay_figure(runs, colours, "binary_curve", asked["curve"], asked["axis"])}
+           if asked else {}),
     }

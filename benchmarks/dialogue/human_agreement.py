@@ -38,12 +38,14 @@ def _method_means(values: np.ndarray, mask: np.ndarray, methods_of: list, method
     return means
 
 
-def human_agreement(ratings: list[dict], raters: dict[str, dict], methods: list[str], n_boot: int = N_BOOT) -> dict:
-    """Judges (and panel) against people. `ratings` are stored human ratings; `raters` each rater's reply cells
-    (panel.cells) by its label, keyed (session index, session id, round, method)."""
+def human_agreement(ratings: list[dict], raters: dict[str, dict], methods: list[str],
+                    dimensions: tuple[str, ...] = DIMENSIONS, n_boot: int = N_BOOT) -> dict:
+    """Judges (and panel) against people. `ratings` are stored human ratings (each dimension's rating under its key);
+    `raters` each rater's reply cells (panel.cells) by its label, keyed (session index, session id, round, method);
+    `dimensions` the rubric's keys."""
     sessions = [r["session_id"] for r in ratings]
     methods_of = [r["method"] for r in ratings]
-    rated = [field for field in ("total", "verdict", *DIMENSIONS) if any(r[field] is not None for r in ratings)]
+    rated = [field for field in ("total", "verdict", *dimensions) if any(r.get(field) is not None for r in ratings)]
     human = {field: _values(ratings, field) for field in rated}
     # Rank methods by the people's totals, else by their keep-chatting rate (x100).
     rank_field = "total" if "total" in rated else "verdict" if "verdict" in rated else None
@@ -60,7 +62,7 @@ def human_agreement(ratings: list[dict], raters: dict[str, dict], methods: list[
             figures["total"] = _figures(human["total"], rater["total"], sessions, False, n_boot)
         if "verdict" in rated:
             figures["binary"] = _figures(human["verdict"], rater["verdict"], sessions, True, n_boot)
-        figures["dimensions"] = {d: _figures(human[d], rater[d], sessions, False, n_boot) for d in DIMENSIONS
+        figures["dimensions"] = {d: _figures(human[d], rater[d], sessions, False, n_boot) for d in dimensions
                                  if d in rated}
         by_rater[label] = figures
         if rank_field:

@@ -1,8 +1,10 @@
 """A file of people's ratings of some replies of a dialogue evaluation (CSV or JSONL), read and checked.
 
-Each row names a reply (`session_id`, `round`, `method`) and gives at least one rating: `total` (0-100),
-`binary` (keep chatting: 0 or 1, also true/false) and/or the five dimensions (0-20 each). Every problem is
-reported with its line and column, as for every upload; other columns are ignored (with a warning).
+Each row names a reply (`session_id`, `round`, `method`) and gives at least one rating, on the evaluation's rubric:
+`total` (the 0-100 headline), `binary` (the answer to its yes/no question, 0 or 1, also true/false; only when it asks
+one) and/or its dimensions, each under its key and on its scale (the default rubric's: style, content, naturalness,
+personalization, conversation, 0-20 each). Every problem is reported with its line and column, as for every upload;
+other columns are ignored (with a warning).
 """
 from __future__ import annotations
 
@@ -13,20 +15,34 @@ import math
 from pathlib import Path
 from typing import BinaryIO
 
-from benchmarks.dialogue.prompts import DIMENSIONS
+from benchmarks.dialogue import result_rubric
 from benchmarks.problems import Problem, Report, describe, short_json
 from benchmarks.readers import limits as hard_limits
 from translations import _
 
 MAX_BYTES = 20 * 1024 * 1024
 KEYS = ("session_id", "round", "method")
-RANGES = {"total": 100, **{d: 20 for d in DIMENSIONS}}
-RATINGS = ("total", "binary", *DIMENSIONS)
+TOTAL = (0.0, 100.0)  # the headline's range
 
 
-def read(stream: BinaryIO, filename: str, cells: set[tuple[str, int]], methods: list[str]) -> tuple[Report, list[dict]]:
-    """Check a ratings file against an evaluation (its (session id, round) pairs and methods); the report and,
-    when it has no errors, the rows ({line, session_id, round, method, total, verdict, dimensions...})."""
+def ratings(rubric: dict) -> tuple[str, ...]:
+    """The ratings a file may give under a rubric (result_rubric's block): total, binary when it asks a yes/no
+    question, then its dimension keys."""
+    return ("total", *(("binary",) if result_rubric.has_binary(rubric) else ()), *result_rubric.keys(rubric))
+
+
+def ranges(rubric: dict) -> dict[str, tuple[float, float]]:
+    """The range of each numeric rating under a rubric: the total's 0-100, each dimension's scale."""
+    return {"total": TOTAL, **{d["key"]: (d["min"], d["max"]) for d in rubric["dimensions"]}}
+
+
+def read(stream: BinaryIO, filename: str, cells: set[tuple[str, int]], methods: list[str],
+         rubric: dict | None = None) -> tuple[Report, list[dict]]:
+    """Check a ratings file against an evaluation (its (session id, round) pairs and methods) and its rubric
+    (result_rubric's block, the default's when None); the report and, when it has no errors, the rows ({line,
+    session_id, round, method, total, verdict, and each dimension's rating under its key})."""
+    rubric = rubric or result_rubric.default_block()
+    names, scales = ratings(rubric), ranges(rubric)
     report = Report()
     raw = stream.read(MAX_BYTES + 1)
     if len(raw) > MAX_BYTES:
@@ -43,11 +59,11 @@ def read(stream: BinaryIO, filename: str, cells: set[tuple[str, int]], methods: 
         report.add(Problem(None, "", _("The file is empty: give one rating per line, as CSV with a header or as "
                                        "JSONL.")))
         return report, []
-    records = _jsonl(text, report) if _is_jsonl(text, filename) else _csv(text, report)
+    records = _jsonl(text, report) if _is_jsonl(text, filename) else _csv(text, report, names)
     rows: list[dict] = []
     first_line: dict[tuple, int] = {}
     for line, record in records:
-        row = _row(line, record, cells, methods, report)
+        row = _row(line, record, cells, methods, report, names, scales)
         if row is None:
             continue
         key = (row["session_id"], row["round"], row["method"])
@@ -61,7 +77,7 @@ def read(stream: BinaryIO, filename: str, cells: set[tuple[str, int]], methods: 
     if report.ok and not rows:
         report.add(Problem(None, "", _("The file has a header but no ratings.")))
     report.summary = {"ratings": len(rows), "sessions": len({r["session_id"] for r in rows}),
-                      "rated": [c for c in RATINGS if any(r[column(c)] is not None for r in rows)]}
+                      "rated": [c for c in names if any(r[column(c)] is not None for r in rows)]}
     return report, rows if report.ok else []
 
 
@@ -97,18 +113,18 @@ def _jsonl(text: str, report: Report) -> list[tuple[int, dict]]:
     return records
 
 
-def _csv(text: str, report: Report) -> list[tuple[int, dict]]:
-    """(line, row) of each data row of a CSV file with a header."""
+def _csv(text: str, report: Report, names: tuple[str, ...]) -> list[tuple[int, dict]]:
+    """(line, row) of each data row of a CSV file with a header (`names`: the ratings it may give)."""
     reader = csv.DictReader(io.StringIO(text, newline=""))
     header = [h.strip() for h in reader.fieldnames or []]
     missing = [k for k in KEYS if k not in header]
-    if missing or not any(c in header for c in RATINGS):
+    if missing or not any(c in header for c in names):
         report.add(Problem(1, "", _("The header must name the columns session_id, round and method, and at least "
-                                    "one of %(ratings)s; it has: %(found)s.", ratings=", ".join(RATINGS),
+                                    "one of %(ratings)s; it has: %(found)s.", ratings=", ".join(names),
                                     found=", ".join(header) or "—")))
         return []
     reader.fieldnames = header
-    unknown = [h for h in header if h not in KEYS + RATINGS]
+    unknown = [h for h in header if h not in KEYS + names]
     if unknown:
         report.warn(Problem(1, "", _("Columns ignored: %(columns)s.", columns=", ".join(unknown))))
     records = []
@@ -126,8 +142,10 @@ def column(rating: str) -> str:
     return "verdict" if rating == "binary" else rating
 
 
-def _row(line: int, record: dict, cells: set[tuple[str, int]], methods: list[str], report: Report) -> dict | None:
-    """One checked rating row, or None after reporting what is wrong with it."""
+def _row(line: int, record: dict, cells: set[tuple[str, int]], methods: list[str], report: Report,
+         names: tuple[str, ...], scales: dict[str, tuple[float, float]]) -> dict | None:
+    """One checked rating row (`names`: the ratings it may give, `scales` their ranges), or None after reporting
+    what is wrong with it."""
     before = len(report.problems)
     session_id = record.get("session_id")
     if isinstance(session_id, (int, float)) and not isinstance(session_id, bool):
@@ -148,9 +166,9 @@ def _row(line: int, record: dict, cells: set[tuple[str, int]], methods: list[str
         report.add(Problem(line, "round", _("Line %(line)s: the evaluation has no round %(round)s in session "
                                             "%(session)s.", line=line, round=rnd, session=session_id)))
     row = {"line": line, "session_id": session_id, "round": rnd, "method": method}
-    for rating in RATINGS:
-        row[column(rating)] = _rating(line, rating, record.get(rating), report)
-    if len(report.problems) == before and all(row[column(c)] is None for c in RATINGS):
+    for rating in names:
+        row[column(rating)] = _rating(line, rating, record.get(rating), report, scales.get(rating))
+    if len(report.problems) == before and all(row[column(c)] is None for c in names):
         report.add(Problem(line, "", _("Line %(line)s gives no rating: fill in total, binary or a dimension.",
                                        line=line)))
     return row if len(report.problems) == before else None
@@ -173,8 +191,9 @@ def _integer(value) -> int | None:
     return None
 
 
-def _rating(line: int, rating: str, value, report: Report) -> float | int | None:
-    """One rating checked: None when absent, else its number (binary: 0 or 1)."""
+def _rating(line: int, rating: str, value, report: Report, scale: tuple[float, float] | None) -> float | int | None:
+    """One rating checked against its `scale` (None for binary): None when absent, else its number (binary: 0 or
+    1)."""
     if value is None:
         return None
     if rating == "binary":
@@ -192,9 +211,15 @@ def _rating(line: int, rating: str, value, report: Report) -> float | int | None
             number = float(value)
         except (TypeError, ValueError):
             number = None
-    if number is None or not math.isfinite(number) or not 0 <= number <= RANGES[rating]:
-        report.add(Problem(line, rating, _("Line %(line)s: '%(column)s' must be a number from 0 to %(max)s, found "
-                                           "%(found)s.", line=line, column=rating, max=RANGES[rating],
-                                           found=_found(value))))
+    low, high = scale or TOTAL
+    if number is None or not math.isfinite(number) or not low <= number <= high:
+        report.add(Problem(line, rating, _("Line %(line)s: '%(column)s' must be a number from %(min)s to %(max)s, "
+                                           "found %(found)s.", line=line, column=rating, min=_plain(low),
+                                           max=_plain(high), found=_found(value))))
         return None
     return number
+
+
+def _plain(number: float) -> str:
+    """A number without a needless ".0" (a scale's 20.0 reads 20)."""
+    return str(int(number)) if float(number).is_integer() else str(number)

@@ -33,16 +33,18 @@ def _column(cells: dict, units: list, field: str) -> np.ndarray:
 
 
 def judges_agreement(labels: list[str], judge_cells: list[dict], method_docs: dict[str, dict],
-                     significant: dict[str, list], n_boot: int = N_BOOT) -> dict:
+                     significant: dict[str, list], dimensions: tuple[str, ...] = DIMENSIONS, binary: bool = True,
+                     n_boot: int = N_BOOT) -> dict:
     """Alpha over all judges, Spearman and kappa per pair of judges, and whether they rank the methods alike
     (Kendall's tau of the methods' AVG, and the method differences each judge finds significant after Holm).
 
     `judge_cells` are each judge's panel.cells(); `method_docs` each judge's per-method metrics by label;
-    `significant` each judge's significant comparisons by label."""
+    `significant` each judge's significant comparisons by label; `dimensions` the rubric's keys and `binary` whether
+    it asks a yes/no question (without one, no alpha of verdicts and each pair's kappa is None)."""
     units = sorted(set().union(*judge_cells), key=str)
     sessions = [unit[0] for unit in units]
     columns = {field: [_column(cells, units, field) for cells in judge_cells]
-               for field in ("total", "binary", *DIMENSIONS)}
+               for field in ("total", *(("binary",) if binary else ()), *dimensions)}
     alpha = {field: bootstrap_alpha(np.column_stack(cols), sessions, "nominal" if field == "binary" else "interval",
                                     n_boot=n_boot)
              for field, cols in columns.items()}
@@ -52,16 +54,19 @@ def judges_agreement(labels: list[str], judge_cells: list[dict], method_docs: di
         pairs.append({
             "a": labels[i], "b": labels[j],
             "spearman": bootstrap_spearman(columns["total"][i], columns["total"][j], sessions, n_boot=n_boot),
-            "kappa": bootstrap_kappa(columns["binary"][i], columns["binary"][j], sessions, n_boot=n_boot),
+            "kappa": bootstrap_kappa(columns["binary"][i], columns["binary"][j], sessions, n_boot=n_boot)
+            if binary else None,
             "method_tau": kendall_tau(*avgs),
         })
     return {"krippendorff_alpha": alpha, "pairs": pairs, "significant": significant}
 
 
-def consistency(labels: list[str], judge_cells: list[dict], methods: list[str], samples: int) -> dict:
+def consistency(labels: list[str], judge_cells: list[dict], methods: list[str], samples: int,
+                dimensions: tuple[str, ...] = ()) -> dict:
     """Self-consistency of each judge asked `samples` times: per method, the mean standard deviation (n-1) of the
     fine total over replies with at least two parsed samples, and the share of replies whose verdict flips
-    between samples (of those with at least two)."""
+    between samples (of those with at least two); with `dimensions`, also the mean standard deviation of each
+    dimension's score, on its own scale ("dimension_sd")."""
     out: dict = {"samples": samples, "by_judge": {}}
     for label, cells in zip(labels, judge_cells):
         per_method = {}
@@ -71,5 +76,14 @@ def consistency(labels: list[str], judge_cells: list[dict], methods: list[str], 
             flips = [len(set(c["verdicts"])) > 1 for c in mine if len(c["verdicts"]) >= 2]
             per_method[method] = {"fine_sd": float(np.mean(spreads)) if spreads else None, "fine_replies": len(spreads),
                                   "flip_rate": float(np.mean(flips)) if flips else None, "binary_replies": len(flips)}
+            if dimensions:
+                per_method[method]["dimension_sd"] = {d: _mean_sd([c["dimension_samples"][d] for c in mine])
+                                                      for d in dimensions}
         out["by_judge"][label] = per_method
     return out
+
+
+def _mean_sd(samples: list[list[float]]) -> float | None:
+    """The mean standard deviation (n-1) of the replies' samples, over the replies with at least two."""
+    spreads = [float(np.std(values, ddof=1)) for values in samples if len(values) >= 2]
+    return float(np.mean(spreads)) if spreads else None

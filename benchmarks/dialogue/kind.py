@@ -15,6 +15,7 @@ from benchmarks.dialogue import (
     imported,
     pairing,
     prompts,
+    result_rubric,
     rubric_cli,
     rubric_files,
     rubric_routes,
@@ -41,6 +42,7 @@ from benchmarks.kind import (
     Job,
     JobFailed,
     Kind,
+    Metric,
     Plan,
     Sample,
     Site,
@@ -58,10 +60,19 @@ from judge import JudgeConfig, Prompt, mode_key, panel_settings, sample_version,
 from translations import _, select_locale
 from translations import lazy_gettext as _l
 
-CSV_COLUMNS = ("avg", "ci95_avg_low", "ci95_avg_high", "slope", "intercept", "r2", "n_ir", "n_r2", "binary_rate",
-               "ci95_binary_rate_low", "ci95_binary_rate_high", "binary_avg", "binary_n_ir", "binary_n_r2",
-               "style", "content", "naturalness", "personalization", "conversation", "sessions", "judged",
-               "unparsed", "failed")
+# The methods CSV's columns: these, the yes/no question's when the rubric asks one, one per dimension key of the
+# rubric, then the counts.
+CSV_COLUMNS = ("avg", "ci95_avg_low", "ci95_avg_high", "slope", "intercept", "r2", "n_ir", "n_r2")
+CSV_BINARY = ("binary_rate", "ci95_binary_rate_low", "ci95_binary_rate_high", "binary_avg", "binary_n_ir",
+              "binary_n_r2")
+CSV_COUNTS = ("sessions", "judged", "unparsed", "failed")
+
+
+def csv_columns(result: dict) -> tuple[str, ...]:
+    """The metric columns of a result's methods CSV, after its rubric."""
+    rubric = result_rubric.of(result)
+    return (*CSV_COLUMNS, *(CSV_BINARY if result_rubric.has_binary(rubric) else ()), *result_rubric.keys(rubric),
+            *CSV_COUNTS)
 
 
 MAX_SAMPLES = 5  # times one judgment may be asked, for self-consistency
@@ -175,7 +186,7 @@ class DialogueKind(Kind):
     fallback = True  # any file no other kind claims is read as dialogue JSONL, whose problems say what is wrong
     offline_report = True
     format_version = 2  # 2: the length_bias block says whether the file tells reply length from method
-    score_columns = prompts.DIMENSIONS
+    score_columns = prompts.DIMENSIONS  # the default rubric's; an evaluation's own are its rubric's keys
     tables = (*dialogue_tables.TABLES, rubric_store.TABLE)  # people's ratings and reviews, the rubrics people add
     paired_metrics = pairing.METRICS
     attachments = (imported.NAME,)  # the scores another judge gave the replies (imported.py)
@@ -383,7 +394,8 @@ class DialogueKind(Kind):
 
     def result_context(self, record: dict, args: Mapping, site: Site) -> dict:
         """Colours, the methods and columns shown (`methods`, `cols` in the query), the tables and a page of sessions."""
-        context = {"colours": method_colours(record["methods"]), "dimension_labels": figures.dimension_labels()}
+        context = {"colours": method_colours(record["methods"]),
+                   **result_rubric.page_values(result_rubric.of_record(record, site.store))}
         if record.get("result"):
             full = record["result"]
             overrides = args.get("overrides") == "1" and "overrides" in full  # people's overrides applied
@@ -391,12 +403,13 @@ class DialogueKind(Kind):
                 full = {**full, "methods": full["overrides"]["methods"]}
             chosen = views.chosen_methods(full, args)
             result = views.with_methods(full, chosen)
+            tables = views.result_tables(result)
             context["overrides_applied"] = overrides
             context.update(result=result, toggles=views.method_toggles(list(record["result"]["methods"]), chosen),
-                           columns=columns.chosen(args),
+                           columns=columns.chosen(args, tables["rubric"], tables["by_round_dimensions"]),
                            human_info=dialogue_tables.human_ratings_info(site.store, record["id"]),
                            detail=views.session_list(record, args, site.store),
-                           failures=views.failures(record, site.store), **views.result_tables(result))
+                           failures=views.failures(record, site.store), **tables)
         return context
 
     def figures(self, result: dict, record: dict, args: Mapping) -> dict:
@@ -404,15 +417,21 @@ class DialogueKind(Kind):
         return figures.dialogue_figures(result, method_colours(record["methods"]))
 
     def csv(self, result: dict) -> tuple[tuple, list[tuple]]:
-        """One row per method: every metric with its confidence intervals."""
+        """One row per method: every metric with its confidence intervals, the yes/no question's when its rubric
+        asks one, and each dimension's mean under its key."""
+        columns = csv_columns(result)
         rows = []
         for name, m in result["methods"].items():
             ci_avg = m["ci95"]["avg"] or [None, None]
             ci_bin = m["ci95"]["binary_rate"] or [None, None]
             flat = {**m, **m["dimensions"], "ci95_avg_low": ci_avg[0], "ci95_avg_high": ci_avg[1],
                     "ci95_binary_rate_low": ci_bin[0], "ci95_binary_rate_high": ci_bin[1]}
-            rows.append((name, *(flat.get(c) for c in CSV_COLUMNS)))
-        return ("method", *CSV_COLUMNS), rows
+            rows.append((name, *(flat.get(c) for c in columns)))
+        return ("method", *columns), rows
+
+    def score_columns_of(self, record: dict, store: Store | None = None) -> tuple[str, ...]:
+        """The dimension keys of the evaluation's rubric, in its order."""
+        return result_rubric.keys(result_rubric.of_record(record, store))
 
     def downloads(self, result: dict) -> dict:
         """`comparisons.csv`: every pairwise method difference with its interval, p-value and Holm's correction;
@@ -432,7 +451,8 @@ class DialogueKind(Kind):
 
     def _judges_table(self, result: dict) -> tuple[tuple, list[tuple]]:
         header, rows = self.csv(result)
-        own = [(label, *row) for label, doc in result["by_judge"].items() for row in self.csv(doc)[1]]
+        rubric = {"rubric": result_rubric.of(result)}  # each judge's metrics, under the panel's rubric
+        own = [(label, *row) for label, doc in result["by_judge"].items() for row in self.csv({**doc, **rubric})[1]]
         return ("judge", *header), own + [("panel", *row) for row in rows]
 
     def blueprints(self) -> list:
@@ -469,19 +489,20 @@ class DialogueKind(Kind):
     def _grid_view(record: dict, args: Mapping, site: Site) -> tuple[str, dict] | None:
         methods = record["methods"]
         path = site.file_of(site.store.get_upload(record["upload_id"]))
+        rubric = result_rubric.of_record(record, site.store)
         context = {"colours": method_colours(methods), "methods": methods, "shown": methods, "toggles": [],
-                   "error": None, "rows": [], "page": 1,
-                   "dimension_labels": figures.dimension_labels(),
+                   "error": None, "rows": [], "page": 1, **result_rubric.page_values(rubric),
                    "pages": 1, "count": 0, "query": {"sort": "round", "order": "asc", "q": "", "status": "",
                                                      "range": "", "min": None, "max": None}}
+        keys = result_rubric.keys(rubric)
         try:
-            rows, context["query"] = triage.grid(triage.score_table(site.store, record), methods, args,
-                                                 lambda pattern: triage.matching_rounds(path, methods, pattern))
+            rows, context["query"] = triage.grid(triage.score_table(site.store, record, keys), methods, args,
+                                                 lambda pattern: triage.matching_rounds(path, methods, pattern), keys)
         except search.BadQuery as exc:
             context["error"] = str(exc)
             return "dialogue/grid.html", context
         context["rows"], context["page"], context["pages"] = triage.page_of(rows, args, path, site.store,
-                                                                            record["upload_id"], methods)
+                                                                            record["upload_id"], methods, keys)
         context["count"] = len(rows)
         context["shown"] = views.chosen_methods({"methods": methods}, args)  # the columns shown: `methods=A,B`
         context["toggles"] = views.method_toggles(methods, context["shown"])
@@ -505,7 +526,8 @@ class DialogueKind(Kind):
                        if (r["session_idx"], r["round"], r["method"], r["mode"]) == key), None)
         return "dialogue/prompt.html", {"key": key, "judgment": stored, "messages": asked.messages if asked else [],
                                         "version": asked.version if asked else None, "review": review,
-                                        "question": split_mode(key[3])[0]}
+                                        "question": split_mode(key[3])[0],
+                                        **result_rubric.page_values(result_rubric.of_record(record, site.store))}
 
     @staticmethod
     def _session_view(record: dict, args: Mapping, site: Site) -> tuple[str, dict] | None:
@@ -517,11 +539,17 @@ class DialogueKind(Kind):
         if session is None:
             return None
         return "dialogue/_session_detail.html", {"s": session, "colours": method_colours(record["methods"]),
-                                                 "dimension_labels": figures.dimension_labels()}
+                                                 **result_rubric.page_values(
+                                                     result_rubric.of_record(record, site.store))}
 
     def paired_samples(self, record: dict, site: Site) -> Iterator[Sample]:
         """One sample per judged reply (session, round, method): its score, verdict and dimensions, its text."""
         return pairing.paired_samples(record, site)
+
+    def paired_metrics_for(self, results: list[dict]) -> tuple[Metric, ...]:
+        """AVG, the yes/no rate and each dimension when the runs share a rubric (the one asks a yes/no question);
+        AVG only, the 0-100 headline every rubric has, when they were judged under different rubrics."""
+        return pairing.metrics_for(results)
 
     def samples(self, record: dict, args: Mapping, site: Site) -> dict:
         """A page of sessions with every reply and judgment (`page`, `per_page`, `q` in the query)."""
@@ -551,4 +579,4 @@ class DialogueKind(Kind):
         result = record["result"]
         colours = method_colours(record["methods"])
         return {"figures": figures.dialogue_figures(result, colours), "colours": colours,
-                "dimension_labels": figures.dimension_labels(), **views.result_tables(result)}
+                **views.result_tables(result)}

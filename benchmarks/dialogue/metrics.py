@@ -155,7 +155,8 @@ class _Judgments:
         }
 
 
-def _method_result(j: _Judgments, weights: _WeightCache, dimensions: tuple[str, ...]) -> dict:
+def _method_result(j: _Judgments, weights: _WeightCache, dimensions: tuple[str, ...], binary: bool = True,
+                   dimension_curves: bool = False) -> dict:
     al_curve, al = round_curve(j.fine_cells, 1.0)
     bar_curve, bar = round_curve(j.binary_cells, 100.0)
 
@@ -173,7 +174,7 @@ def _method_result(j: _Judgments, weights: _WeightCache, dimensions: tuple[str, 
 
     status = j.rows["status"]
     sessions = set(j.fine["session"]) | set(j.binary["session"])
-    return {
+    document = {
         "al_curve": al_curve,
         "avg": al["avg"],
         "slope": al["slope"],
@@ -184,7 +185,7 @@ def _method_result(j: _Judgments, weights: _WeightCache, dimensions: tuple[str, 
         ],
         "n_ir": al["n_ir"],
         "n_r2": al["n_r2"],
-        "binary_curve": bar_curve,
+        "binary_curve": bar_curve if binary else None,
         "binary_rate": rate,
         "binary_avg": bar["avg"],
         "binary_slope": bar["slope"],
@@ -202,6 +203,9 @@ def _method_result(j: _Judgments, weights: _WeightCache, dimensions: tuple[str, 
         "failed": int((status == "failed").sum()),
         "pending": int((status == "pending").sum()),
     }
+    if dimension_curves:
+        document["dimension_curves"] = {d: round_curve(_cells(j.fine, d).dropna(), 1.0)[0] for d in dimensions}
+    return document
 
 
 def binary_rate(binary_cells: pd.Series) -> float:
@@ -209,12 +213,14 @@ def binary_rate(binary_cells: pd.Series) -> float:
     return 100.0 * float(binary_cells.mean())
 
 
-def method_comparisons(per_method: dict, methods: list[str], weights: _WeightCache) -> list[dict]:
-    """Per pair of methods (a, b) and metric (fine, binary): the mean difference a - b of per-session means over the
-    sessions both have, its bootstrap CI, its paired t-test p-value and that p-value after Holm's correction."""
+def method_comparisons(per_method: dict, methods: list[str], weights: _WeightCache,
+                       metrics: tuple[str, ...] = ("fine", "binary")) -> list[dict]:
+    """Per pair of methods (a, b) and metric (fine, and binary when the rubric asks a yes/no question): the mean
+    difference a - b of per-session means over the sessions both have, its bootstrap CI, its paired t-test p-value
+    and that p-value after Holm's correction."""
     out = []
     for a, b in combinations(methods, 2):
-        for metric in ("fine", "binary"):
+        for metric in metrics:
             left, right = per_method[a][metric], per_method[b][metric]
             both = left.index.intersection(right.index).sort_values()
             result = stats.paired_difference(
@@ -235,7 +241,7 @@ def method_comparisons(per_method: dict, methods: list[str], weights: _WeightCac
                 }
             )
     # Holm's correction over the method pairs of each metric: with many methods some CIs exclude 0 by chance.
-    for metric in ("fine", "binary"):
+    for metric in metrics:
         family = [c for c in out if c["metric"] == metric]
         for c, adjusted in zip(family, holm([c["p_value"] for c in family])):
             c["p_holm"] = adjusted
@@ -249,9 +255,12 @@ def score_methods(
     n_boot: int = stats.DEFAULT_N_BOOT,
     seed: int = stats.DEFAULT_SEED,
     dimensions: tuple[str, ...] = DIMENSIONS,
+    binary: bool = True,
+    dimension_curves: bool = False,
 ) -> tuple[dict, list]:
     """Score judgments into per-method metrics (docs/result-documents.md) and pairwise comparisons; `dimensions` are
-    the rubric's keys."""
+    the rubric's keys, `binary` whether it asks a yes/no question (without one the binary figures are null and only
+    the fine scores are compared), `dimension_curves` whether each dimension's mean by round is given too."""
     value_columns = ("total", "verdict") + tuple(dimensions)
     frame = _frame(records, value_columns)
     valid_all = _valid_mask(frame)
@@ -262,6 +271,6 @@ def score_methods(
         mine = (frame["method"] == name).to_numpy()
         rows = columns[mine]
         judgments = _Judgments(rows, valid_all[mine])
-        results[name] = _method_result(judgments, weights, tuple(dimensions))
+        results[name] = _method_result(judgments, weights, tuple(dimensions), binary, dimension_curves)
         session_means[name] = judgments.session_means()
-    return results, method_comparisons(session_means, list(methods), weights)
+    return results, method_comparisons(session_means, list(methods), weights, ("fine", "binary") if binary else ("fine",))

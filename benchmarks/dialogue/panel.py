@@ -44,7 +44,8 @@ def _valid(j: dict) -> bool:
 
 def cells(records: list[dict] | pd.DataFrame, dimensions: tuple[str, ...] = DIMENSIONS) -> dict[tuple, dict]:
     """One judge's valid judgments per reply (session index, session id, round, method): the mean of each value
-    over its samples ("binary" the mean verdict, in [0, 1]), and the values of every sample ("totals", "verdicts")."""
+    over its samples ("binary" the mean verdict, in [0, 1]), and the values of every sample ("totals", "verdicts",
+    and each dimension's in "dimension_samples")."""
     if isinstance(records, pd.DataFrame):
         records = as_records(records)
     found: dict[tuple, dict] = defaultdict(lambda: {"totals": [], "verdicts": [], **{d: [] for d in dimensions}})
@@ -60,7 +61,8 @@ def cells(records: list[dict] | pd.DataFrame, dimensions: tuple[str, ...] = DIME
         else:
             cell["verdicts"].append(int(j["verdict"]))
     return {key: {"total": _mean(c["totals"]), "binary": _mean(c["verdicts"]),
-                  **{d: _mean(c[d]) for d in dimensions}, "totals": c["totals"], "verdicts": c["verdicts"]}
+                  **{d: _mean(c[d]) for d in dimensions}, "totals": c["totals"], "verdicts": c["verdicts"],
+                  "dimension_samples": {d: c[d] for d in dimensions}}
             for key, c in found.items()}
 
 

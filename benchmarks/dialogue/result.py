@@ -11,10 +11,10 @@ from benchmarks.dialogue.pairwise_mode import PAIR_MODES, pairwise_result
 from benchmarks.dialogue.panel import by_judge, cells, panel_records
 from benchmarks.dialogue.prompts import DEFAULT
 from benchmarks.dialogue.records import ReplyLengths, as_records, judgment_frame
+from benchmarks.dialogue.result_rubric import block
 from benchmarks.dialogue.reviews import applied
 from benchmarks.dialogue.reviews import counts as review_counts
 from benchmarks.rubrics import Rubric
-from benchmarks.rubrics.model import LANGUAGES, plain
 from common.lazy_modules import lazy
 from judge import JudgeConfig, judge_labels, judge_summary, split_mode, usage_totals
 
@@ -38,17 +38,6 @@ def _number(value: float | None) -> float | None:
     return None if value is None or value != value else float(value)
 
 
-def rubric_block(rubric: Rubric) -> dict:
-    """What a result says of its rubric: its reference (id, version, SHA-256), title, how the headline is made, each
-    dimension's key, labels and scale, and its yes/no question (None without one)."""
-    dimensions = [{"key": d.key, "label": {lang: d.label_in(lang) for lang in LANGUAGES}, "min": plain(d.low),
-                   "max": plain(d.high), "integer": d.integer} for d in rubric.dimensions]
-    binary = {lang: rubric.binary_label(lang) for lang in LANGUAGES} if rubric.has_binary else None
-    return {**rubric.reference(), "title": {lang: rubric.title(lang) for lang in LANGUAGES},
-            "headline": rubric.headline_text() if rubric.dimensions else "total", "dimensions": dimensions,
-            "binary": binary}
-
-
 IMPORTED = "imported"  # the judge of imported scores, as results name it (by_judge, agreement with people)
 
 
@@ -70,11 +59,15 @@ def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | pd.
     judgments (reviews.py: their counts, and "overrides": the methods' metrics with the overrides applied).
 
     With a panel, "methods", "comparisons", "sessions" and "length_bias" hold the panel's figures (panel.py), and
-    "by_judge" each judge's; "agreement" says how far the judges agree."""
+    "by_judge" each judge's; "agreement" says how far the judges agree. A rubric without a yes/no question has null
+    binary figures. The figures new with rubrics (each dimension's mean by round, its self-consistency) are given
+    for rubrics other than the default, whose documents keep the shape they had before rubrics."""
     methods, settings = evaluation["methods"], evaluation["settings"]
     imported = settings.get("scores")  # another judge's scores, imported: no judge of ours
     labels = [IMPORTED] if imported else judge_labels(settings)
     dims = rubric.keys
+    extended = rubric != DEFAULT  # the default's documents keep their shape from before rubrics, byte for byte
+    shape = {"dimensions": dims, "binary": rubric.has_binary, "dimension_curves": extended}
     frame = judgment_frame(judgments, dimensions=dims)
     per_judge = by_judge(frame, len(labels))
 
@@ -82,7 +75,7 @@ def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | pd.
         return per_judge[0] if len(labels) == 1 else panel_records(per_judge, dims)
 
     records = scored(per_judge)
-    method_docs, comparisons = score_methods(records, methods, dimensions=dims)
+    method_docs, comparisons = score_methods(records, methods, **shape)
     document = {
         "kind": "dialogue",
         "evaluation_id": evaluation["id"],
@@ -92,7 +85,7 @@ def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | pd.
         "judge": (imported_judge(imported, methods) if imported
                   else judge_summary(configs[0], usage, settings.get("prices"), methods, rubric.cache_version)),
         "judges": labels,
-        "rubric": rubric_block(rubric),
+        "rubric": block(rubric),
         "methods": method_docs,
         "comparisons": comparisons,
         "sessions": session_rows(records, methods),
@@ -104,7 +97,7 @@ def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | pd.
     if len(labels) > 1:
         document["by_judge"] = {}
         for label, own in zip(labels, per_judge):
-            docs, comps = score_methods(own, methods, dimensions=dims)
+            docs, comps = score_methods(own, methods, **shape)
             document["by_judge"][label] = {"methods": docs, "comparisons": comps,
                                            "length_bias": length_bias(own, lengths, methods)}
         document["judge"]["by_judge"] = {
@@ -113,18 +106,19 @@ def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | pd.
         document["agreement"] = judges_agreement(
             labels, judge_cells, {label: doc["methods"] for label, doc in document["by_judge"].items()},
             {label: [[c["a"], c["b"], c["metric"]] for c in doc["comparisons"] if c["significant_holm"]]
-             for label, doc in document["by_judge"].items()})
+             for label, doc in document["by_judge"].items()}, dims, rubric.has_binary)
     if human:
         raters = dict(zip(labels, judge_cells)) | ({"panel": cells(records, dims)} if len(labels) > 1 else {})
-        document.setdefault("agreement", {})["human"] = human_agreement(human, raters, methods)
+        document.setdefault("agreement", {})["human"] = human_agreement(human, raters, methods, dims)
     if settings.get("pairwise"):
         pair_rows = frame[frame["mode"].map({m: split_mode(m)[0] in PAIR_MODES for m in frame["mode"].unique()})]
         document["pairwise"] = pairwise_result(as_records(pair_rows), methods, labels)
     if samples > 1:
-        document["consistency"] = consistency(labels, judge_cells, methods, samples)
+        document["consistency"] = consistency(labels, judge_cells, methods, samples,
+                                              dims if extended else ())
     if reviews:
         document["reviews"] = review_counts(reviews)
         if document["reviews"]["overridden"]:
             overridden = scored(by_judge(applied(frame, reviews), len(labels)))
-            document["overrides"] = {"methods": score_methods(overridden, methods, dimensions=dims)[0]}
+            document["overrides"] = {"methods": score_methods(overridden, methods, **shape)[0]}
     return document

@@ -1,7 +1,7 @@
 """People's reviews of single judgments, made on a judgment's page: agreed, or overridden with their own fine score
-or keep-chatting verdict, with a comment. Reviews count on the result page, turn the metrics into "with overrides
-applied" beside "as judged", and export as a people's ratings file (human_file.py's format), so that they feed the
-judge-vs-people agreement."""
+or their answer to the rubric's yes/no question (the keep-chatting verdict of the default rubric), with a comment.
+Reviews count on the result page, turn the metrics into "with overrides applied" beside "as judged", and export as a
+people's ratings file (human_file.py's format), so that they feed the judge-vs-people agreement."""
 from __future__ import annotations
 
 import math
@@ -45,7 +45,7 @@ def checked(judgment: dict, form: Mapping) -> dict:
     else:
         verdict = {"1": 1, "0": 0, "yes": 1, "no": 0, "true": 1, "false": 0}.get(str(form.get("verdict")).lower())
         if verdict is None:
-            raise ReviewError(_("Give your verdict: 1 (keep chatting) or 0 (stop)."))
+            raise ReviewError(_("Give your verdict: 1 (yes) or 0 (no)."))
         review["verdict"] = verdict
     return review
 

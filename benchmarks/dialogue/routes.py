@@ -10,7 +10,7 @@ from flask import Blueprint, abort, jsonify, redirect, render_template, request,
 from pydantic import RootModel
 
 from benchmarks import host
-from benchmarks.dialogue import human_file, reviews
+from benchmarks.dialogue import human_file, result_rubric, reviews
 from benchmarks.dialogue import tables as dialogue_tables
 from benchmarks.kind import JobFailed
 from common.contract import Answer, Count, Error, Refused, Request, operation
@@ -93,11 +93,13 @@ def _attach(evaluation_id: str) -> dict:
     if file is None or not file.filename:
         raise NotAttached(400, _("Choose a CSV or JSONL file of ratings."), None)
     store = host.store()
+    rubric = result_rubric.of_record(evaluation, store)
     report, rows = human_file.read(file.stream, file.filename, store.judged_rounds(evaluation_id),
-                                   evaluation["methods"])
+                                   evaluation["methods"], rubric)
     if not report.ok:
         raise NotAttached(400, _("The ratings file has problems; nothing was attached."), report)
-    dialogue_tables.set_human_ratings(store, evaluation_id, Path(file.filename).name[:200], rows)
+    dialogue_tables.set_human_ratings(store, evaluation_id, Path(file.filename).name[:200], rows,
+                                      result_rubric.keys(rubric))
     return rescore(evaluation_id)
 
 
@@ -150,12 +152,12 @@ def attach_page(evaluation_id: str):
 
 @ratings_bp.get("/evaluations/<evaluation_id>/human-ratings.csv")
 def download(evaluation_id: str):
-    """The attached ratings as CSV, in the format they are uploaded in."""
-    host.store().get_evaluation(evaluation_id, with_result=False) or abort(404)
+    """The attached ratings as CSV, in the format they are uploaded in (the ratings of the evaluation's rubric)."""
+    evaluation = host.store().get_evaluation(evaluation_id, with_result=False) or abort(404)
     rows = dialogue_tables.human_ratings(host.store(), evaluation_id)
-    header = ("session_id", "round", "method", *human_file.RATINGS)
-    return host.csv_response(header, [tuple(r[human_file.column(c)] if c in human_file.RATINGS else r[c] for c in header)
-                                 for r in rows], f"human-ratings-{evaluation_id}.csv")
+    header = ("session_id", "round", "method", *human_file.ratings(result_rubric.of_record(evaluation, host.store())))
+    return host.csv_response(header, [tuple(r.get(human_file.column(c)) for c in header) for r in rows],
+                             f"human-ratings-{evaluation_id}.csv")
 
 
 # -- reviews of single judgments ---------------------------------------------------------------------------------

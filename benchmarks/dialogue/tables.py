@@ -1,6 +1,9 @@
 """The dialogue kind's own tables: people's ratings attached to an evaluation, and people's reviews of single
 judgments, kept through the store's generic API (benchmarks/host.py) and created by their own schema steps, numbered
-among the store's (5 and 10, as when the store created them)."""
+among the store's (5 and 10, as when the store created them; 16 gave the ratings a `scores` column).
+
+A rating's dimensions are those of the evaluation's rubric, kept as one JSON object `scores` (key -> rating); the
+columns of the default rubric's five dimensions hold the ratings attached before step 16, read as they were."""
 from __future__ import annotations
 
 import json
@@ -8,8 +11,9 @@ from datetime import datetime, timezone
 
 from benchmarks.host import Step, Store, Table
 
-HUMAN_RATING = ("line", "session_id", "round", "method", "total", "verdict", "style", "content", "naturalness",
-                "personalization", "conversation")
+HUMAN_RATING = ("line", "session_id", "round", "method", "total", "verdict", "scores")
+# The default rubric's dimensions, columns of human_ratings until step 16 put every dimension in `scores`.
+FORMER_DIMENSIONS = ("style", "content", "naturalness", "personalization", "conversation")
 REVIEW = ("decision", "total", "verdict", "comment", "reviewer")
 INFO = "human_ratings"  # the setting `human_ratings:<evaluation id>`: the attached file's name, rows and time
 
@@ -51,8 +55,15 @@ def _reviews(con, ddl: dict) -> None:
 )""")
 
 
+def _rating_scores(con, ddl: dict) -> None:
+    # A rating's dimensions are its evaluation's rubric's, any keys: one JSON object `scores` beside the former
+    # columns of the default rubric's five, which keep the ratings attached before (read as they were).
+    con.exec_driver_sql("ALTER TABLE human_ratings ADD COLUMN scores TEXT")
+
+
 TABLES = (
-    Table("human_ratings", (Step(5, "human_ratings: people's ratings attached to an evaluation", _human_ratings),),
+    Table("human_ratings", (Step(5, "human_ratings: people's ratings attached to an evaluation", _human_ratings),
+                            Step(16, "human_ratings.scores: ratings on any rubric's dimensions", _rating_scores)),
           evaluation_column="evaluation_id", evaluation_settings=(INFO,)),
     Table("reviews", (Step(10, "reviews: people's reviews of single judgments", _reviews),),
           evaluation_column="evaluation_id"),
@@ -63,13 +74,19 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def set_human_ratings(store: Store, evaluation_id: str, filename: str, rows: list[dict]) -> None:
-    """Attach people's ratings to an evaluation, replacing any attached before, in one transaction."""
+def set_human_ratings(store: Store, evaluation_id: str, filename: str, rows: list[dict],
+                      dimensions: tuple[str, ...] = ()) -> None:
+    """Attach people's ratings to an evaluation, replacing any attached before, in one transaction; each row's
+    ratings of the rubric's `dimensions` (under their keys) are kept in `scores`."""
+    def stored(row: dict) -> dict:
+        scores = {d: row[d] for d in dimensions if row.get(d) is not None}
+        return {"eid": evaluation_id, **{c: row.get(c) for c in HUMAN_RATING},
+                "scores": json.dumps(scores) if scores else None}
+
     with store.transaction() as tx:
         tx.execute("DELETE FROM human_ratings WHERE evaluation_id = :eid", {"eid": evaluation_id})
         tx.execute_many(f"INSERT INTO human_ratings (evaluation_id, {', '.join(HUMAN_RATING)})"
-                        f" VALUES (:eid, {', '.join(':' + c for c in HUMAN_RATING)})",
-                        ({"eid": evaluation_id, **{c: row.get(c) for c in HUMAN_RATING}} for row in rows))
+                        f" VALUES (:eid, {', '.join(':' + c for c in HUMAN_RATING)})", map(stored, rows))
         tx.execute("INSERT INTO settings (name, value) VALUES (:name, :value)"
                    " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
                    {"name": f"{INFO}:{evaluation_id}",
@@ -77,9 +94,18 @@ def set_human_ratings(store: Store, evaluation_id: str, filename: str, rows: lis
 
 
 def human_ratings(store: Store, evaluation_id: str) -> list[dict]:
-    """The people's ratings attached to an evaluation, in the order of their file."""
-    return store.rows(f"SELECT {', '.join(HUMAN_RATING)} FROM human_ratings WHERE evaluation_id = :eid"
-                      " ORDER BY line", {"eid": evaluation_id})
+    """The people's ratings attached to an evaluation, in the order of their file: line, session_id, round, method,
+    total, verdict and each dimension's rating under its key (a rating attached before step 16 under the default
+    rubric's former columns)."""
+    rows = store.rows(f"SELECT {', '.join((*HUMAN_RATING, *FORMER_DIMENSIONS))} FROM human_ratings"
+                      " WHERE evaluation_id = :eid ORDER BY line", {"eid": evaluation_id})
+    found = []
+    for row in rows:
+        former = {d: row.pop(d) for d in FORMER_DIMENSIONS}
+        scores = row.pop("scores")
+        found.append({**row, **{d: v for d, v in former.items() if v is not None},
+                      **(json.loads(scores) if scores else {})})
+    return found
 
 
 def human_ratings_info(store: Store, evaluation_id: str) -> dict | None:

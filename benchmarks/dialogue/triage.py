@@ -1,7 +1,8 @@
 """The sample grid of a dialogue evaluation: one row per session x round, the methods side by side, sorted and
 filtered as the query string says (so every view is a permalink, on share pages too).
 
-Query string: `sort` = round (file order) | fine:<method> | binary:<method> | <dimension>:<method> | diff:<a>:<b> (a's fine score minus
+Query string: `sort` = round (file order) | fine:<method> | binary:<method> (the share of yes to the rubric's yes/no
+question) | <dimension>:<method> (a dimension of the evaluation's rubric, by its key) | diff:<a>:<b> (a's fine score minus
 b's) | spread (the highest fine score of the row minus the lowest: where the methods disagree most); `order` = asc |
 desc; `range` = <method> with `min` / `max` (its fine score); `status` = problems (a judgment failed or did not
 parse) | failed | unparsed; `q` = a regular expression over the user message and the replies; `page`.
@@ -24,19 +25,19 @@ from translations import _
 pd = lazy("pandas")
 
 PER_PAGE = 25
-def score_table(store, evaluation: dict) -> pd.DataFrame:
+def score_table(store, evaluation: dict, dimensions: tuple[str, ...] = DIMENSIONS) -> pd.DataFrame:
     """One row per (session index, round) with the session id and, per method, its fine score ("fine:<m>") and
-    dimensions ("style:<m>", ...), its keep-chatting rate in % ("binary:<m>") and whether a judgment of it failed or
-    did not parse ("failed:<m>", "unparsed:<m>"); the first judge's judgments (a panel's others are on the session's
-    page)."""
+    `dimensions` (its rubric's keys: "style:<m>", ...), its share of yes to the yes/no question in % ("binary:<m>",
+    NaN without one) and whether a judgment of it failed or did not parse ("failed:<m>", "unparsed:<m>"); the
+    first judge's judgments (a panel's others are on the session's page)."""
     frame = judgment_frame(store.iter_judgments(evaluation["id"], batch=CHUNK, columns=STORED),
-                           size=store.progress(evaluation["id"])["total"])
+                           size=store.progress(evaluation["id"])["total"], dimensions=dimensions)
     records = by_judge(frame, len(judge_labels(evaluation["settings"])))[0]
     keys = ["session_idx", "round"]
     table = records.groupby(keys, observed=True)["session_id"].first().astype(str).to_frame()
     ok = records[records["status"] == "ok"]
     scores = [("fine", "total", 1.0, "fine"), ("binary", "verdict", 100.0, "binary")]
-    scores += [("fine", d, 1.0, d) for d in DIMENSIONS]
+    scores += [("fine", d, 1.0, d) for d in dimensions]
     for mode, column, scale, name in scores:
         values = ok[ok["mode"] == mode].pivot_table(index=keys, columns="method", values=column, aggfunc="mean",
                                                     observed=True)
@@ -68,9 +69,11 @@ def _number(args: Mapping, name: str) -> float | None:
         raise BadQuery(_("'%(name)s' must be a number.", name=name)) from None
 
 
-def grid(table: pd.DataFrame, methods: list[str], args: Mapping, texts=None) -> tuple[pd.DataFrame, dict]:
+def grid(table: pd.DataFrame, methods: list[str], args: Mapping, texts=None,
+         dimensions: tuple[str, ...] = DIMENSIONS) -> tuple[pd.DataFrame, dict]:
     """The rows the query string asks for, in its order, and the query as understood (`texts`: a function giving
-    the (session index, round) pairs that match a pattern, called only when there is one)."""
+    the (session index, round) pairs that match a pattern, called only when there is one; `dimensions`: the keys
+    a sort may name, the table's)."""
     query = {"sort": str(args.get("sort", "round")), "order": "asc" if args.get("order") == "asc" else "desc",
              "range": str(args.get("range", "")), "min": _number(args, "min"), "max": _number(args, "max"),
              "status": str(args.get("status", "")), "q": str(args.get("q", ""))[:MAX_PATTERN]}
@@ -89,7 +92,7 @@ def grid(table: pd.DataFrame, methods: list[str], args: Mapping, texts=None) -> 
     if pattern is not None and texts is not None:
         keep = texts(pattern)
         rows = rows[[(i, r) in keep for i, r in zip(rows["session_idx"], rows["round"])]]
-    key = _sort_key(rows, methods, query)
+    key = _sort_key(rows, methods, query, dimensions)
     if key is None:  # file order (the order asked for applies to the scores)
         query["sort"] = "round"
         rows = rows.sort_values(["session_idx", "round"])
@@ -101,9 +104,9 @@ def grid(table: pd.DataFrame, methods: list[str], args: Mapping, texts=None) -> 
     return rows, query
 
 
-def _sort_key(rows: pd.DataFrame, methods: list[str], query: dict):
+def _sort_key(rows: pd.DataFrame, methods: list[str], query: dict, dimensions: tuple[str, ...]):
     parts = query["sort"].split(":")
-    if parts[0] in ("fine", "binary", *DIMENSIONS) and len(parts) == 2 and parts[1] in methods:
+    if parts[0] in ("fine", "binary", *dimensions) and len(parts) == 2 and parts[1] in methods:
         return rows[query["sort"]]
     if parts[0] == "diff" and len(parts) == 3 and parts[1] in methods and parts[2] in methods:
         return rows[f"fine:{parts[1]}"] - rows[f"fine:{parts[2]}"]
@@ -114,7 +117,7 @@ def _sort_key(rows: pd.DataFrame, methods: list[str], query: dict):
 
 
 def page_of(rows: pd.DataFrame, args: Mapping, path: str | Path, store, upload_id: str,
-            methods: list[str]) -> tuple[list[dict], int, int]:
+            methods: list[str], dimensions: tuple[str, ...] = DIMENSIONS) -> tuple[list[dict], int, int]:
     """The rows of the asked page with each method's reply read from the file: (rows, page, pages)."""
     pages = max(1, -(-len(rows) // PER_PAGE))
     try:
@@ -133,7 +136,7 @@ def page_of(rows: pd.DataFrame, args: Mapping, path: str | Path, store, upload_i
                       "user_message": rnd.user_message if rnd else "",
                       "methods": {m: {"reply": rnd.responses.get(m, "") if rnd else "",
                                       "fine": _value(row[f"fine:{m}"]), "binary": _value(row[f"binary:{m}"]),
-                                      "dims": {d: _value(row[f"{d}:{m}"]) for d in DIMENSIONS},
+                                      "dims": {d: _value(row[f"{d}:{m}"]) for d in dimensions},
                                       "failed": bool(row[f"failed:{m}"]), "unparsed": bool(row[f"unparsed:{m}"])}
                                   for m in methods}})
     return shown, page, pages

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from benchmarks.dialogue import figures
+from benchmarks.dialogue import figures, result_rubric
 from benchmarks.dialogue.format import read_session
-from benchmarks.dialogue.prompts import DIMENSIONS, MODES
+from benchmarks.dialogue.prompts import MODES
 from benchmarks.figures import method_colours, run_style
 from benchmarks.kind import Site, list_arg
 from judge import judge_labels, split_mode
@@ -21,10 +21,10 @@ def _int_arg(args: Mapping, name: str, default: int, low: int, high: int) -> int
         return default
 
 
-def _judgment_view(j: dict) -> dict:
+def _judgment_view(j: dict, dimensions: tuple[str, ...]) -> dict:
     view = {k: j[k] for k in ("status", "answer", "error", "cached")}
     if j["mode"] == "fine":
-        view |= {"total": j["total"], "dims": {d: (j["scores"] or {}).get(d) for d in DIMENSIONS}}
+        view |= {"total": j["total"], "dims": {d: (j["scores"] or {}).get(d) for d in dimensions}}
     else:
         view["verdict"] = j["verdict"]
     return view
@@ -42,16 +42,18 @@ def session_list(evaluation: dict, args: Mapping, store) -> dict:
 
 
 def session_details(evaluation: dict, rows: list[dict], site: Site) -> list[dict]:
-    """Sessions with every round's replies and judgments (scores, status, the judge's answers); the first judge's
-    first sample as "fine" and "binary", the others under "more"."""
+    """Sessions with every round's replies and judgments (scores, status, the judge's answers; a fine judgment's
+    dimensions those of the evaluation's rubric); the first judge's first sample as "fine" and "binary", the others
+    under "more"."""
     store = site.store
     judged: dict[tuple[int, int, str], dict] = {}
     labels = judge_labels(evaluation["settings"])
+    dimensions = result_rubric.keys(result_rubric.of_record(evaluation, store))
     for j in store.judgments(evaluation["id"], [r["idx"] for r in rows]):
         question, judge, sample = split_mode(j["mode"])
         if question not in MODES:
             continue
-        view = _judgment_view({**j, "mode": question})
+        view = _judgment_view({**j, "mode": question}, dimensions)
         slot = judged.setdefault((j["session_idx"], j["round"], j["method"]), {})
         if judge == 0 and sample == 0:
             slot[question] = view
@@ -98,14 +100,19 @@ def best_by_column(methods: dict) -> dict[str, set[str]]:
 
 
 def round_table(result: dict) -> list[dict]:
-    """One row per round: each method's AL(k), BAR(k) and the number of sessions behind them; the row's n (the
-    most sessions behind any of its values) and whether the methods' n differ."""
+    """One row per round: each method's AL(k), BAR(k) (when the rubric asks a yes/no question), each dimension's
+    mean on its own scale (when the result has them) and the number of sessions behind them; the row's n (the most
+    sessions behind any of its values) and whether the methods' n differ."""
     rows: dict[int, dict] = {}
     for name, m in result["methods"].items():
-        for key, curve in (("al", m["al_curve"]), ("bar", m["binary_curve"])):
+        for key, curve in (("al", m["al_curve"]), ("bar", m["binary_curve"] or [])):
             for point in curve:
                 cell = rows.setdefault(point["round"], {}).setdefault(name, {})
                 cell[key], cell[key + "_n"] = point["value"], point["n"]
+        for dimension, curve in (m.get("dimension_curves") or {}).items():
+            for point in curve:
+                rows.setdefault(point["round"], {}).setdefault(name, {}).setdefault("dims", {})[dimension] = \
+                    point["value"]
     table = []
     for k in sorted(rows):
         counts = {cell.get(key) for cell in rows[k].values() for key in ("al_n", "bar_n") if cell.get(key)}
@@ -169,9 +176,17 @@ def method_toggles(all_methods: list[str], chosen: list[str]) -> list[dict]:
 
 
 def result_tables(result: dict) -> dict:
-    """The tables a result is shown with (best values, rounds, difference matrices), for page and report."""
+    """The tables a result is shown with (best values, rounds, difference matrices: the binary one when the rubric
+    asks a yes/no question), and its rubric's page values (result_rubric.page_values), for page and report."""
+    rubric = result_rubric.of(result)
+    metrics = ("fine", "binary") if result_rubric.has_binary(rubric) else ("fine",)
     return {"best": best_by_column(result["methods"]), "rounds": round_table(result),
-            "matrices": {metric: comparison_matrix(result, metric) for metric in ("fine", "binary")}}
+            "by_round_dimensions": any(m.get("dimension_curves") for m in result["methods"].values()),
+            "consistency_by_dimension": any("dimension_sd" in c for per_method in
+                                            (result.get("consistency") or {}).get("by_judge", {}).values()
+                                            for c in per_method.values()),
+            "matrices": {metric: comparison_matrix(result, metric) for metric in metrics},
+            **result_rubric.page_values(rubric)}
 
 
 def _difference(first, second) -> float | None:
@@ -187,13 +202,19 @@ def _overlap(first, second) -> bool | None:
 
 def comparison(runs: list[dict]) -> dict:
     """Rows of the merged table, differences of each run from the baseline run (the one marked "baseline", else the
-    first) for the methods both have, colours and figures."""
+    first) for the methods both have, colours and figures. Runs judged under different rubrics compare on the
+    headline score only ("headline_only", with each run's rubric in "rubrics"); the yes/no question's figures are
+    shown when the runs share a rubric that asks one ("yesno")."""
     methods: list[str] = []
     for run in runs:
         methods += [m for m in run["result"]["methods"] if m not in methods]
     colours = method_colours(methods)
     for position, run in enumerate(runs):
         run["style"] = run_style(position)
+    results = [run["result"] for run in runs]
+    same = result_rubric.same_rubric(results)
+    rubric = result_rubric.of(results[0])
+    yesno = result_rubric.yes_no(rubric) if same else None
     rows = [{"run": run, "method": name, "metrics": m} for run in runs for name, m in run["result"]["methods"].items()]
     base = next((run for run in runs if run.get("baseline")), runs[0])
     differences = []
@@ -209,4 +230,8 @@ def comparison(runs: list[dict]) -> dict:
                 "binary_rate": _difference(a["binary_rate"], b["binary_rate"]),
                 "binary_rate_overlap": _overlap(a["ci95"]["binary_rate"], b["ci95"]["binary_rate"])})
     return {"runs": runs, "methods": methods, "colours": colours, "rows": rows, "differences": differences,
-            "baseline": base, "figures": figures.compare_figures(runs, colours)}
+            "baseline": base, "figures": figures.compare_figures(runs, colours), "yesno": yesno,
+            "headline_only": not same,
+            "rubrics": [{"run": run, "rubric": result_rubric.described(result_rubric.of(run["result"]))}
+                        for run in runs],
+            "rubric_text": result_rubric.described(rubric) if same else None}

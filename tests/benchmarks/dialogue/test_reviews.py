@@ -56,7 +56,7 @@ def test_a_review_is_checked(client, app):
     for body, status, words in (({**FINE_A}, 400, "The field 'decision' is wrong: Field required"),
                                 ({**FINE_A, "decision": "overridden"}, 400, "from 0 to 100"),
                                 ({**FINE_A, "decision": "overridden", "total": 101}, 400, "from 0 to 100"),
-                                ({**FINE_A, "mode": "binary", "decision": "overridden", "verdict": 2}, 400, "1 (keep"),
+                                ({**FINE_A, "mode": "binary", "decision": "overridden", "verdict": 2}, 400, "1 (yes) or 0 (no)"),
                                 ({**FINE_A, "round": 9, "decision": "agreed"}, 404, "no such judgment"),
                                 ({"index": "x", "decision": "agreed"}, 400, "The field 'index' is wrong")):
         resp = review(client, evaluation_id, **body)
