@@ -63,7 +63,7 @@ def _rating_scores(con, ddl: dict) -> None:
 
 TABLES = (
     Table("human_ratings", (Step(5, "human_ratings: people's ratings attached to an evaluation", _human_ratings),
-                            Step(16, "human_ratings.scores: ratings on any rubric's dimensions", _rating_scores)),
+                            Step(17, "human_ratings.scores: ratings on any rubric's dimensions", _rating_scores)),
           evaluation_column="evaluation_id", evaluation_settings=(INFO,)),
     Table("reviews", (Step(10, "reviews: people's reviews of single judgments", _reviews),),
           evaluation_column="evaluation_id"),

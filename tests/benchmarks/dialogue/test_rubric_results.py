@@ -393,14 +393,14 @@ def test_ratings_attached_before_rubrics_keep_their_dimensions(tmp_path):
 
     path = tmp_path / "old.sqlite"
     engine = create_engine(database_url(str(path)))
-    before = [step.version for step in migrations.steps(registry.tables()) if step.version < 16]
-    assert migrations.migrate(engine, up_to=15, tables=registry.tables()) == before
-    with engine.begin() as con:  # a rating as the code before step 16 kept it, its style in its own column
+    before = [step.version for step in migrations.steps(registry.tables()) if step.version < 17]
+    assert migrations.migrate(engine, up_to=16, tables=registry.tables()) == before
+    with engine.begin() as con:  # a rating as the code before step 17 kept it, its style in its own column
         con.exec_driver_sql("INSERT INTO human_ratings (evaluation_id, line, session_id, round, method, total, verdict,"
                             " style, content) VALUES ('e1', 2, 's1', 1, 'A', 70, 1, 14, NULL)")
     engine.dispose()
     store = Store(str(path), registry.tables())  # as the app opens it, with the kinds' tables
-    assert store.migrated == [16]
+    assert store.migrated == [17]
     assert tables.human_ratings(store, "e1") == [{"line": 2, "session_id": "s1", "round": 1, "method": "A",
                                                   "total": 70.0, "verdict": 1, "style": 14.0}]
     tables.set_human_ratings(store, "e2", "r.csv", [{"line": 2, "session_id": "s1", "round": 1, "method": "A",
