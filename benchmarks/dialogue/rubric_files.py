@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from benchmarks.dialogue.result import rubric_block
+from benchmarks.dialogue.result_rubric import block as rubric_block
 from benchmarks.problems import Problem
 from benchmarks.rubrics import Rubric, canonical, schema
 from benchmarks.rubrics.model import LANGUAGES

@@ -34,7 +34,7 @@ RESERVED_KEYS = ("total", "verdict", "reasoning", "answer", "session", "session_
                  "mode", "status", "scores", "avg", "slope", "intercept", "r2", "n_ir", "n_r2", "binary_rate",
                  "binary_avg", "binary_slope", "binary_intercept", "binary_r2", "binary_n_ir", "binary_n_r2",
                  "sessions", "judged", "judged_fine", "judged_binary", "unparsed", "failed", "pending", "dimensions",
-                 "ci95", "al_curve", "binary_curve", "n_al_curve")
+                 "ci95", "al_curve", "binary_curve", "n_al_curve", "line")
 _LEVEL = re.compile(r"\s*(-?\d+(?:\.\d+)?)\s*(?:-\s*(-?\d+(?:\.\d+)?)\s*)?")
 
 

@@ -153,5 +153,6 @@ def test_al_k_is_aloes_final_results(client, judge_server):
         assert [p["round"] for p in curve] == [1, 2, 3] and [p["n"] for p in curve] == [3, 3, 2]
         assert [p["value"] for p in curve] == pytest.approx([100 * (v - 1) / 4 for v in final_results])
         assert [1 + 4 * p["value"] / 100 for p in curve] == pytest.approx(final_results)  # on ALOE's 1-5 scale
+        assert [p["value"] for p in doc["dimension_curves"]["alignment"]] == pytest.approx(final_results)
         every = [v for s in SCORES[method] for v in s]
         assert doc["dimensions"] == pytest.approx({"alignment": sum(every) / len(every)})
