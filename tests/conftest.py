@@ -112,6 +112,13 @@ def element_count(html: str) -> int:
     return counter.count
 
 
+def marked(session: dict, marker: str) -> dict:
+    """The session with a marker for the local judge (tests/judge_server.py, e.g. "[[dims=6,6,6]]") after every reply."""
+    for rnd in session["rounds"]:
+        rnd["responses"] = {m: f"{reply} {marker}" for m, reply in rnd["responses"].items()}
+    return session
+
+
 def jsonl(*sessions: dict) -> bytes:
     """Sessions as JSONL bytes."""
     return "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in sessions).encode("utf-8")

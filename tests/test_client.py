@@ -22,7 +22,7 @@ from benchmarks import registry
 from client import ApiError, Client, EvaluationError
 from storage.store import Store
 from tests.browser_support import DashboardServer
-from tests.conftest import ROOT, jsonl, session_line
+from tests.conftest import ROOT, jsonl, marked, session_line
 from tests.doc_commands import commands, substitute
 from tests.judge_server import JudgeServer
 from tests.web.test_paired import OTHER_JUDGE, dialogue_file, shifted_judge
@@ -276,7 +276,7 @@ def test_rubrics_are_listed_read_added_and_evaluated_under(live, tmp_path):
     assert member.rubric(added["sha256"])["document"]["headline"] == {"combine": "weighted", "weights": {
         "coherence": 1, "profile_fit": 2, "tone_fit": 1}}
     path = tmp_path / "log.jsonl"
-    path.write_bytes(jsonl(session_line("r1", 2, ("A", "B"))))
+    path.write_bytes(jsonl(marked(session_line("r1", 2, ("A", "B")), "[[dims=6,6,6]]")))
     upload = member.upload(path)
     final = member.wait(member.evaluate(upload["id"], rubric=LAB)["id"], timeout=60)
     assert final["status"] == "done" and final["result"]["rubric"]["sha256"] == added["sha256"]

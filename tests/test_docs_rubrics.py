@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import rubrics
-from tests.conftest import jsonl, session_line
+from tests.conftest import jsonl, marked, session_line
 from tests.doc_commands import DOCS, commands, section
 from tests.services import free_port
 from tests.test_docs_commands import Server, _environment, _run
@@ -102,7 +102,9 @@ def _workspace(tmp_path: Path) -> Path:
     work = tmp_path / "work"
     work.mkdir()
     (work / "lab.yaml").write_text(example_yaml(), encoding="utf-8")
-    (work / "log.jsonl").write_bytes(jsonl(*(session_line(f"s{i}", 2, ("Base", "Ours")) for i in range(3))))
+    # every reply marked for the local judge (tests/judge_server.py) to score it 6, 6 and 6
+    (work / "log.jsonl").write_bytes(jsonl(*(marked(session_line(f"s{i}", 2, ("Base", "Ours")), "[[dims=6,6,6]]")
+                                             for i in range(3))))
     return work
 
 
@@ -128,7 +130,7 @@ def test_the_cli_commands_run_as_written(tmp_path, judge_server):
     result = json.loads((work / "result.json").read_text(encoding="utf-8"))
     assert result["rubric"]["id"] == LAB and result["rubric"]["sha256"] == rubric.sha256
     assert result["provenance"]["rubric"] == {"id": LAB, "version": "1", "sha256": rubric.sha256}
-    # the local judge answers a JSON-schema request with each score at its maximum minus one: 6 of 7
+    # the local judge answers each marked reply 6, 6 and 6
     for method in ("Base", "Ours"):
         assert result["methods"][method]["dimensions"] == {"profile_fit": 6.0, "tone_fit": 6.0, "coherence": 6.0}
         assert result["methods"][method]["avg"] == pytest.approx(500 / 6)

@@ -415,6 +415,7 @@ def test_every_json_reading_of_an_upload_goes_through_the_reader():
         "benchmarks/mobility/reference_sets.py": 1,  # a summary the dashboard stored
         "benchmarks/personas/kind.py": 1,  # the sniff of a first line (validate reads it through the reader)
         "benchmarks/dialogue/rubric_store.py": 1,  # a rubric's canonical JSON the dashboard stored
+        "benchmarks/dialogue/tables.py": 1,  # a rating's scores the dashboard stored
         "benchmarks/rubrics/model.py": 1,  # the canonical JSON the dashboard just wrote
         "benchmarks/rubrics/reading.py": 1,  # the rubric schema of the repository (a rubric file: limits.loads)
         "benchmarks/rubrics/answers.py": 1,  # a judge's answer, not a file a user sends

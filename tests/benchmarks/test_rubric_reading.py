@@ -43,7 +43,7 @@ GOOD_JSON = json.dumps(yaml.safe_load(GOOD), indent=2)  # "format": "json" on li
 BRIEF = "total, verdict, reasoning, answer, session, session_idx, session_id, round, method, mode, status, scores, avg, " \
         "slope, intercept, r2, n_ir, n_r2, binary_rate, binary_avg, binary_slope, binary_intercept, binary_r2, " \
         "binary_n_ir, binary_n_r2, sessions, judged, judged_fine, judged_binary, unparsed, failed, pending, " \
-        "dimensions, ci95, al_curve, binary_curve, n_al_curve"
+        "dimensions, ci95, al_curve, binary_curve, n_al_curve, line"
 ATTRIBUTE = ("The template reads the attribute %s of a value: a template reads its variables and their items and keys "
              "(turn.user, dimensions[0].label), never an attribute or a method.")
 TOO_LONG = "The template makes a text or a list longer than %s: a template may not build huge values."

@@ -11,18 +11,19 @@ import pytest
 
 from benchmarks import rubrics
 from tests.benchmarks.dialogue.test_rubric_pages import LAB, lab
-from tests.conftest import jsonl, session_line, wait_for
+from tests.conftest import jsonl, marked, session_line, wait_for
 from tests.judge_server import detect_mode
 
 SCHEMA_KEYS = ["reasoning", "profile_fit", "tone_fit", "coherence"]
-SIX = {"profile_fit": 6.0, "tone_fit": 6.0, "coherence": 6.0}  # the local judge: each score its maximum minus one
+SIX = {"profile_fit": 6.0, "tone_fit": 6.0, "coherence": 6.0}  # what the local judge answers a reply marked SIXES
+SIXES = "[[dims=6,6,6]]"
 
 
 @pytest.fixture
 def added(client):
     """The manual's example rubric, added through the API; and an upload of 3 sessions x 2 rounds x methods A, B."""
     assert client.post("/api/rubrics", data=lab(), content_type="application/yaml").status_code == 201
-    sessions = [session_line(f"s{i}", 2, ("A", "B"), user_profile=f"Profile {i}.") for i in range(3)]
+    sessions = [marked(session_line(f"s{i}", 2, ("A", "B"), user_profile=f"Profile {i}."), SIXES) for i in range(3)]
     upload = client.post("/api/uploads", data={"file": (io.BytesIO(jsonl(*sessions)), "log.jsonl")}).get_json()
     return rubrics.read(lab()), upload["id"]
 
@@ -123,7 +124,7 @@ def test_the_rubrics_commands_and_score_rubric_as_typed(app, runner, judge_serve
     assert unknown.exit_code == 1 and "Unknown rubric 'nope'" in unknown.stderr
 
     log = tmp_path / "log.jsonl"
-    log.write_bytes(jsonl(session_line("s1", 2, ("A", "B"))))
+    log.write_bytes(jsonl(marked(session_line("s1", 2, ("A", "B")), SIXES)))
     scored = runner.invoke(args=["score", str(log), "--rubric", LAB, "--out", str(tmp_path / "result.json")])
     assert scored.exit_code == 0, scored.stderr
     result = json.loads((tmp_path / "result.json").read_text(encoding="utf-8"))

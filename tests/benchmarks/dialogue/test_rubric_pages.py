@@ -84,7 +84,7 @@ def test_a_file_with_problems_is_refused_naming_line_and_field_and_nothing_is_st
     resp = add_page(client, lab(**{"{{ reply|quote(\"reply\") }}": "{{ reply.__class__ }}"}))
     assert resp.status_code == 400
     [(line, field, message)] = problems_table(resp.get_data(as_text=True))
-    assert (line, field) == ("38", "prompts.en.user") and "reads no file nor any attribute" in message
+    assert (line, field) == ("47", "prompts.en.user") and "never an attribute or a method" in message
     assert listed(client) == ["personasteer", "aloe"]  # nothing was stored
     resp = client.post("/settings/rubrics", data={}, content_type="multipart/form-data")
     assert resp.status_code == 400 and "Choose a rubric file (YAML or JSON)." in resp.get_data(as_text=True)
