@@ -12,10 +12,9 @@ from flask import Flask
 from flask_wtf.csrf import CSRFProtect
 
 import translations
-from benchmarks import registry
-from benchmarks.host import Site
-from benchmarks.readers import limits as hard_limits
-from judge import JudgeSettings
+from kinds import registry
+from kinds.host import Site
+from kinds.readers import limits as hard_limits
 from pipeline import provenance
 from pipeline.ingest import stored_name
 from pipeline.jobs import Runner
@@ -39,10 +38,10 @@ from web import (
     row_diff,
     security_headers,
     share,
-    simulate_cli,
     simulation_pages,
     simulations_api,
 )
+from web.judge_settings import JudgeSettings
 
 ROOT = Path(__file__).resolve().parent
 # `celery -A app:celery_app` puts the current folder first on sys.path only while it imports this module, then
@@ -114,7 +113,7 @@ def create_app(config: dict | None = None) -> Flask:
     app.extensions["simulations"] = simulations
     app.extensions["judge_settings"] = judge_settings
     app.extensions["uploads"], app.extensions["results"] = uploads, results
-    app.extensions["site"] = Site(store, uploads, stored_name)  # what the kinds' pages read (benchmarks/host.py)
+    app.extensions["site"] = Site(store, uploads, stored_name)  # what the kinds' pages read (kinds/host.py)
 
     csrf.init_app(app)
     translations.init_app(app)
@@ -144,7 +143,6 @@ def create_app(config: dict | None = None) -> Flask:
     security_headers.register(app)  # CSP and the other headers, cookie flags, TRUSTED_PROXIES
     compression.register(app)  # gzip; pages only for the site's own requests (BREACH)
     cli.register(app)
-    app.cli.add_command(simulate_cli.simulate_command)
     auth.register(app)  # after every blueprint: guards them all
 
     if app.config["RESUME_ON_START"]:

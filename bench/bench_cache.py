@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.local_judge import judge_process  # noqa: E402
-from benchmarks import registry  # noqa: E402
+from kinds import registry  # noqa: E402
 from pipeline.ingest import ingest  # noqa: E402
 from pipeline.jobs import Runner, create_evaluation  # noqa: E402
 from storage.store import Store  # noqa: E402

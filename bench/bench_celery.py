@@ -89,7 +89,7 @@ def redis_server(folder: Path) -> Iterator[str]:
 
 def inprocess_run(folder: Path, source: Path, env: dict) -> tuple[float, int]:
     """Wall time and judgments of one evaluation on the thread runner of this process (bench_cache.timed_run)."""
-    from benchmarks import registry
+    from kinds import registry
     from pipeline.ingest import ingest
     from pipeline.jobs import Runner
     from storage.store import Store

@@ -4,7 +4,7 @@
 
 Builds the ZIP from the real sample files in ../shared/data/human_vs_agent/sample (copies, padded when needed, in the
 dataset's folder layout), then measures in one run
-(a) benchmarks.conversation.read_any (unzip, decode, validate, map labels) against the bare work of
+(a) kinds.conversation.read_any (unzip, decode, validate, map labels) against the bare work of
     unzipping every member and json.loads-ing it: the ratio must stay <= 3;
 (b) statistics() on the imported conversations, as a share of the import time (reported);
 (c) that the compressed ZIP fits the default upload limit (app.DEFAULT_UPLOAD_MB), so the dataset imports in one upload.
@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app import DEFAULT_UPLOAD_MB  # noqa: E402
-from benchmarks.conversation import format as conversation  # noqa: E402
-from benchmarks.conversation.result import statistics  # noqa: E402
+from kinds.conversation import format as conversation  # noqa: E402
+from kinds.conversation.result import statistics  # noqa: E402
 
 SAMPLE = ROOT.parent / "shared" / "data" / "human_vs_agent" / "sample"
 MAX_RATIO = 3.0

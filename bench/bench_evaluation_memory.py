@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.bench_result_page import METHODS, ROUNDS, write_file  # noqa: E402
 from bench.local_judge import judge_process  # noqa: E402
-from benchmarks import registry  # noqa: E402
+from kinds import registry  # noqa: E402
 from pipeline.ingest import ingest  # noqa: E402
 from pipeline.jobs import Runner, create_evaluation  # noqa: E402
 from storage.store import Store  # noqa: E402

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.bench_cache import write_file  # noqa: E402
 from bench.local_judge import judge_process  # noqa: E402
-from benchmarks import registry  # noqa: E402
+from kinds import registry  # noqa: E402
 from pipeline.ingest import ingest  # noqa: E402
 from pipeline.jobs import Runner, create_evaluation  # noqa: E402
 from storage.store import Store  # noqa: E402
@@ -41,7 +41,7 @@ LAYERS = (
     ("event loop (asyncio, sockets)", ("asyncio", "selectors", "socket", "_socket", "select.epoll")),
     ("database (SQLAlchemy, sqlite3, storage/store.py)", ("sqlalchemy", "sqlite3", "storage/store.py")),
     ("judge engine (judge/, json, hashing)", ("judge/", "json", "hashlib", "_hashlib")),
-    ("dialogue kind (prompts, parsing, scoring)", ("benchmarks",)),
+    ("dialogue kind (prompts, parsing, scoring)", ("kinds",)),
     ("pipeline/jobs.py", ("pipeline/jobs.py",)),
 )
 

@@ -40,9 +40,9 @@ MAX_RATIO = 1.3
 
 def worker(spec_json: str) -> None:
     """A worker process: one Judge through the Redis budget; on each "go <salt>" judge the items, print the statuses."""
-    from benchmarks.dialogue import prompts
-    from benchmarks.dialogue.prompts import DialogueContext
     from judge import Judge, JudgeConfig
+    from kinds.dialogue import prompts
+    from kinds.dialogue.prompts import DialogueContext
 
     spec = json.loads(spec_json)
     config = JudgeConfig.from_env({"JUDGE_BASE_URL": spec["url"], "JUDGE_CONCURRENCY": str(spec["concurrency"]),

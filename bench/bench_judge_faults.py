@@ -24,9 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.local_judge import judge_process, server_stats  # noqa: E402
-from benchmarks.dialogue import prompts  # noqa: E402
-from benchmarks.dialogue.prompts import DialogueContext  # noqa: E402
 from judge import Judge, JudgeConfig, Prompt  # noqa: E402
+from kinds.dialogue import prompts  # noqa: E402
+from kinds.dialogue.prompts import DialogueContext  # noqa: E402
 
 CALLS = 2000
 LATENCY_S = 0.1

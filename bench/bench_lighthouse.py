@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 from app import create_app  # noqa: E402
 from bench.bench_agentbench import write_outputs  # noqa: E402
 from bench.bench_result_page import ROUNDS, fill_judgments, write_file  # noqa: E402
-from benchmarks.figures import FULL_PLOTLY_JS_FILE  # noqa: E402
+from kinds.figures import FULL_PLOTLY_JS_FILE  # noqa: E402
 from pipeline.ingest import ingest  # noqa: E402
 from pipeline.jobs import create_evaluation  # noqa: E402
 

@@ -31,9 +31,9 @@ from scipy.spatial.distance import jensenshannon
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.mobility import format as mobility  # noqa: E402
-from benchmarks.mobility import metrics  # noqa: E402
-from benchmarks.mobility.format import KEYS, MobilityData  # noqa: E402
+from kinds.mobility import format as mobility  # noqa: E402
+from kinds.mobility import metrics  # noqa: E402
+from kinds.mobility.format import KEYS, MobilityData  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "dailymobility"
 MAX_TIME_RATIO = 2.0
@@ -54,7 +54,7 @@ def generate(users: int, seed: int = 11) -> MobilityData:
 
 def reference_set() -> tuple[MobilityData, str]:
     if (DATA / "groundtruth").is_dir():
-        from benchmarks.mobility.reference_files import load_folder
+        from kinds.mobility.reference_files import load_folder
         return load_folder(DATA), "real DailyMobility groundtruth"
     return generate(100, seed=1), "generated (the real set is absent)"
 

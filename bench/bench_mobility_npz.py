@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_mobility import DATA, generate  # noqa: E402
-from benchmarks.mobility.format import KEYS  # noqa: E402
+from kinds.mobility.format import KEYS  # noqa: E402
 
 MAX_TIME_RATIO = 2.0
 MAX_MEMORY_RATIO = 3.0
@@ -56,7 +56,7 @@ WRITE = """
 import sys, numpy as np
 sys.path.insert(0, %r)
 from bench.bench_mobility import generate
-from benchmarks.mobility.format import KEYS
+from kinds.mobility.format import KEYS
 data = generate(int(sys.argv[2]))
 np.savez(sys.argv[1], **{key: getattr(data, key) for key in KEYS})
 """ % str(ROOT)

@@ -12,8 +12,8 @@ least of each rubric's runs is compared (as timeit does: other processes on the 
 the custom rubric within 1.10x of personasteer; exits 1 on FAIL.
 
 It also times building the prompts alone for the same 8,880 judgments (best of --repeat): the legacy f-string builder
-(tests/benchmarks/dialogue/legacy_prompts.py, the prompts before rubrics), personasteer's templates and the custom
-rubric's. --profile adds where the custom rubric's run spent its CPU in benchmarks/rubrics/ (cProfile, own time).
+(tests/kinds/dialogue/legacy_prompts.py, the prompts before rubrics), personasteer's templates and the custom
+rubric's. --profile adds where the custom rubric's run spent its CPU in kinds/rubrics/ (cProfile, own time).
 """
 from __future__ import annotations
 
@@ -32,13 +32,13 @@ sys.path.insert(0, str(ROOT))
 
 from bench.bench_cache import write_file  # noqa: E402
 from bench.local_judge import judge_process  # noqa: E402
-from benchmarks import registry, rubrics  # noqa: E402
-from benchmarks.dialogue import prompts, rubric_store  # noqa: E402
-from benchmarks.dialogue.format import iter_sessions  # noqa: E402
+from kinds import registry, rubrics  # noqa: E402
+from kinds.dialogue import prompts, rubric_store  # noqa: E402
+from kinds.dialogue.format import iter_sessions  # noqa: E402
 from pipeline.ingest import ingest  # noqa: E402
 from pipeline.jobs import Runner, create_evaluation  # noqa: E402
 from storage.store import Store  # noqa: E402
-from tests.benchmarks.dialogue import legacy_prompts  # noqa: E402
+from tests.kinds.dialogue import legacy_prompts  # noqa: E402
 
 MAX_RATIO = 1.10
 CONCURRENCY = 64
@@ -131,12 +131,12 @@ def prompt_cost(items: list[tuple[str, prompts.DialogueContext]], repeat: int, c
 
 
 def rubric_functions(profiler: cProfile.Profile, top: int = 8) -> list[tuple[str, float]]:
-    """The functions of benchmarks/rubrics/ and jinja2 with the most own time, and their share of the whole."""
+    """The functions of kinds/rubrics/ and jinja2 with the most own time, and their share of the whole."""
     stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
     everything = sum(own for (_calls, _primitive, own, _cumulative, _callers) in stats.values()) or 1.0
     mine = [(f"{Path(filename).name}:{name}", own / everything)
             for (filename, _line, name), (_calls, _primitive, own, _cumulative, _callers) in stats.items()
-            if "benchmarks/rubrics" in filename or "jinja2" in filename or filename == "<template>"]
+            if "kinds/rubrics" in filename or "jinja2" in filename or filename == "<template>"]
     return sorted(mine, key=lambda item: -item[1])[:top]
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.dialogue.format import validate  # noqa: E402
+from kinds.dialogue.format import validate  # noqa: E402
 
 METHODS = ["Base", "CoT", "RAG", "Ours"]
 MIN_SPEED_RATIO = 1 / 3

@@ -13,7 +13,7 @@ describes. Each module has one job:
     http.py       one judge call POSTed with aiohttp (loaded when a judge first runs)
     batch.py      batch mode: an evaluation's judgments through the OpenAI Batch API
     endpoints.py  the named endpoints of JUDGE_ENDPOINTS and the choice of one
-    settings.py   the settings page's values layered over the environment, keys encrypted, prices
+    prices.py     what an endpoint's tokens cost (and the Batch API's)
     keys.py       how a judgment's mode names its question, judge and sample
     usage.py      the `judge` block of a result document: settings, calls, tokens, cost (and the cost of tokens)
 
@@ -27,14 +27,14 @@ from judge.config import DEFAULT_BASE_URL, LANGUAGES, PLACEHOLDER_API_KEY, Judge
 from judge.engine import Judge, test_connection
 from judge.keys import judge_labels, judge_of, mode_key, panel_settings, sample_version, split_mode
 from judge.limiter import EndpointLimiter, endpoint_limiter
+from judge.prices import prices
 from judge.prompt import Parser, Prompt, Verdict
 from judge.retry import MAX_WAIT_S, backoff_s, retry_after_s
-from judge.settings import VARIABLES, JudgeSettings, prices
 from judge.usage import cost, judge_summary, usage_totals
 
 __all__ = [
-    "DEFAULT_BASE_URL", "LANGUAGES", "MAX_WAIT_S", "PLACEHOLDER_API_KEY", "VARIABLES",
-    "EndpointLimiter", "Judge", "JudgeConfig", "JudgeSettings", "Parser", "Prompt", "Verdict",
+    "DEFAULT_BASE_URL", "LANGUAGES", "MAX_WAIT_S", "PLACEHOLDER_API_KEY",
+    "EndpointLimiter", "Judge", "JudgeConfig", "Parser", "Prompt", "Verdict",
     "backoff_s", "batch", "cost", "endpoint_limiter", "endpoints", "judge_labels", "judge_of", "judge_summary", "mode_key",
     "panel_settings", "prices", "retry_after_s", "sample_version", "split_mode", "test_connection", "usage_totals",
 ]

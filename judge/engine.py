@@ -2,7 +2,7 @@
 
 Knows nothing about Flask, nor about any benchmark kind's prompts: a kind asks for a judgment with a
 `Prompt` (the chat messages, the parser of the answer and a prompt version) built by its own prompts
-module (benchmarks/dialogue/prompts.py, benchmarks/conversation/prompts.py), and gets a `Verdict`.
+module (kinds/dialogue/prompts.py, kinds/conversation/prompts.py), and gets a `Verdict`.
 
 One judgment is one chat completion, POSTed by judge.http.ChatClient on an event loop that `Judge.run` drives
 (one thread, hundreds of calls in flight; judge/http.py says why not through the SDK's request pipeline), which

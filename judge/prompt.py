@@ -20,7 +20,7 @@ class Prompt:
 
     `parse(answer)` returns (fields, None) when the answer parses, where `fields` sets some of the
     Verdict fields in PROMPT_FIELDS, else (None, why it does not parse). Each benchmark kind builds its
-    own (benchmarks/dialogue/prompts.py, benchmarks/conversation/prompts.py); the engine only sends the
+    own (kinds/dialogue/prompts.py, kinds/conversation/prompts.py); the engine only sends the
     messages and reads the answer with `parse`. Change `version` when the same messages should no longer
     be answered from the cache.
     """

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks import registry
-from benchmarks.host import attachment_key
+from kinds import registry
+from kinds.host import attachment_key
 from pipeline.ingest import upload_key
 from storage import blobs
 from storage.store import Store

@@ -8,9 +8,9 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
-from benchmarks import registry
-from benchmarks.host import Site, attachment_key, new_id
-from benchmarks.problems import Problem, Report
+from kinds import registry
+from kinds.host import Site, attachment_key, new_id
+from kinds.problems import Problem, Report
 from pipeline import refusals
 from storage import blobs
 from translations import _

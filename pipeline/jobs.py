@@ -15,12 +15,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
-from benchmarks import registry
-from benchmarks.host import new_id
-from benchmarks.kind import Job, JobFailed, Kind, Site, StartError, StartRequest, as_flag
 from judge import PLACEHOLDER_API_KEY, Judge, JudgeConfig, Verdict, judge_of, panel_settings, prices
 from judge import batch as judge_batch
 from judge import endpoints as judge_endpoints
+from kinds import registry
+from kinds.host import new_id
+from kinds.kind import Job, JobFailed, Kind, Site, StartError, StartRequest, as_flag
 from pipeline import provenance
 from pipeline.ingest import stored_name
 from storage import blobs

@@ -17,9 +17,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from benchmarks.kind import Job, Kind
 from common.version import product_version
 from judge import panel_settings
+from kinds.kind import Job, Kind
 from translations import _
 from translations import lazy_gettext as _l
 

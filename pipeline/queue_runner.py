@@ -46,8 +46,8 @@ from celery.utils.nodenames import default_nodename, host_format
 from flask import Flask
 from kombu.transport import redis as kombu_redis
 
-from benchmarks import registry
-from benchmarks.kind import JobFailed
+from kinds import registry
+from kinds.kind import JobFailed
 from pipeline.jobs import Pipeline, Runner, can_resume
 from storage.database import database_unreachable
 from translations import _

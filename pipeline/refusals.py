@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks import registry
-from benchmarks.kind import Kind
-from benchmarks.problems import Problem, Report
-from benchmarks.readers.jsonl import UTF8_BOM, wrong_encoding
-from benchmarks.readers.text import has_json_line, is_binary, is_json_document
+from kinds import registry
+from kinds.kind import Kind
+from kinds.problems import Problem, Report
+from kinds.readers.jsonl import UTF8_BOM, wrong_encoding
+from kinds.readers.text import has_json_line, is_binary, is_json_document
 from translations import _
 
 

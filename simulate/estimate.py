@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from benchmarks import registry
-from benchmarks.host import Store
-from benchmarks.kind import StartError, StartRequest
 from judge import cost, judge_labels, judge_of, panel_settings, prices
+from kinds import registry
+from kinds.host import Store
+from kinds.kind import StartError, StartRequest
 from pipeline.jobs import RequestError, check_judges, judge_config
 from simulate import prompts
 from simulate.output import KIND, Output, session
@@ -97,7 +97,7 @@ def _speakers(plan: Plan, environ: Mapping[str, str]) -> list[dict]:
 
 @dataclass
 class _InMemory:
-    """A file held in memory, read as a kind reads a stored file (benchmarks/host.py's StoredFile)."""
+    """A file held in memory, read as a kind reads a stored file (kinds/host.py's StoredFile)."""
 
     name: str
     data: bytes

@@ -1,5 +1,5 @@
 """Personas: who the simulated user is. Read from an upload of a kind that holds personas (a personas file, or the
-sessions of a dialogue file), or from the built-in set, always through that kind's own reader (benchmarks/readers/),
+sessions of a dialogue file), or from the built-in set, always through that kind's own reader (kinds/readers/),
 so that a file reads here exactly as it was validated."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from benchmarks import registry
-from benchmarks.kind import Kind
+from kinds import registry
+from kinds.kind import Kind
 
 BUILTIN = Path(__file__).with_name("builtin_personas.jsonl")
 BUILTIN_KIND = "personas"  # the kind of the built-in file

@@ -7,10 +7,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from benchmarks import registry
-from benchmarks.kind import as_flag
 from judge import LANGUAGES, JudgeConfig
 from judge import endpoints as judge_endpoints
+from kinds import registry
+from kinds.kind import as_flag
 from pipeline.jobs import RequestError, check_judges, judge_config
 from simulate import personas as persona_source
 from simulate.plan import PROTOCOLS, USER

@@ -8,8 +8,8 @@ one, never half of one. Reads are seekable file objects; over S3 they fetch only
 read-ahead that grows while reading goes forward), so a ZIP's directory or a session at an offset costs a few
 ranged GETs, not the whole object.
 
-Kinds never see this module: they get a `benchmarks.kind.StoredFile` (`Blobs.file`), opened with
-`benchmarks.kind.open_file`.
+Kinds never see this module: they get a `kinds.kind.StoredFile` (`Blobs.file`), opened with
+`kinds.kind.open_file`.
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@
 (storage/migrations.py, with the kinds' own tables) and gives the few ways the store's sections read and write:
 queries as dicts, a transaction, statements run on the driver's cursor where SQLAlchemy's own layer costs more
 than the database. The generic `rows`, `row`, `execute` and `transaction` are what a kind's own tables use
-(benchmarks/host.py).
+(kinds/host.py).
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.elements import TextClause
 
-from benchmarks.host import Table
+from kinds.host import Table
 from storage import migrations as store_migrations
 
 BATCH = 2000  # rows per executemany, so that a 400,000-row write never builds all its parameters at once
@@ -139,7 +139,7 @@ class Database:
     """
 
     def __init__(self, target: str | Path | URL, tables: Sequence[Table] = ()):
-        self.tables = tuple(tables)  # the kinds' own tables (benchmarks/registry.py's tables())
+        self.tables = tuple(tables)  # the kinds' own tables (kinds/registry.py's tables())
         self.url = database_url(target)
         self.dialect = self.url.get_backend_name()  # "sqlite" or "postgresql"
         self.path = self.url.database if self.dialect == "sqlite" else None
@@ -233,7 +233,7 @@ class Database:
                                              else None)
         return found
 
-    # a kind's own tables (benchmarks/host.py: Kind.tables) -----------------------
+    # a kind's own tables (kinds/host.py: Kind.tables) -----------------------
     def rows(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict]:
         """The rows a query gives, as dicts."""
         return self._all(sql, dict(params or {}))

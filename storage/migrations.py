@@ -10,7 +10,7 @@ that code (tables created only where missing, the columns added since the first 
 Add a change as a new step at the end of STEPS; never edit a step that has shipped. The few places where the
 two databases need different DDL are in DIALECTS, and nowhere else.
 
-A table only one kind keeps is that kind's (benchmarks/host.py's Table, declared in `Kind.tables`): its steps are
+A table only one kind keeps is that kind's (kinds/host.py's Table, declared in `Kind.tables`): its steps are
 numbered among these, and `migrate` applies both in version order. Two steps never share a version.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
 
-from benchmarks.host import Table
+from kinds.host import Table
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ VERSIONS_TABLE = """CREATE TABLE IF NOT EXISTS schema_migrations (
 )"""
 
 # The schema before migrations existed (the offset column quoted: it is a reserved word in PostgreSQL), but for the
-# mobility kind's reference_sets, which its package now creates (benchmarks/mobility/reference_sets.py).
+# mobility kind's reference_sets, which its package now creates (kinds/mobility/reference_sets.py).
 SCHEMA_1 = """
 CREATE TABLE IF NOT EXISTS uploads (
     id TEXT PRIMARY KEY,
@@ -339,22 +339,22 @@ STEPS = (
     Step(2, "sessions.offset renamed byte_offset", _rename_offset),
     Step(3, "unique index on lower(users.name)", _user_names_index),
     Step(4, "seq: insertion order of evaluations, shares and reference sets", _ordering_columns),
-    # 5: human_ratings, 10: reviews (benchmarks/dialogue/tables.py)
+    # 5: human_ratings, 10: reviews (kinds/dialogue/tables.py)
     Step(6, "judgments_failures: partial index of failed and unparsed judgments", _failures_index),
     Step(7, "judgment_counts: judgments by status, kept as they are saved", _judgment_counts),
     Step(8, "title and tags of evaluations and uploads, headline scores of evaluations", _labels),
     Step(9, "judgments.latency_ms: how long the judge took to answer", _latency),
     Step(11, "judgments.retryable: a failure worth asking again later", _retryable),
     Step(12, "judgments.scores holds every judge score; the dialogue score columns dropped", _scores_column),
-    # 13: reference_sets (benchmarks/mobility/)
+    # 13: reference_sets (kinds/mobility/)
     Step(14, "simulations and simulation_turns: simulated users talking to the methods", _simulations),
-    # 15: rubrics (benchmarks/dialogue/rubric_store.py)
+    # 15: rubrics (kinds/dialogue/rubric_store.py)
     Step(16, "attachments: files attached to an upload (another judge's scores)", _attachments),
 )
 
 
 def steps(tables: Sequence[Table] = ()) -> list[Step]:
-    """The store's steps and those of the kinds' tables (benchmarks/host.py's Table), in version order; ValueError
+    """The store's steps and those of the kinds' tables (kinds/host.py's Table), in version order; ValueError
     when two share a version."""
     merged = [*STEPS, *(Step(s.version, s.name, s.apply) for table in tables for s in table.steps)]
     versions = [step.version for step in merged]

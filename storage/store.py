@@ -43,7 +43,7 @@ class Store(Judgments, Simulations, Access, Database):
     (storage/access.py); connections, the schema and a kind's own tables (storage/database.py).
 
     `target` is a SQLite file path or a database URL (`postgresql://user:pass@host/db`); `tables` the kinds' own
-    tables (benchmarks/registry.py's `tables()`).
+    tables (kinds/registry.py's `tables()`).
     """
 
     # uploads -----------------------------------------------------------------

@@ -7,7 +7,7 @@ markers: `[[score=NN]]` sets the fine total (split over the five dimensions so t
 Conversation annotation prompts are answered from a `[[annotate=D,V,U,H]]` marker anywhere in the
 quoted conversation (Detail, Diversity, Practical Utility 0-2, Hallucination 0/1), else from a hash.
 
-A custom rubric's prompt (benchmarks/rubrics/) is answered in the form it asks for (judge_form below); its markers and
+A custom rubric's prompt (kinds/rubrics/) is answered in the form it asks for (judge_form below); its markers and
 hash are read from the reply block when the prompt quotes one, else from the whole prompt (ALOE's quotes none):
 - with `response_format` {"type": "json_schema", ...} in the request: a JSON object valid for the schema, alone (as
   structured output answers), its properties in the schema's order: a string property ("reasoning") a short text, an

@@ -18,8 +18,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from benchmarks import registry
 from client import ApiError, Client, EvaluationError
+from kinds import registry
 from storage.store import Store
 from tests.browser_support import DashboardServer
 from tests.conftest import ROOT, jsonl, marked, session_line
@@ -252,7 +252,7 @@ def test_a_rejected_file_is_an_api_error_with_its_problems(live, tmp_path):
 
 
 def test_rubrics_are_listed_read_added_and_evaluated_under(live, tmp_path):
-    from tests.benchmarks.dialogue.test_rubric_pages import LAB, lab
+    from tests.kinds.dialogue.test_rubric_pages import LAB, lab
 
     store = Store(live.server.config["DATABASE"], registry.tables())
     admin = accounts.create_user(store, "rubric-admin", "correct horse battery", is_admin=True)
@@ -538,7 +538,7 @@ def test_the_remote_mode_commands_run_as_written(live, tmp_path):
 
 
 def test_remote_mode_refuses_a_local_reference_path(live, tmp_path):
-    from tests.benchmarks.mobility.test_mobility_pipeline import synthetic
+    from tests.kinds.mobility.test_mobility_pipeline import synthetic
 
     generated = tmp_path / "generated.json"
     generated.write_text(json.dumps(synthetic(seed=2)))

@@ -3,7 +3,7 @@
 As datasette's tests/test_docs.py does for its plug-in hooks, each test collects what the code has and fails naming
 what the documentation lacks:
 
-- every method and class attribute of `benchmarks.kind.Kind` is described in docs/adding-a-kind.md;
+- every method and class attribute of `kinds.kind.Kind` is described in docs/adding-a-kind.md;
 - every environment variable the product's modules read has a row in docs/settings.md, and every row there is read;
 - every `flask --app app` command (and each of its options) is in docs/cli.md;
 - every relative link of README.md and docs/*.md reaches a file of the repository, and its #anchor a heading.
@@ -20,7 +20,7 @@ from pathlib import Path
 import click
 import pytest
 
-from benchmarks.kind import Kind
+from kinds.kind import Kind
 from tests.doc_commands import DOCS, README, ROOT, pages
 
 README_MAX_LINES = 200  # the front page stays short; the manual is docs/

@@ -26,11 +26,11 @@ import openai
 import pytest
 
 from judge.retry import MAX_WAIT_S, RETRYABLE_STATUSES, backoff_s, is_retryable, retry_after_s
-from tests.benchmarks.test_boundaries import MODULES
 from tests.conftest import jsonl, session_line, wait_for
 from tests.doc_commands import DOCS, README, ROOT, section
 from tests.judge.test_evaluator import ctx, make_judge, prompt
 from tests.judge_server import ERROR_STATUSES
+from tests.kinds.test_boundaries import MODULES
 
 LAYOUT = DOCS / "layout.md"
 
@@ -275,11 +275,11 @@ def flask_importers(folder: str) -> set[str]:
 def test_every_module_is_in_the_code_tree_and_every_kinds_in_its_readme():
     tree = _text(LAYOUT).split("## The code", 1)[1].split("```")[1]
     unnamed = []
-    for folder in ("common", "judge", "storage", "pipeline", "simulate", "web", "benchmarks", "benchmarks/readers"):
+    for folder in ("common", "judge", "storage", "pipeline", "simulate", "web", "kinds", "kinds/readers"):
         for path in sorted((ROOT / folder).glob("*.py")):
             named = path.name in tree or folder == "web" and re.search(rf"\b{path.stem}\b", tree)
             unnamed += [] if named or path.stem == "__init__" else [_where(path)]
-    for readme in sorted((ROOT / "benchmarks").glob("*/README.md")):
+    for readme in sorted((ROOT / "kinds").glob("*/README.md")):
         unnamed += [_where(path) for path in sorted(readme.parent.glob("*.py"))
                     if path.stem != "__init__" and f"`{path.name}`" not in _text(readme)]
     assert unnamed == []

@@ -34,7 +34,7 @@ RUN_ELSEWHERE = {
     (DOCS / "simulation.md", "Command line"): "tests/test_docs_simulation.py",
     (DOCS / "rubrics.md", "Commands"): "tests/test_docs_rubrics.py",
     (DOCS / "client.md", "The CLI's remote mode"): "tests/test_client.py, against a live dashboard",
-    (DOCS / "formats.md", "Scores from another judge"): "tests/benchmarks/dialogue/test_imported_scores.py, with the "
+    (DOCS / "formats.md", "Scores from another judge"): "tests/kinds/dialogue/test_imported_scores.py, with the "
                                                         "files of its worked example",
     (DOCS / "benchmarks.md", "Benchmarks"): "tests/test_bench_scripts.py, at small sizes (the full runs take minutes "
                                             "each and are judged by hand)",
@@ -164,10 +164,10 @@ def test_the_translation_commands_leave_the_catalogs_as_they_are(tmp_path):
 
 @pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"the CLI's examples use real data from {SHARED_DATA}")
 def test_the_cli_section_runs_as_written(tmp_path, judge_server):
-    from tests.benchmarks.agentbench.test_agentbench import custom_for, dumps, overall
-    from tests.benchmarks.agentbench.test_agentbench_pipeline import outputs_zip
-    from tests.benchmarks.conversation.test_conversation_pipeline import sample_zip
-    from tests.benchmarks.mobility.test_mobility_pipeline import synthetic
+    from tests.kinds.agentbench.test_agentbench import custom_for, dumps, overall
+    from tests.kinds.agentbench.test_agentbench_pipeline import outputs_zip
+    from tests.kinds.conversation.test_conversation_pipeline import sample_zip
+    from tests.kinds.mobility.test_mobility_pipeline import synthetic
 
     # The files the examples name, in a working folder beside a link to ../shared (as from the project folder).
     work = tmp_path / "work"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import rubrics
+from kinds import rubrics
 from tests.conftest import jsonl, marked, session_line
 from tests.doc_commands import DOCS, commands, section
 from tests.services import free_port

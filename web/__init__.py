@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from flask import current_app
 
-from benchmarks.host import site as get_site  # noqa: F401  (what the kinds' pages may read, for web/ too)
-from judge import JudgeSettings
+from kinds.host import site as get_site  # noqa: F401  (what the kinds' pages may read, for web/ too)
 from pipeline.jobs import Runner
 from storage.blobs import Blobs
 from storage.store import Store
+from web.judge_settings import JudgeSettings
 
 
 def get_store() -> Store:

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, current_app, jsonify, request, url_for
 
-from benchmarks import registry
 from common.contract import Error, Refused, operation
 from common.version import product_version
+from kinds import registry
 from pipeline import chunked_uploads, housekeeping
 from pipeline.ingest import InvalidUpload, ingest
 from pipeline.jobs import RequestError, create_evaluation

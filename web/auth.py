@@ -15,7 +15,7 @@ from flask import Blueprint, Flask, abort, current_app, g, jsonify, redirect, re
 from flask_limiter import Limiter
 from flask_login import LoginManager, UserMixin, current_user, login_user, logout_user
 
-from benchmarks import registry
+from kinds import registry
 from translations import _
 from web import accounts, errors, get_store, share
 

@@ -10,7 +10,7 @@ from typing import BinaryIO
 
 from flask import Blueprint, Response, abort, render_template, request
 
-from benchmarks import registry
+from kinds import registry
 from pipeline import housekeeping
 from translations import _
 from web import get_store

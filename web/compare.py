@@ -13,10 +13,10 @@ from typing import Mapping
 
 from flask import Blueprint, Flask, Response, render_template, request
 
-from benchmarks import registry
-from benchmarks.figures import MAX_RUNS
-from benchmarks.host import csv_response
-from benchmarks.kind import list_arg
+from kinds import registry
+from kinds.figures import MAX_RUNS
+from kinds.host import csv_response
+from kinds.kind import list_arg
 from pipeline import provenance
 from translations import _, status_label
 from web import get_store, paired_view

@@ -7,11 +7,11 @@ from pathlib import Path
 
 from flask import Blueprint, Response, abort, render_template
 
-from benchmarks import registry
-from benchmarks.host import csv_response
 from common.contract import operation
 from common.downloads import attachment, download_stem
 from common.safe_csv import csv_line
+from kinds import registry
+from kinds.host import csv_response
 from web import get_store, pages, security_headers
 from web import schemas as S
 

@@ -19,14 +19,15 @@ from flask import (
     url_for,
 )
 
-from benchmarks import figures, registry
-from benchmarks.problems import Report
-from judge import VARIABLES, JudgeConfig, test_connection
+from judge import JudgeConfig, test_connection
+from kinds import figures, registry
+from kinds.problems import Report
 from pipeline import chunked_uploads, housekeeping
 from pipeline.ingest import InvalidUpload, ingest
 from pipeline.jobs import RequestError, create_evaluation, judge_config
 from translations import COOKIE, LANGUAGES, _
 from web import get_judge_settings, get_runner, get_site, get_store, get_uploads, security_headers
+from web.judge_settings import VARIABLES
 from web.payloads import attach_sent, evaluation_status, panel_entries, start_options, upload_options
 from web.run_labels import run_labels
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Mapping
 
-from benchmarks import registry
-from benchmarks.problems import Problem, Report
+from kinds import registry
+from kinds.problems import Problem, Report
 from pipeline.ingest import InvalidUpload, attach
 from translations import _
 from web import get_runner, get_site, get_store, get_uploads

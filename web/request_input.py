@@ -1,5 +1,5 @@
 """What a request may carry, checked at the door: JSON bodies are read with the uploads' JSON reader (its depth
-and string limits, and the text it refuses: benchmarks/readers/limits.py), and text that cannot be stored or
+and string limits, and the text it refuses: kinds/readers/limits.py), and text that cannot be stored or
 shown (a NUL character) in an address, a query, a form field or a file name is refused before any view sees it."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from flask import Flask, Request, abort, request
 from werkzeug.exceptions import BadRequest
 
-from benchmarks.readers import limits
+from kinds.readers import json_text, limits
 from translations import _
 from web import errors
 
@@ -29,7 +29,7 @@ class _StrictJSON:
             raise ValueError(_("The body is not UTF-8 text (byte %(position)s); send it encoded as UTF-8.",
                                position=exc.start)) from None
         try:
-            return limits.loads(text, BODY_LIMITS, label=_("the request body"))
+            return json_text.loads(text, BODY_LIMITS, label=_("the request body"))
         except limits.LimitError as exc:
             raise ValueError(exc.message) from None
         except json.JSONDecodeError as exc:

@@ -2,7 +2,7 @@
 
 `GET /compare/rows?ids=A&ids=B&baseline=A&metric=avg&changed=1&threshold=5&direction=improved&q=re&sort=delta&page=2`
 (every parameter but `ids` optional); the address is the permalink. `GET /compare/rows.csv` with the same query gives
-every row the filters keep. The logic is benchmarks/row_diff.py's; this module parses the request and renders it.
+every row the filters keep. The logic is kinds/row_diff.py's; this module parses the request and renders it.
 
 Under a share link, `GET /share/<token>/compare/rows?other=<token>` (and `.../rows.csv`): the first link's
 evaluation is the baseline, the second link's the other run. Both must be active share links, so a visitor sees
@@ -18,11 +18,11 @@ from urllib.parse import urlencode
 
 from flask import Blueprint, Flask, render_template, request, url_for
 
-from benchmarks import registry, search
-from benchmarks import row_diff as logic
-from benchmarks.host import csv_response
-from benchmarks.kind import Metric
-from benchmarks.pairing import align
+from kinds import registry, search
+from kinds import row_diff as logic
+from kinds.host import csv_response
+from kinds.kind import Metric
+from kinds.pairing import align
 from translations import _
 from web import errors, get_site, get_store
 from web.compare import CompareError, load_runs, requested_ids

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from benchmarks import registry
+from kinds import registry
 from pipeline.housekeeping import measured_with
 from translations import _
 

@@ -6,8 +6,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, create_model
 
-from benchmarks import registry
 from common.contract import NOT_BLANK, Answer, Count, Flag, Request
+from kinds import registry
 from pipeline.chunked_uploads import MAX_TOTAL_BYTES
 from simulate.request import MAX_METHODS, MAX_ROUNDS
 

@@ -36,8 +36,8 @@ from flask import (
     url_for,
 )
 
-from benchmarks.host import new_id
 from common.contract import Error, operation
+from kinds.host import new_id
 from translations import _
 from web import errors, exports, get_store, pages
 from web import schemas as S

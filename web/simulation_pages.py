@@ -7,10 +7,10 @@ from collections.abc import Mapping
 
 from flask import Blueprint, abort, redirect, render_template, request, url_for
 
-from benchmarks import registry
-from benchmarks.figures import method_colours
-from benchmarks.host import csv_response
-from benchmarks.search import BadQuery, compile_pattern
+from kinds import registry
+from kinds.figures import method_colours
+from kinds.host import csv_response
+from kinds.search import BadQuery, compile_pattern
 from pipeline.jobs import RequestError
 from simulate.estimate import estimate
 from simulate.output import KIND, outputs

@@ -1,5 +1,5 @@
 """The judge engine against the local OpenAI-compatible server: config, calls, cache, run(), with the dialogue
-kind's prompts and parsers (benchmarks/dialogue/prompts.py) as its requests."""
+kind's prompts and parsers (kinds/dialogue/prompts.py) as its requests."""
 from __future__ import annotations
 
 import itertools
@@ -13,16 +13,6 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 import evaluator
-from benchmarks.dialogue.prompts import (
-    DIMENSIONS,
-    MODES,
-    PROMPT_VERSION,
-    DialogueContext,
-    build_messages,
-    parse_binary,
-    parse_fine,
-    prompt,
-)
 from evaluator import (
     LANGUAGES,
     MAX_WAIT_S,
@@ -33,6 +23,16 @@ from evaluator import (
     backoff_s,
     endpoint_limiter,
     retry_after_s,
+)
+from kinds.dialogue.prompts import (
+    DIMENSIONS,
+    MODES,
+    PROMPT_VERSION,
+    DialogueContext,
+    build_messages,
+    parse_binary,
+    parse_fine,
+    prompt,
 )
 from tests.judge_server import JudgeServer, reply_under_judgment
 
@@ -282,7 +282,7 @@ def test_parse_fine_keeps_boxed_total_when_it_disagrees_with_the_sum():
     ("", "no \\boxed{} total found"),
 ])
 def test_parse_fine_rejects_without_default(text, reason):
-    from benchmarks.dialogue.prompts import _parse_fine
+    from kinds.dialogue.prompts import _parse_fine
 
     assert parse_fine(text) is None
     assert reason in _parse_fine(text)[1]

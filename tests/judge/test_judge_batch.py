@@ -10,10 +10,6 @@ from dataclasses import replace
 
 import pytest
 
-from benchmarks.conversation.prompts import ConversationContext
-from benchmarks.conversation.prompts import prompt as annotation_prompt
-from benchmarks.dialogue.prompts import DialogueContext
-from benchmarks.dialogue.prompts import prompt as dialogue_prompt
 from judge import Judge, JudgeConfig, Prompt, Verdict
 from judge import batch as judge_batch
 from judge.batch import (
@@ -28,6 +24,10 @@ from judge.batch import (
     poll,
     submit,
 )
+from kinds.conversation.prompts import ConversationContext
+from kinds.conversation.prompts import prompt as annotation_prompt
+from kinds.dialogue.prompts import DialogueContext
+from kinds.dialogue.prompts import prompt as dialogue_prompt
 from tests.batch_server import BatchServer, batch_server  # noqa: F401  (fixture)
 from tests.judge.test_evaluator import DictCache
 

@@ -43,7 +43,7 @@ def worker_main(spec_json: str) -> None:
     spec = json.loads(spec_json)
     if spec["lease_s"] is not None:
         judge_budget.LEASE_S = spec["lease_s"]
-    from benchmarks.dialogue.prompts import DialogueContext, prompt
+    from kinds.dialogue.prompts import DialogueContext, prompt
 
     env = {"JUDGE_BASE_URL": spec["url"], "JUDGE_MODEL": "judge-test", "JUDGE_CONCURRENCY": str(CONCURRENCY),
            "JUDGE_MAX_RETRIES": str(spec["max_retries"]), "JUDGE_TIMEOUT_S": str(spec["timeout_s"]),

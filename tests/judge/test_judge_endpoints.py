@@ -8,9 +8,9 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from benchmarks.dialogue.prompts import DialogueContext, prompt
 from judge import Judge, JudgeConfig
 from judge import endpoints as judge_endpoints
+from kinds.dialogue.prompts import DialogueContext, prompt
 from tests.conftest import jsonl, session_line, wait_for
 from tests.judge_server import JudgeServer
 
@@ -116,7 +116,7 @@ def test_api_refuses_an_unknown_base_url_without_connecting(client, judge_server
 
 
 def test_api_refuses_an_unknown_base_url_for_conversation_annotation(client, stranger):
-    from tests.benchmarks.conversation.test_conversation_pipeline import own_conversation
+    from tests.kinds.conversation.test_conversation_pipeline import own_conversation
     items = json.dumps([own_conversation("agent", 2), own_conversation("human", 2)]).encode()
     upload = client.post("/api/uploads", data={"file": (io.BytesIO(items), "c.json")},
                          content_type="multipart/form-data").get_json()
@@ -197,7 +197,7 @@ def test_a_legacy_evaluation_recorded_with_a_foreign_url_is_never_sent_the_key(a
     """Evaluations stored before endpoints existed carry a base_url: it must match a configured endpoint."""
     upload_id = _upload(client)
     store = app.extensions["store"]
-    from benchmarks.host import new_id
+    from kinds.host import new_id
     evaluation = {"id": new_id(), "upload_id": upload_id, "kind": "dialogue", "methods": ["A"],
                   "settings": {"base_url": stranger.url, "model": "m", "modes": ["fine", "binary"]}, "total": 6}
     store.add_evaluation(evaluation)

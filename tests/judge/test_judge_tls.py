@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
-from benchmarks.dialogue.prompts import DialogueContext, prompt
 from judge import Judge, JudgeConfig
+from kinds.dialogue.prompts import DialogueContext, prompt
 from tests.judge_server import JudgeServer
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="the openssl command is needed for a test "

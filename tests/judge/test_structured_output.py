@@ -10,9 +10,9 @@ import json
 import jsonschema
 import pytest
 
-from benchmarks import rubrics
-from benchmarks.dialogue import rubric_store
 from judge import Judge, JudgeConfig
+from kinds import rubrics
+from kinds.dialogue import rubric_store
 from tests.batch_server import batch_server  # noqa: F401  (fixture)
 from tests.conftest import jsonl, wait_for
 from tests.judge.test_evaluator import DictCache, make_judge
@@ -171,7 +171,7 @@ def test_a_lines_rubric_is_answered_line_by_line(judge_server, fault, reason):
 @pytest.mark.parametrize("fault, reason", [("missing_property", "Style score not found"),
                                            ("truncated", "no \\boxed{} total found and Content score not found")])
 def test_the_new_bad_answers_reach_todays_prompts_too(judge_server, fault, reason):
-    from benchmarks.dialogue.prompts import prompt
+    from kinds.dialogue.prompts import prompt
     from tests.judge.test_evaluator import ctx
 
     judge_server.fail_next(1, fault)

@@ -298,8 +298,8 @@ def test_cancel_stops_the_blocks_and_resume_finishes(deployment, reference):
 
 
 def test_a_kind_without_a_judge_is_scored_by_a_worker(deployment):
-    from tests.benchmarks.agentbench.test_agentbench import OA_A, OA_B
-    from tests.benchmarks.agentbench.test_agentbench_pipeline import outputs_zip
+    from tests.kinds.agentbench.test_agentbench import OA_A, OA_B
+    from tests.kinds.agentbench.test_agentbench_pipeline import outputs_zip
 
     dep = deployment
     evaluation_id = dep.evaluate(dep.upload(outputs_zip(), "outputs.zip"))
@@ -312,7 +312,7 @@ def test_a_kind_without_a_judge_is_scored_by_a_worker(deployment):
 
 
 def test_imported_scores_are_recorded_and_scored_by_a_worker_without_a_judge_call(deployment):
-    from tests.benchmarks.dialogue.test_imported_scores import curve, dialogue, dims, replies, scores_jsonl
+    from tests.kinds.dialogue.test_imported_scores import curve, dialogue, dims, replies, scores_jsonl
 
     dep = deployment
     upload_id = dep.upload(dialogue(), "imported.jsonl")

@@ -79,7 +79,7 @@ def test_an_invalid_file_sent_in_chunks_gets_its_problems_and_leaves_nothing(cli
 
 
 def test_a_lone_overall_json_in_chunks_keeps_its_agent_and_task(client):
-    from tests.benchmarks.agentbench.test_agentbench import custom_for, dumps, overall
+    from tests.kinds.agentbench.test_agentbench import custom_for, dumps, overall
 
     data = dumps(overall(custom_for("os-std", 0.5)))
     upload_id = start(client, data, name="overall.json", agent="m", task="os-std").get_json()["id"]

@@ -17,15 +17,15 @@ import pandas
 import pytest
 import scipy
 
-from benchmarks import stats
-from benchmarks.conversation import prompts as conversation_prompts
-from benchmarks.dialogue import pairwise_mode
-from benchmarks.dialogue import prompts as dialogue_prompts
-from benchmarks.mobility.format import KEYS
-from tests.benchmarks.agentbench.test_agentbench_pipeline import outputs_zip
-from tests.benchmarks.conversation.test_conversation_pipeline import own_conversation
-from tests.benchmarks.mobility.test_mobility_pipeline import add_reference, synthetic
+from kinds import stats
+from kinds.conversation import prompts as conversation_prompts
+from kinds.dialogue import pairwise_mode
+from kinds.dialogue import prompts as dialogue_prompts
+from kinds.mobility.format import KEYS
 from tests.conftest import jsonl, session_line, wait_for
+from tests.kinds.agentbench.test_agentbench_pipeline import outputs_zip
+from tests.kinds.conversation.test_conversation_pipeline import own_conversation
+from tests.kinds.mobility.test_mobility_pipeline import add_reference, synthetic
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 KEY = "sk-test-secret-key"  # conftest's judge_env

@@ -6,7 +6,7 @@ import json
 import threading
 from pathlib import Path
 
-from benchmarks import registry
+from kinds import registry
 from simulate import personas as persona_source
 from simulate.jobs import SimulationRunner
 from simulate.personas import Persona

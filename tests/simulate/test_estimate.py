@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from benchmarks.dialogue.prompts import DialogueContext, prompt
+from kinds.dialogue.prompts import DialogueContext, prompt
 from simulate import prompts
 from simulate.estimate import estimate
 from simulate.personas import Persona

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from benchmarks import registry
-from benchmarks.personas.format import validate
+from kinds import registry
+from kinds.personas.format import validate
 from simulate import personas, prompts
 from simulate.personas import Persona
 

@@ -19,7 +19,7 @@ from tests.simulate.support import P1, P2, SIMULATOR, Recorder, environment, mak
 MORE = [personas.Persona(f"p{i}", f"Person {i}, a {20 + i}-year-old baker.", "Quiet.") for i in range(3, 7)]
 CHILD = """
 import json, sys
-from benchmarks import registry
+from kinds import registry
 from simulate.jobs import SimulationRunner
 from storage.store import Store
 database, uploads, env, simulation_id = sys.argv[1:]

@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
-from benchmarks import rubrics
-from tests.benchmarks.dialogue.test_rubric_pages import LAB, lab
+from kinds import rubrics
 from tests.judge_server import JudgeServer
+from tests.kinds.dialogue.test_rubric_pages import LAB, lab
 from tests.simulate.support import SIMULATOR, Recorder
 from tests.simulate.test_estimate import BODY, env, until_finished
 

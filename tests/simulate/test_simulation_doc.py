@@ -5,7 +5,7 @@ import io
 import json
 import re
 
-from benchmarks.personas.format import validate
+from kinds.personas.format import validate
 from simulate import personas, prompts
 from simulate.personas import Persona
 from tests.doc_commands import DOCS, section

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks import registry
+from kinds import registry
 from storage.store import Store
 
 

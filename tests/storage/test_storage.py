@@ -211,8 +211,8 @@ def test_a_chunked_upload_through_s3_leaves_no_part(s3_app, s3_server, s3_storag
 
 
 def test_agentbench_samples_and_a_mobility_reference_through_s3(s3_app, s3_server, s3_storage):
-    from tests.benchmarks.agentbench.test_agentbench_pipeline import evaluate, outputs_zip, upload
-    from tests.benchmarks.mobility.test_mobility_pipeline import add_reference, synthetic, upload_generated
+    from tests.kinds.agentbench.test_agentbench_pipeline import evaluate, outputs_zip, upload
+    from tests.kinds.mobility.test_mobility_pipeline import add_reference, synthetic, upload_generated
 
     client = s3_app.test_client()
     up = upload(client, outputs_zip(), "outputs.zip")
@@ -278,7 +278,7 @@ def test_celery_workers_read_the_upload_from_s3(redis_server, s3_server, s3_stor
 
 
 def test_a_conversation_zip_is_read_member_by_member_from_s3(s3_app):
-    from tests.benchmarks.conversation.test_conversation_pipeline import own_conversation
+    from tests.kinds.conversation.test_conversation_pipeline import own_conversation
 
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:

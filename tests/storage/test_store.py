@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks import registry
-from benchmarks.dialogue import tables as dialogue_tables
-from benchmarks.mobility import reference_sets
+from kinds import registry
+from kinds.dialogue import tables as dialogue_tables
+from kinds.mobility import reference_sets
 from storage.access import Duplicate
 from storage.database import database_url
 from storage.store import Store

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, inspect, text
 
-from benchmarks import registry
-from benchmarks.host import Step, Table
-from benchmarks.mobility import reference_sets
+from kinds import registry
+from kinds.host import Step, Table
+from kinds.mobility import reference_sets
 from storage import migrations as store_migrations
 from storage.access import Duplicate
 from storage.database import database_url
@@ -300,7 +300,7 @@ CHILD = """
 import json, sys, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-from benchmarks import registry
+from kinds import registry
 from storage.store import Store
 ready, go = Path(sys.argv[3]), Path(sys.argv[4])
 ready.touch()

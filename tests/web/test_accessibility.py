@@ -160,14 +160,14 @@ def _simulation(server, personas_upload_id: str) -> str:
 
 
 def _conversation_upload() -> tuple[bytes, str] | None:
-    from tests.benchmarks.conversation.test_conversation_pipeline import SAMPLE as CONVERSATIONS
-    from tests.benchmarks.conversation.test_conversation_pipeline import sample_zip
+    from tests.kinds.conversation.test_conversation_pipeline import SAMPLE as CONVERSATIONS
+    from tests.kinds.conversation.test_conversation_pipeline import sample_zip
 
     return (sample_zip(), "RecLLMSim.zip") if CONVERSATIONS.exists() else None
 
 
 def _agentbench_upload() -> tuple[bytes, str]:
-    from tests.benchmarks.agentbench.test_agentbench_pipeline import outputs_zip
+    from tests.kinds.agentbench.test_agentbench_pipeline import outputs_zip
 
     return outputs_zip(), "outputs.zip"
 

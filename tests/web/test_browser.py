@@ -25,8 +25,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.benchmarks.agentbench.test_agentbench_pipeline import OA_A, outputs_zip
-from tests.benchmarks.conversation.test_conversation_annotation import items as conversation_items
 from tests.browser_support import (
     CHROMIUM,
     SAMPLE,
@@ -39,6 +37,8 @@ from tests.browser_support import (
 )
 from tests.conftest import ROOT, jsonl, session_line
 from tests.judge_server import JudgeServer
+from tests.kinds.agentbench.test_agentbench_pipeline import OA_A, outputs_zip
+from tests.kinds.conversation.test_conversation_annotation import items as conversation_items
 from tests.web.test_upload_misfits import CONVERSATION, GROUNDTRUTH, OVERALL, SCREENSHOT, needs_shared_data
 
 if not CHROMIUM.exists() and __name__ != "__main__":
@@ -430,8 +430,8 @@ def test_settings_test_connection_shows_the_judges_answer(page, watch, server, j
 
 
 def test_rubrics_are_added_viewed_downloaded_picked_and_deleted_in_the_browser(page, watch, server, tmp_path):
-    from benchmarks import rubrics
-    from tests.benchmarks.dialogue.test_rubric_pages import lab
+    from kinds import rubrics
+    from tests.kinds.dialogue.test_rubric_pages import lab
 
     open_page(page, server, "/settings")
     page.get_by_role("link", name="Rubrics: the judging protocols (add, view, download, delete)").click()

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from tests.benchmarks.test_method_colours import own_colour
 from tests.browser_support import CHROMIUM, SAMPLE, PageWatch, dashboard_server, launch_chromium, new_context
 from tests.judge_server import JudgeServer
+from tests.kinds.test_method_colours import own_colour
 
 if not CHROMIUM.exists():
     pytest.skip(f"browser tests need Chromium at {CHROMIUM} (Debian package `chromium`)", allow_module_level=True)

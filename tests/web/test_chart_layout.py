@@ -25,7 +25,7 @@ METHODS = ("Base", "Chain-of-Thought prompting", "RAG", "PersonaSteer (ours)", "
 @pytest.fixture(scope="module")
 def chart_pages(server, judge) -> dict[str, str]:  # noqa: F811
     """A result and a compare page of every kind whose data is here."""
-    from tests.benchmarks.agentbench.test_agentbench_pipeline import outputs_zip
+    from tests.kinds.agentbench.test_agentbench_pipeline import outputs_zip
 
     six = jsonl(*(session_line(f"s{i}", rounds=10, methods=METHODS) for i in range(6)))
     dialogue = [server.evaluate(server.upload(six, f"six-{n}.jsonl"))["id"] for n in (1, 2)]

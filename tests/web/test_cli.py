@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from tests.benchmarks.agentbench.test_agentbench import dumps, overall
 from tests.conftest import ROOT, jsonl, session_line
+from tests.kinds.agentbench.test_agentbench import dumps, overall
 
 
 def test_score_prints_result_document(runner, tmp_path):

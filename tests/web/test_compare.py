@@ -54,7 +54,7 @@ def test_compare_two_evaluations(client, two_runs):
 
 
 def test_differences_are_exact(app, client, two_runs):
-    from benchmarks.dialogue.views import comparison
+    from kinds.dialogue.views import comparison
     from web.compare import load_runs
     first, second = two_runs
     with app.test_request_context():

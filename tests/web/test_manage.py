@@ -7,8 +7,8 @@ import json
 import re
 from pathlib import Path
 
-from tests.benchmarks.mobility.test_mobility_pipeline import add_reference, synthetic, upload_generated
 from tests.conftest import jsonl, session_line, wait_for
+from tests.kinds.mobility.test_mobility_pipeline import add_reference, synthetic, upload_generated
 from tests.web.test_api import upload
 
 

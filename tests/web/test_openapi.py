@@ -47,7 +47,7 @@ BEYOND_THE_DOCUMENT = {
     "POST /api/references": "the reference set file's content",
     "POST /api/evaluations": "whether the upload exists, and the start fields its kind accepts (its methods, ...)",
     "POST /api/simulations": "the personas' upload, the endpoints the operator named, the methods' names",
-    "POST /api/rubrics": "the rubric file's content, which benchmarks/rubrics/ reads",
+    "POST /api/rubrics": "the rubric file's content, which kinds/rubrics/ reads",
 }
 
 

@@ -6,7 +6,7 @@ import io
 import json
 import re
 
-from benchmarks.figures import PLOTLY_JS_FILE
+from kinds.figures import PLOTLY_JS_FILE
 from tests.conftest import jsonl, session_line, wait_for
 
 XSS = "<script>alert(1)</script><img src=x onerror=alert(2)></script>"
@@ -246,8 +246,8 @@ def test_upload_page_says_rounds_per_session_once_when_every_session_has_as_many
 def test_evaluations_list_names_methods_or_agents_and_nothing_for_other_kinds(client):
     """The "Methods or agents" column: a dialogue run's methods, an AgentBench run's agents, a dash for a mobility
     run (its file's name is not a method)."""
-    from tests.benchmarks.agentbench.test_agentbench_pipeline import evaluate, outputs_zip, upload
-    from tests.benchmarks.mobility.test_mobility_pipeline import add_reference, synthetic, upload_generated
+    from tests.kinds.agentbench.test_agentbench_pipeline import evaluate, outputs_zip, upload
+    from tests.kinds.mobility.test_mobility_pipeline import add_reference, synthetic, upload_generated
 
     evaluate(client, upload(client, outputs_zip(), "outputs.zip").get_json()["id"])
     add_reference(client, json.dumps(synthetic(seed=1)).encode(), "ref.json", "synthetic")

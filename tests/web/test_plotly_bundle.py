@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from benchmarks.figures import FULL_PLOTLY_JS_FILE, PLOTLY_JS_FILE
+from kinds.figures import FULL_PLOTLY_JS_FILE, PLOTLY_JS_FILE
 from tests.conftest import ROOT
 
 RECIPE = ROOT / "vendor" / "plotly-bundle"
@@ -37,7 +37,7 @@ def test_the_bundle_is_the_python_packages_plotly_js_version_with_its_licence():
 
 def test_every_trace_type_the_figure_builders_use_is_registered():
     used = set()
-    for path in (ROOT / "benchmarks").rglob("figures.py"):
+    for path in (ROOT / "kinds").rglob("figures.py"):
         used |= set(re.findall(r'"type": "(\w+)"', path.read_text("utf-8")))
     used.discard("data")  # error bars' "type": "data" (part of scatter and bar), not a trace type
     assert used == registered_traces() == {"scatter", "bar", "scatterpolar", "heatmap"}

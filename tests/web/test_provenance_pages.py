@@ -6,8 +6,8 @@ import hashlib
 import json
 import re
 
-from benchmarks import rubrics
-from benchmarks.dialogue import prompts, rubric_store
+from kinds import rubrics
+from kinds.dialogue import prompts, rubric_store
 from tests.conftest import jsonl, session_line, wait_for
 from tests.web.test_api import upload
 

@@ -6,8 +6,8 @@ import io
 import json
 import re
 
-from tests.benchmarks.dialogue.test_sample_grid import scored
 from tests.conftest import jsonl, wait_for
+from tests.kinds.dialogue.test_sample_grid import scored
 from tests.web.test_api import upload
 
 HOSTILE = ("**Bold plan** <script>alert(1)</script> <img src=x onerror=alert(2)>\n\n# Day 1\n\n- West Lake\n"

@@ -8,11 +8,11 @@ import re
 
 import pytest
 
-from tests.benchmarks.agentbench.test_agentbench import OA_A
-from tests.benchmarks.agentbench.test_agentbench_pipeline import outputs_zip
-from tests.benchmarks.conversation.test_conversation_pipeline import own_conversation
-from tests.benchmarks.mobility.test_mobility_pipeline import add_reference, synthetic
 from tests.conftest import wait_for
+from tests.kinds.agentbench.test_agentbench import OA_A
+from tests.kinds.agentbench.test_agentbench_pipeline import outputs_zip
+from tests.kinds.conversation.test_conversation_pipeline import own_conversation
+from tests.kinds.mobility.test_mobility_pipeline import add_reference, synthetic
 
 
 def finished(client, data: bytes, name: str, **start) -> dict:

@@ -10,13 +10,13 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from benchmarks import registry
-from benchmarks import row_diff as logic
-from benchmarks.kind import Metric, Sample
-from tests.benchmarks.test_kind_plugin import CountsKind
-from tests.benchmarks.test_kind_plugin import evaluate as plugin_evaluate
-from tests.benchmarks.test_kind_plugin import upload as plugin_upload
+from kinds import registry
+from kinds import row_diff as logic
+from kinds.kind import Metric, Sample
 from tests.conftest import jsonl
+from tests.kinds.test_kind_plugin import CountsKind
+from tests.kinds.test_kind_plugin import evaluate as plugin_evaluate
+from tests.kinds.test_kind_plugin import upload as plugin_upload
 from tests.web.test_share import create_share, evaluate
 
 # (session, round, method) -> (baseline reply, other reply); the judge server scores the markers
@@ -153,8 +153,8 @@ def test_bad_input_is_a_clear_400(client, runs):
 
 
 def test_other_kinds_say_why(client, runs):
-    from tests.benchmarks.mobility.test_mobility_pipeline import add_reference, synthetic, upload_generated
     from tests.conftest import wait_for
+    from tests.kinds.mobility.test_mobility_pipeline import add_reference, synthetic, upload_generated
     add_reference(client, json.dumps(synthetic(seed=1)).encode(), "ref.json", "rows-ref")
     mobility = []
     for seed in (2, 3):

@@ -8,13 +8,13 @@ import time
 
 import pytest
 
-from benchmarks import registry, rubrics
-from benchmarks.dialogue import rubric_store
+from kinds import registry, rubrics
+from kinds.dialogue import rubric_store
 from storage.store import Store
-from tests.benchmarks.dialogue import rubric_cases as cases
-from tests.benchmarks.dialogue.test_rubric_results import one_file, three_file
 from tests.browser_support import CHROMIUM, PageWatch, axe_violations, dashboard_server, launch_chromium, new_context
 from tests.judge_server import JudgeServer
+from tests.kinds.dialogue import rubric_cases as cases
+from tests.kinds.dialogue.test_rubric_results import one_file, three_file
 from tests.web.test_browser import check_widths, open_page, wait_for_chart
 
 if not CHROMIUM.exists():

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from common import safe_csv
-from tests.benchmarks.agentbench.test_agentbench import make_zip, tree
-from tests.benchmarks.conversation.test_conversation_annotation import items as annotated_conversations
-from tests.benchmarks.mobility.test_mobility_pipeline import synthetic
 from tests.conftest import ROOT, jsonl, session_line, wait_for
+from tests.kinds.agentbench.test_agentbench import make_zip, tree
+from tests.kinds.conversation.test_conversation_annotation import items as annotated_conversations
+from tests.kinds.mobility.test_mobility_pipeline import synthetic
 from tests.web.test_api import upload
 from tests.web.test_share import create_share, evaluate, share_path
 from web import accounts
@@ -321,7 +321,7 @@ def test_mobility_csv_is_written_the_same_way(client):
 
 def test_every_csv_the_app_writes_goes_through_safe_csv():
     """One writer for every CSV: no module writes CSV with the csv module (or pandas) directly."""
-    for folder in ("web", "benchmarks", "common"):
+    for folder in ("web", "kinds", "common"):
         for path in (ROOT / folder).glob("*.py"):
             if path.name == "safe_csv.py":
                 continue

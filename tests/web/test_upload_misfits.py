@@ -10,7 +10,7 @@ from html import unescape
 
 import pytest
 
-from benchmarks import registry
+from kinds import registry
 from tests.conftest import ROOT, SHARED_DATA, jsonl, session_line
 
 SCREENSHOT = ROOT / "docs" / "screenshots" / "result.png"

@@ -1,4 +1,4 @@
-// plotly.js with the trace types the dashboard's figures use (benchmarks/*/figures.py): scatter (in core, with
+// plotly.js with the trace types the dashboard's figures use (kinds/*/figures.py): scatter (in core, with
 // its error bars and filled bands), bar, scatterpolar (the radars) and heatmap (the judges' agreement).
 'use strict';
 

@@ -1,0 +1,186 @@
+"""The conversation kind: Human-vs-Agent task-oriented conversations, real users against simulated ones."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import BinaryIO, Iterable, Iterator, Mapping
+
+import click
+
+from common.contract import Flag
+from judge import Prompt, judge_summary
+from kinds.conversation import annotation, figures, pairs, views
+from kinds.conversation.format import Conversation, holds_conversations, read_any
+from kinds.conversation.prompts import ANNOTATION_PROMPT_VERSION, ANNOTATION_SCALES
+from kinds.conversation.prompts import template as annotation_template
+from kinds.conversation.result import build_result
+from kinds.host import Store
+from kinds.kind import (
+    Job,
+    Kind,
+    Plan,
+    Sample,
+    Site,
+    StartError,
+    StartRequest,
+    as_flag,
+    open_file,
+    upload_as,
+    upload_stem,
+)
+from kinds.problems import Report
+from kinds.readers.zip import ZIP_MAGIC
+from translations import _
+from translations import lazy_gettext as _l
+
+FIDELITY_COLUMNS = ("turns", "user_message_length", "intents")
+
+
+class ConversationKind(Kind):
+    """RecLLMSim conversations (JSON, JSONL or a ZIP of the dataset's folders): statistics and simulator fidelity,
+    and optionally the judge's annotation of every conversation."""
+
+    name = "conversation"
+    label = _l("Conversations (Human-vs-Agent)")
+    formats = _l(".json (one conversation or a list of them), .jsonl, or a .zip of the dataset's folders")
+    headline_label = _l("Intents JSD (bits)")
+    headline_digits = 2
+    start_fields = ("annotate",)
+    start_types = {"annotate": Flag}
+    cli_options = (click.Option(["--annotate"], is_flag=True, default=None,
+                                help="Conversations: also have the judge annotate each conversation."),)
+
+    def sniff(self, head: bytes, filename: str, path: Path | None) -> bool:
+        """A ZIP (one AgentBench did not claim), or JSON with a `history` and no `rounds`."""
+        return head.startswith(b"PK\x03\x04") or (b'"history"' in head and b'"rounds"' not in head)
+
+    def upload_hint(self, head: bytes, filename: str, path: Path) -> str | None:
+        """JSON with a `history`, as `sniff` sees it or further into the file than its start (any ZIP, which `sniff`
+        claims when no kind before it did, is no sign of conversations)."""
+        if head.startswith(ZIP_MAGIC):
+            return None
+        if self.sniff(head, filename, path):
+            return upload_as(self, recognised=True)
+        json_text = head.lstrip()[:1] in (b"{", b"[")
+        return upload_as(self, recognised=False) if json_text and holds_conversations(path) else None
+
+    def validate(self, stream: BinaryIO, filename: str, options: Mapping[str, str]) -> Report:
+        """Read every conversation; problems name the uploaded file, never the temporary one."""
+        return read_any(stream, filename or "upload")[0]
+
+    def start(self, upload: dict, request: StartRequest) -> Plan:
+        """Statistics in one step, or with `annotate` one judgment per conversation."""
+        annotate = as_flag(request.options.get("annotate"))
+        if annotate is None:
+            raise StartError(_("'annotate' must be true or false."))
+        if not annotate:
+            return Plan([upload_stem(upload)], {})
+        settings = request.judge_settings()
+        if settings.get("judges"):
+            raise StartError(_("A panel of judges is available for dialogue evaluations; a conversation annotation "
+                               "has one judge."))
+        return Plan([upload_stem(upload)], {"annotate": True, **settings},
+                    upload["summary"]["conversations"])
+
+    def needs_judge(self, evaluation: dict) -> bool:
+        """Only an annotation run calls the judge."""
+        return bool(evaluation["settings"].get("annotate"))
+
+    @staticmethod
+    def _conversations(job: Job) -> list[Conversation]:
+        if "conversations" not in job.scratch:
+            with open_file(job.path) as f:
+                job.scratch["conversations"] = read_any(f, job.upload["filename"])[1]
+        return job.scratch["conversations"]
+
+    def plan(self, job: Job) -> list[tuple]:
+        """One annotation per conversation."""
+        return annotation.plan_rows(self._conversations(job))
+
+    def requests(self, job: Job, pending: set) -> Iterator[tuple[tuple, Prompt]]:
+        """The pending conversations' annotation requests, (key, Prompt) in the judge's language."""
+        return annotation.requests(self._conversations(job), pending, job.config.language)
+
+    def prompt_templates(self, evaluation: dict, config, store: Store | None = None) -> dict[str, tuple[str, str]]:
+        """The annotation prompt in the judge's language."""
+        return {"annotation": (ANNOTATION_PROMPT_VERSION, annotation_template(config.language))}
+
+    def score(self, job: Job) -> dict:
+        """Statistics of each source and, when annotated, the judge's ratings beside the people's."""
+        conversations = self._conversations(job)
+        evaluation, upload = job.evaluation, job.upload
+        if not job.store.count_sessions(upload["id"]):  # where each conversation is, for the transcript views
+            job.store.set_session_offsets(upload["id"], [(i, c.path, 0) for i, c in enumerate(conversations)])
+        document = build_result(evaluation, upload, conversations)
+        if job.config is not None:
+            usage = job.store.usage(evaluation["id"])
+            document["annotation"] = {
+                "judge": judge_summary(job.config, usage, evaluation["settings"].get("prices"), [],
+                                       ANNOTATION_PROMPT_VERSION),
+                **annotation.summarise(conversations, job.store.judgments(evaluation["id"]))}
+        return document
+
+    def views(self) -> dict:
+        """`conversations?q=&page=`: the conversations by path; `transcript?index=N`: one conversation's turns with
+        the user's intents, the hallucination labels, satisfaction and, when annotated, the judge's annotation."""
+        return {"conversations": views.listing, "transcript": views.transcript}
+
+    paired_metrics = pairs.METRICS
+
+    def paired_samples(self, record: dict, site: Site) -> Iterable[Sample]:
+        """Each conversation, keyed by its path: its turns and the judge's annotation (pairs.py)."""
+        return pairs.samples(record, site)
+
+    def upload_context(self, upload: dict, site: Site) -> dict:
+        """The sources' names, and the tasks'."""
+        return {"source_labels": figures.source_labels(), "terms": figures.term_labels()}
+
+    def result_context(self, record: dict, args: Mapping, site: Site) -> dict:
+        """The tasks found in any source, and the sources' names."""
+        result = record.get("result")
+        tasks = sorted({task for s in result["sources"].values() for task in s["by_task"]}) if result else []
+        return {"tasks": tasks, "source_labels": figures.source_labels(), "terms": figures.term_labels()}
+
+    def figures(self, result: dict, record: dict, args: Mapping) -> dict:
+        """Turns, intents and satisfaction of people and simulated users."""
+        return figures.conversation_figures(result)
+
+    def csv(self, result: dict) -> tuple[tuple, list[tuple]]:
+        """Simulator fidelity, over all tasks and per task."""
+        fidelity = result["fidelity"]
+        return ("task", *FIDELITY_COLUMNS), [(task, *(f[k] for k in FIDELITY_COLUMNS))
+                                             for task, f in {"all": fidelity, **fidelity["by_task"]}.items()]
+
+    def downloads(self, result: dict) -> dict:
+        """`annotations.csv` of an annotated result."""
+        return {"annotations": lambda: annotation_table(result["annotation"])} if result.get("annotation") else {}
+
+    def headline(self, result: dict) -> list[list]:
+        """How far simulated users' intents are from real users' (JS divergence, bits)."""
+        return [["", result["fidelity"]["intents"]]]
+
+    def run_label(self, result: dict) -> str:
+        """The annotating judge's model, if any."""
+        return (result.get("annotation") or {}).get("judge", {}).get("model") or "—"
+
+    def compare(self, runs: list[dict]) -> dict:
+        """Simulator fidelity and, where annotated, the judge's ratings side by side."""
+        return {"runs": runs, "annotated": any(run["result"].get("annotation") for run in runs)}
+
+    def cli_start(self, values: Mapping, site: Site) -> dict:
+        """--annotate."""
+        return {"annotate": True} if values.get("annotate") else {}
+
+
+def annotation_table(block: dict) -> tuple[tuple, list[tuple]]:
+    """The judge's annotation of each conversation beside the people's own answers."""
+    header = ("conversation", "source", "task", "status", *ANNOTATION_SCALES, "hallucination",
+              *(f"questionnaire_{field}" for field in annotation.QUESTIONNAIRE_FIELDS.values()),
+              "labelled_hallucination", "error")
+    rows = []
+    for r in block["conversations"]:
+        scores = r["scores"] or {}
+        rows.append((r["path"], r["source"], r["task"], r["status"],
+                     *(scores.get(k) for k in (*ANNOTATION_SCALES, "hallucination")),
+                     *(r["questionnaire"][k] for k in annotation.QUESTIONNAIRE_FIELDS), r["labelled_hallucination"],
+                     r["error"]))
+    return header, rows

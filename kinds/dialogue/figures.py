@@ -1,0 +1,176 @@
+"""The dialogue kind's Plotly figures: AL(k) and BAR(k) curves with their bands, the dimensions' radar (a bar chart
+below three dimensions), and the same curves of several evaluations overlaid (one colour per method, one dash per
+evaluation). The dimensions, their labels and the yes/no question are the result's rubric's (result_rubric.py)."""
+from __future__ import annotations
+
+from kinds.dialogue import result_rubric
+from kinds.figures import LEGEND, LEGEND_BELOW, base_layout, legend_height, method_colours, plain, polar, run_style
+from translations import _
+
+MIN_RADAR = 3  # dimensions a radar needs to draw an area; fewer are drawn as bars
+
+
+def curve_figure(result: dict, key: str, title: str, y_title: str, colours: dict[str, str]) -> dict:
+    """Line chart of a per-round curve (AL(k) or BAR(k)) for every method, with its 95% band."""
+    traces = []
+    for name, m in result["methods"].items():
+        points = m[key]
+        traces.extend(_band(points, name, colours[name]))
+        traces.append({"type": "scatter", "mode": "lines+markers", "name": name, "line": {"color": colours[name]},
+                       "legendgroup": name,
+                       "x": [p["round"] for p in points], "y": [p["value"] for p in points],
+                       "customdata": [p.get("n") for p in points],
+                       "hovertemplate": "k=%{x}: %{y:.1f} (n=%{customdata})<extra>" + name + "</extra>"})
+    return {"data": traces, "layout": base_layout(title, _("Round k"), y_title, [0, 100])}
+
+
+def _rgba(colour: str, alpha: float) -> str:
+    """A #rrggbb colour with transparency."""
+    r, g, b = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+def _band(points: list[dict], name: str, colour: str) -> list[dict]:
+    """The 95% interval of a curve as a shaded band (an upper edge, then a lower edge filled up to it)."""
+    with_ci = [p for p in points if p.get("ci95")]
+    if not with_ci:
+        return []
+    x = [p["round"] for p in with_ci]
+    edge = {"type": "scatter", "mode": "lines", "line": {"width": 0}, "legendgroup": name, "showlegend": False,
+            "hoverinfo": "skip"}
+    return [{**edge, "x": x, "y": [p["ci95"][1] for p in with_ci]},
+            {**edge, "x": x, "y": [p["ci95"][0] for p in with_ci], "fill": "tonexty",
+             "fillcolor": _rgba(colour, 0.15)}]
+
+
+def radar_figure(result: dict, colours: dict[str, str]) -> dict:
+    """The dimension means of every method, each on 0-100 from its own scale: a radar, or grouped bars when the
+    rubric has fewer than MIN_RADAR dimensions (a radar of one or two axes draws no area)."""
+    rubric = result_rubric.of(result)
+    dimensions = rubric["dimensions"]
+    labels = result_rubric.dimension_labels(rubric)
+    theta = [labels[d["key"]] for d in dimensions]
+    layout = {"title": {"text": _("Dimension scores (0-100)")}, "legend": LEGEND_BELOW,
+              "margin": {"l": 90, "r": 90, "t": 60, "b": 40}, "paper_bgcolor": "#fff",
+              "font": {"family": "system-ui, sans-serif"}}
+    traces = []
+    for name, m in result["methods"].items():
+        values = [result_rubric.normalised(m["dimensions"].get(d["key"]), d) for d in dimensions]
+        if len(dimensions) < MIN_RADAR:
+            traces.append({"type": "bar", "name": name, "x": theta, "y": values, "marker": {"color": colours[name]},
+                           "hovertemplate": "%{x}: %{y:.1f}<extra>" + name + "</extra>"})
+        else:
+            traces.append({"type": "scatterpolar", "name": name, "fill": "toself", "opacity": 0.6,
+                           "r": values + values[:1], "theta": theta + theta[:1], "line": {"color": colours[name]}})
+    if len(dimensions) < MIN_RADAR:
+        layout.update(barmode="group", plot_bgcolor="#fff", margin={"l": 60, "r": 20, "t": 60, "b": 40},
+                      yaxis={"range": [0, 100], "title": {"text": _("Score (0-100)")}, "automargin": True},
+                      xaxis={"automargin": True})
+    else:
+        layout["polar"] = polar(len(dimensions), {"range": [0, 100]})
+    return {"data": traces, "layout": layout}
+
+
+def length_figure(result: dict, colours: dict[str, str]) -> dict:
+    """Fine score against reply length, a sample of each shown method's judgments."""
+    points = (result.get("length_bias") or {}).get("points") or {}
+    traces = [{"type": "scatter", "mode": "markers", "name": m, "x": [p[0] for p in points[m]],
+               "y": [p[1] for p in points[m]], "marker": {"color": colours.get(m), "size": 5, "opacity": 0.6}}
+              for m in result["methods"] if points.get(m)]
+    layout = base_layout(_("Fine score against reply length"), _("Reply length (characters)"), _("Fine score (0-100)"),
+                         [0, 100])
+    layout["xaxis"].pop("dtick")  # lengths, not rounds: let Plotly space the ticks
+    return {"data": traces, "layout": layout}
+
+
+def agreement_figure(result: dict) -> dict:
+    """Heatmap of Spearman's rho between every two judges of a panel (fine scores), the value in each cell."""
+    labels = result["judges"]
+    rho = {(p["a"], p["b"]): p["spearman"]["value"] for p in result["agreement"]["pairs"]}
+    z = [[1.0 if a == b else rho.get((a, b), rho.get((b, a))) for b in labels] for a in labels]
+    names = [plain(label) for label in labels]
+    return {"data": [{"type": "heatmap", "x": names, "y": names, "z": z, "zmin": -1, "zmax": 1,
+                      "colorscale": "RdBu", "texttemplate": "%{z:.2f}",
+                      "hovertemplate": "%{y} · %{x}: ρ = %{z:.3f}<extra></extra>"}],
+            "layout": {"title": {"text": _("Spearman ρ between judges (fine scores)")},
+                       "xaxis": {"automargin": True}, "yaxis": {"automargin": True, "autorange": "reversed"},
+                       "height": 160 + 60 * len(labels), "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
+                       "paper_bgcolor": "#fff", "font": {"family": "system-ui, sans-serif"}}}
+
+
+def win_rate_figure(result: dict) -> dict:
+    """Win, tie and loss rates of every pair of methods in pairwise mode (the panel's, or the one judge's) as
+    stacked bars, with the 95% interval of the win rate."""
+    pairwise = result["pairwise"]
+    shown = pairwise.get("panel") or next(iter(pairwise["judges"].values()))
+    rows = [p for p in shown["pairs"] if p["n"] and p["a"] in result["methods"] and p["b"] in result["methods"]]
+    names = [plain(f"{p['a']} vs {p['b']}") for p in rows]
+    traces = []
+    for key, label, colour in (("win", _("Win"), "#2ca02c"), ("tie", _("Tie"), "#c7c7c7"), ("loss", _("Loss"), "#d62728")):
+        trace = {"type": "bar", "orientation": "h", "name": label, "y": names, "marker": {"color": colour},
+                 "x": [100 * p[key]["rate"] for p in rows], "hovertemplate": "%{y}: %{x:.1f}%<extra>" + label + "</extra>"}
+        if key == "win":
+            trace["error_x"] = {"type": "data", "symmetric": False, "color": "#333",
+                                "array": [100 * (p["win"]["ci95"][1] - p["win"]["rate"]) if p["win"]["ci95"] else 0
+                                          for p in rows],
+                                "arrayminus": [100 * (p["win"]["rate"] - p["win"]["ci95"][0]) if p["win"]["ci95"] else 0
+                                               for p in rows]}
+        traces.append(trace)
+    layout = base_layout(_("Pairwise preference: first method's win, tie and loss rates"), _("Share of comparisons (%)"),
+                         "", [0, 100])
+    layout.update(barmode="stack", height=180 + 40 * len(rows))
+    layout["legend"] = {**layout["legend"], "traceorder": "normal"}
+    layout["xaxis"] = {**layout["xaxis"], "range": [0, 100]}
+    layout["xaxis"].pop("dtick")
+    layout["yaxis"] = {"automargin": True, "autorange": "reversed"}
+    return {"data": traces, "layout": layout}
+
+
+def dialogue_figures(result: dict, colours: dict[str, str] | None = None) -> dict:
+    """All charts of a dialogue result page (colours by method, so a subset keeps the full result's colours); no
+    BAR(k) when the rubric asks no yes/no question."""
+    colours = colours or method_colours(list(result["methods"]))
+    asked = result_rubric.yes_no(result_rubric.of(result))
+    return {
+        "al_curve": curve_figure(result, "al_curve", _("AL(k): fine score by round"), _("Mean fine score (0-100)"),
+                                 colours),
+        **({"binary_curve": curve_figure(result, "binary_curve", asked["curve"], asked["axis"], colours)}
+           if asked else {}),
+        "radar": radar_figure(result, colours),
+        "length": length_figure(result, colours),
+        **({"agreement": agreement_figure(result)} if result.get("by_judge") else {}),
+        **({"winrate": win_rate_figure(result)} if result.get("pairwise") else {}),
+    }
+
+
+def overlay_figure(runs: list[dict], colours: dict[str, str], key: str, title: str, y_title: str) -> dict:
+    """One line per (evaluation, method) of a per-round curve (`al_curve` or `binary_curve`)."""
+    traces = []
+    for position, run in enumerate(runs):
+        style = run_style(position)
+        for name, m in run["result"]["methods"].items():
+            points = m[key]
+            traces.append({
+                "type": "scatter", "mode": "lines+markers", "name": plain(f"{name} · {run['label']}"),
+                "legendgroup": run["id"], "meta": {"evaluation_id": run["id"], "method": name},
+                "line": {"color": colours[name], "dash": style["dash"]},
+                "marker": {"color": colours[name], "symbol": style["symbol"], "size": 7},
+                "x": [p["round"] for p in points], "y": [p["value"] for p in points],
+                "customdata": [p.get("n") for p in points],
+                "hovertemplate": "k=%{x}: %{y:.1f} (n=%{customdata})<extra>%{fullData.name}</extra>"})
+    layout = base_layout(title, _("Round k"), y_title, [0, 100])
+    layout.update(legend=LEGEND, height=legend_height(len(traces)))
+    return {"data": traces, "layout": layout}
+
+
+def compare_figures(runs: list[dict], colours: dict[str, str]) -> dict:
+    """The compare page's charts, keyed like the result page's: BAR(k) only when the runs share a rubric that asks a
+    yes/no question."""
+    results = [run["result"] for run in runs]
+    asked = result_rubric.yes_no(result_rubric.of(results[0])) if result_rubric.same_rubric(results) else None
+    return {
+        "al_curve": overlay_figure(runs, colours, "al_curve", _("AL(k): fine score by round"),
+                                   _("Mean fine score (0-100)")),
+        **({"binary_curve": overlay_figure(runs, colours, "binary_curve", asked["curve"], asked["axis"])}
+           if asked else {}),
+    }

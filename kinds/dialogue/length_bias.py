@@ -1,0 +1,65 @@
+"""How much reply length drives the judge's fine scores: the `length_bias` block of a dialogue result.
+
+Judges are known to prefer longer answers. For the parsed fine judgments: the correlation of the total with the
+reply's length in characters, and each method's difference from the first method before and after regressing out
+length (kinds/comparisons.py does the math). A sample of the points is kept for the scatter plot.
+
+The differences at equal length are estimated only when the file can tell length from method: when at least
+MIN_WITHIN_LENGTH_SHARE of the length's variance lies within methods ("identifiable", and else a "reason" and the
+"within_length_share" it was judged on). A method whose fitted score at the mean length falls outside the score's
+0-100 scale is listed in "out_of_range": the linear fit extrapolates there, and the page does not present it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from common.lazy_modules import lazy
+from kinds.comparisons import MIN_WITHIN_LENGTH_SHARE, length_controlled_differences, length_correlation
+from kinds.dialogue.records import ReplyLengths
+
+pd = lazy("pandas")
+
+POINTS_PER_METHOD = 400  # of the scatter plot, spread evenly over the method's judgments
+SCALE = (0.0, 100.0)  # the fine total's range
+
+
+def length_bias(judgments: pd.DataFrame, lengths: ReplyLengths, methods: list[str]) -> dict:
+    """Correlation of fine totals with reply length, raw and length-controlled differences from the first method
+    (when the file separates length from method), and up to POINTS_PER_METHOD (length, total) points per method;
+    `judgments` as records.judgment_frame."""
+    fine = judgments.loc[(judgments["mode"] == "fine") & (judgments["status"] == "ok") & judgments["total"].notna(),
+                         ["session_idx", "round", "method", "total"]]
+    sizes = lengths.of(fine)
+    known = sizes >= 0
+    sizes, scores = sizes[known], fine["total"].to_numpy(dtype=float)[known]
+    names = pd.Categorical(fine["method"])[known]  # codes and a few names, not a string object per judgment
+    present = [m for m in methods if (names == m).any()]
+    by_method = {m: (sizes[names == m], scores[names == m]) for m in present}
+    reference = present[0] if present else None
+    document = {"reference": reference, **length_correlation(scores, sizes),
+                "raw_differences": {}, "differences": {}, "length_slope": None,
+                "identifiable": False, "reason": "fewer_than_two_methods", "within_length_share": None,
+                "min_within_length_share": MIN_WITHIN_LENGTH_SHARE, "adjusted_means": {}, "out_of_range": [],
+                "points": {m: _spread(list(zip(size.tolist(), score.tolist()))) for m, (size, score) in by_method.items()}}
+    if len(present) < 2:
+        return document
+    means = {m: float(np.mean(score)) for m, (_size, score) in by_method.items()}
+    categories = list(names.categories)
+    controlled = length_controlled_differences(scores, sizes, names.codes, categories.index(reference))
+    adjusted = {categories[code]: value for code, value in controlled["adjusted_means"].items()}
+    adjusted = {m: adjusted[m] for m in present if m in adjusted}
+    document.update(raw_differences={m: means[m] - means[reference] for m in present[1:]},
+                    differences={categories[code]: value for code, value in controlled["differences"].items()},
+                    length_slope=controlled["length_slope"],
+                    identifiable=controlled["identifiable"], reason=controlled["reason"],
+                    within_length_share=controlled["within_length_share"], adjusted_means=adjusted,
+                    out_of_range=[m for m, value in adjusted.items() if not SCALE[0] <= value <= SCALE[1]])
+    return document
+
+
+def _spread(points: list[tuple[int, float]]) -> list[list[float]]:
+    """At most POINTS_PER_METHOD of the points, evenly spaced in their order (the same ones on every run)."""
+    if len(points) <= POINTS_PER_METHOD:
+        return [list(p) for p in points]
+    step = len(points) / POINTS_PER_METHOD
+    return [list(points[int(i * step)]) for i in range(POINTS_PER_METHOD)]

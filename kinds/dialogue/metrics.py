@@ -1,0 +1,276 @@
+"""Every number of the dialogue kind's methods (docs/metrics.md#dialogue): AL(k) curves, binary rates, CIs, comparisons.
+
+The supplementary analyses have modules of their own (README.md lists them): length_bias.py, judge_agreement.py,
+human_agreement.py, pairwise_mode.py and panel.py.
+
+Choices the design leaves open:
+- A judgment counts only when its status is "ok" and its value is valid (fine: total a finite
+  number in 0..100; binary: verdict 0 or 1, or in between for a judge panel's tie, see panel.py). An "ok"
+  judgment without a valid value is counted as unparsed, never replaced by a default.
+- If a (session, round, method, mode) cell has several valid judgments, F(s,k) / B(s,k) is their
+  mean, so every session weighs the same in AL(k) and BAR(k).
+- Bootstraps resample sessions in sorted session-id order, so results do not depend on the order
+  of the records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from itertools import combinations
+
+import numpy as np
+
+from common.lazy_modules import lazy
+from kinds import stats
+from kinds.comparisons import holm
+from kinds.dialogue.prompts import DIMENSIONS
+
+pd = lazy("pandas")  # loaded when a dialogue result is first scored, not when the app starts
+
+REQUIRED_COLUMNS = ("session", "round", "method", "mode", "status")
+HOLM_ALPHA = 0.05  # family-wise error rate of the pairwise method differences of one metric
+
+
+def curve_statistics(rounds: list[int], values: list[float]) -> dict:
+    """Summarise a curve: mean, OLS slope/intercept/R2, min-max normalised curve, its slope/R2."""
+    fit = stats.ols(rounds, values)
+    normalised = stats.min_max_normalise(values)
+    n_fit = stats.ols(rounds, normalised)
+    return {
+        "avg": stats.as_float(np.mean(values)) if values else None,
+        "slope": fit.slope,
+        "intercept": fit.intercept,
+        "r2": fit.r2,
+        "normalised": normalised,
+        "n_ir": n_fit.slope,
+        "n_r2": n_fit.r2,
+    }
+
+
+def _frame(records, value_columns: tuple[str, ...]) -> pd.DataFrame:
+    frame = records if isinstance(records, pd.DataFrame) else pd.DataFrame(list(records))
+    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
+    if missing and len(frame):
+        raise ValueError(f"records lack required fields: {', '.join(missing)}")
+    # Already in shape (records.judgment_frame, as by a result document): used as it is, not copied.
+    if set(REQUIRED_COLUMNS + value_columns) - set(frame.columns):
+        frame = frame.reindex(columns=list(REQUIRED_COLUMNS + value_columns))
+    for column in value_columns:
+        if frame[column].dtype != float:
+            frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
+    return frame
+
+
+def _valid_mask(frame: pd.DataFrame) -> pd.Series:
+    ok = frame["status"] == "ok"
+    fine = (frame["mode"] == "fine") & frame["total"].between(0, 100)
+    binary = (frame["mode"] == "binary") & frame["verdict"].between(0, 1)
+    return ok & (fine | binary)
+
+
+def _cells(judgments: pd.DataFrame, column: str) -> pd.Series:
+    """Mean value per (session, round), sorted by session then round."""
+    return judgments.groupby(["session", "round"], sort=True)[column].mean()
+
+
+def _session_matrix(cells: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Turn (session, round) cells into S x K value and 0/1 count matrices (sorted sessions)."""
+    sessions = cells.index.get_level_values("session")
+    rounds = cells.index.get_level_values("round")
+    session_codes, _ = pd.factorize(sessions, sort=True)
+    round_codes, round_values = pd.factorize(rounds, sort=True)
+    shape = (int(session_codes.max()) + 1, len(round_values))
+    sums = np.zeros(shape)
+    counts = np.zeros(shape)
+    sums[session_codes, round_codes] = cells.to_numpy(dtype=float)
+    counts[session_codes, round_codes] = 1.0
+    return sums, counts
+
+
+def round_curve(cells: pd.Series, scale: float) -> tuple[list[dict], dict]:
+    """AL(k) (scale 1, fine cells) or BAR(k) (scale 100, binary cells): per round k, the mean over sessions of the
+    (session, round) cells with their number, and the curve_statistics of those means."""
+    by_round = cells.groupby(level="round").agg(["mean", "count"])
+    rounds = [int(k) for k in by_round.index]
+    values = [float(v) * scale for v in by_round["mean"]]
+    points = [
+        {"round": k, "value": v, "n": int(n)} for k, v, n in zip(rounds, values, by_round["count"])
+    ]
+    return points, curve_statistics(rounds, values)
+
+
+class _WeightCache:
+    """Bootstrap weight matrices by number of sessions, built once per scoring call."""
+
+    def __init__(self, n_boot: int, seed: int):
+        self.n_boot, self.seed, self._cache = n_boot, seed, {}
+
+    def get(self, n: int) -> np.ndarray | None:
+        if n < 2:
+            return None
+        if n not in self._cache:
+            self._cache[n] = stats.resample_weights(n, self.n_boot, self.seed)
+        return self._cache[n]
+
+
+def bootstrap_mean_ci(sums: np.ndarray, counts: np.ndarray, scale: float, weights: _WeightCache) -> list[float] | None:
+    """95% CI of AVG (or of the binary rate): percentile interval of the mean over sessions' resamples, x scale."""
+    ci = stats.bootstrap_curve_mean_ci(sums, counts, weights=weights.get(sums.shape[0]))
+    return None if ci is None else [v * scale for v in ci]
+
+
+def add_round_cis(points: list[dict], sums: np.ndarray, counts: np.ndarray, scale: float,
+                  weights: _WeightCache) -> None:
+    """Give every curve point its 95% bootstrap interval over sessions (None with fewer than 2)."""
+    w = weights.get(sums.shape[0])
+    cis = stats.bootstrap_column_means_ci(sums, counts, weights=w) if w is not None else [None] * len(points)
+    # Both the points and the matrix columns are the rounds with data, in ascending order.
+    for point, ci in zip(points, cis):
+        point["ci95"] = None if ci is None else [v * scale for v in ci]
+
+
+def dimension_means(fine: pd.DataFrame, dimensions: tuple[str, ...] = DIMENSIONS) -> dict[str, float | None]:
+    """Each dimension's mean over the replies (a reply's value: the mean of its valid fine judgments), so that, as in
+    AL(k), a reply judged several times weighs the same as one judged once."""
+    by_reply = fine.groupby(["session", "round"], sort=False)[list(dimensions)].mean()
+    return {d: stats.as_float(by_reply[d].mean()) for d in dimensions}
+
+
+class _Judgments:
+    """One method's valid fine and binary judgments and their (session, round) cells."""
+
+    def __init__(self, rows: pd.DataFrame, valid: pd.Series):
+        self.rows = rows
+        self.valid = valid
+        self.fine = rows[valid & (rows["mode"] == "fine")]
+        self.binary = rows[valid & (rows["mode"] == "binary")]
+        self.fine_cells = _cells(self.fine, "total")
+        self.binary_cells = _cells(self.binary, "verdict")
+
+    def session_means(self) -> dict[str, pd.Series]:
+        """Per-session mean of F and of 100*B, indexed by session."""
+        return {
+            "fine": self.fine_cells.groupby(level="session").mean(),
+            "binary": self.binary_cells.groupby(level="session").mean() * 100.0,
+        }
+
+
+def _method_result(j: _Judgments, weights: _WeightCache, dimensions: tuple[str, ...], binary: bool = True,
+                   dimension_curves: bool = False) -> dict:
+    al_curve, al = round_curve(j.fine_cells, 1.0)
+    bar_curve, bar = round_curve(j.binary_cells, 100.0)
+
+    avg_ci = rate = rate_ci = None
+    if len(j.fine_cells):
+        sums, counts = _session_matrix(j.fine_cells)
+        avg_ci = bootstrap_mean_ci(sums, counts, 1.0, weights)
+        add_round_cis(al_curve, sums, counts, 1.0, weights)
+    if len(j.binary_cells):
+        sums, counts = _session_matrix(j.binary_cells)
+        add_round_cis(bar_curve, sums, counts, 100.0, weights)
+        rate = binary_rate(j.binary_cells)
+        # The binary rate pools all B(s,k): one column of per-session sums and counts.
+        rate_ci = bootstrap_mean_ci(sums.sum(axis=1), counts.sum(axis=1), 100.0, weights)
+
+    status = j.rows["status"]
+    sessions = set(j.fine["session"]) | set(j.binary["session"])
+    document = {
+        "al_curve": al_curve,
+        "avg": al["avg"],
+        "slope": al["slope"],
+        "intercept": al["intercept"],
+        "r2": al["r2"],
+        "n_al_curve": [
+            {"round": p["round"], "value": v} for p, v in zip(al_curve, al["normalised"])
+        ],
+        "n_ir": al["n_ir"],
+        "n_r2": al["n_r2"],
+        "binary_curve": bar_curve if binary else None,
+        "binary_rate": rate,
+        "binary_avg": bar["avg"],
+        "binary_slope": bar["slope"],
+        "binary_intercept": bar["intercept"],
+        "binary_r2": bar["r2"],
+        "binary_n_ir": bar["n_ir"],
+        "binary_n_r2": bar["n_r2"],
+        "dimensions": dimension_means(j.fine, dimensions),
+        "ci95": {"avg": avg_ci, "binary_rate": rate_ci},
+        "sessions": len(sessions),
+        "judged": len(j.fine) + len(j.binary),
+        "judged_fine": len(j.fine),
+        "judged_binary": len(j.binary),
+        "unparsed": int((status == "unparsed").sum() + ((status == "ok") & ~j.valid).sum()),
+        "failed": int((status == "failed").sum()),
+        "pending": int((status == "pending").sum()),
+    }
+    if dimension_curves:
+        document["dimension_curves"] = {d: round_curve(_cells(j.fine, d).dropna(), 1.0)[0] for d in dimensions}
+    return document
+
+
+def binary_rate(binary_cells: pd.Series) -> float:
+    """Binary rate = 100 x the mean of all B(s,k) (every session's every round)."""
+    return 100.0 * float(binary_cells.mean())
+
+
+def method_comparisons(per_method: dict, methods: list[str], weights: _WeightCache,
+                       metrics: tuple[str, ...] = ("fine", "binary")) -> list[dict]:
+    """Per pair of methods (a, b) and metric (fine, and binary when the rubric asks a yes/no question): the mean
+    difference a - b of per-session means over the sessions both have, its bootstrap CI, its paired t-test p-value
+    and that p-value after Holm's correction."""
+    out = []
+    for a, b in combinations(methods, 2):
+        for metric in metrics:
+            left, right = per_method[a][metric], per_method[b][metric]
+            both = left.index.intersection(right.index).sort_values()
+            result = stats.paired_difference(
+                left.loc[both].to_numpy(dtype=float),
+                right.loc[both].to_numpy(dtype=float),
+                weights=weights.get(len(both)),
+            )
+            out.append(
+                {
+                    "a": a,
+                    "b": b,
+                    "metric": metric,
+                    "diff": result.diff,
+                    "ci95": result.ci95,
+                    "significant": result.significant,
+                    "sessions": result.n,
+                    "p_value": result.p_value,
+                }
+            )
+    # Holm's correction over the method pairs of each metric: with many methods some CIs exclude 0 by chance.
+    for metric in metrics:
+        family = [c for c in out if c["metric"] == metric]
+        for c, adjusted in zip(family, holm([c["p_value"] for c in family])):
+            c["p_holm"] = adjusted
+            c["significant_holm"] = adjusted is not None and adjusted <= HOLM_ALPHA
+    return out
+
+
+def score_methods(
+    records: Iterable[dict] | pd.DataFrame,
+    methods: list[str],
+    n_boot: int = stats.DEFAULT_N_BOOT,
+    seed: int = stats.DEFAULT_SEED,
+    dimensions: tuple[str, ...] = DIMENSIONS,
+    binary: bool = True,
+    dimension_curves: bool = False,
+) -> tuple[dict, list]:
+    """Score judgments into per-method metrics (docs/result-documents.md) and pairwise comparisons; `dimensions` are
+    the rubric's keys, `binary` whether it asks a yes/no question (without one the binary figures are null and only
+    the fine scores are compared), `dimension_curves` whether each dimension's mean by round is given too."""
+    value_columns = ("total", "verdict") + tuple(dimensions)
+    frame = _frame(records, value_columns)
+    valid_all = _valid_mask(frame)
+    weights = _WeightCache(n_boot, seed)
+    results, session_means = {}, {}
+    columns = frame[list(REQUIRED_COLUMNS + value_columns)]
+    for name in methods:  # one method's rows at a time: a copy of a method's judgments, not of all of them
+        mine = (frame["method"] == name).to_numpy()
+        rows = columns[mine]
+        judgments = _Judgments(rows, valid_all[mine])
+        results[name] = _method_result(judgments, weights, tuple(dimensions), binary, dimension_curves)
+        session_means[name] = judgments.session_means()
+    return results, method_comparisons(session_means, list(methods), weights, ("fine", "binary") if binary else ("fine",))

@@ -1,0 +1,143 @@
+"""What a dialogue result says of its rubric, as its pages, figures and tables read it.
+
+A result names its rubric in its "rubric" block (result.py writes it with `block`): the reference (id, version,
+SHA-256), title, how the headline is made, each dimension's key, labels and scale, and the labels of its yes/no
+question (None when it asks none). A result kept before rubrics has no block: it was judged under the default
+rubric (personasteer), whose block stands in for it. The pages show the dimensions' labels in the page's language
+and each dimension on its own scale; the default rubric's yes/no question keeps the dashboard's own words (the
+keep-chatting rate), any other's is named by its label.
+"""
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from flask_babel import get_locale
+
+from kinds.dialogue import rubric_store
+from kinds.dialogue.prompts import DEFAULT
+from kinds.host import Store
+from kinds.rubrics import Rubric
+from kinds.rubrics.model import LANGUAGES, plain
+from translations import _
+
+SHORT_SHA = 12  # characters of a rubric's SHA-256 shown on the pages
+
+
+def block(rubric: Rubric) -> dict:
+    """What a result says of its rubric: its reference (id, version, SHA-256), title, how the headline is made, each
+    dimension's key, labels and scale, and its yes/no question's labels (None without one)."""
+    dimensions = [{"key": d.key, "label": {lang: d.label_in(lang) for lang in LANGUAGES}, "min": plain(d.low),
+                   "max": plain(d.high), "integer": d.integer} for d in rubric.dimensions]
+    binary = {lang: rubric.binary_label(lang) for lang in LANGUAGES} if rubric.has_binary else None
+    return {**rubric.reference(), "title": {lang: rubric.title(lang) for lang in LANGUAGES},
+            "headline": rubric.headline_text() if rubric.dimensions else "total", "dimensions": dimensions,
+            "binary": binary}
+
+
+@cache
+def default_block() -> dict:
+    """The default rubric's block: what a result kept before rubrics was judged under."""
+    return block(DEFAULT)
+
+
+def of(result: dict) -> dict:
+    """A result's rubric block (the default's for a result kept before rubrics)."""
+    return result.get("rubric") or default_block()
+
+
+def of_record(record: dict, store: Store | None) -> dict:
+    """An evaluation's rubric block: its result's, else (not scored yet) that of the rubric its settings name."""
+    if record.get("result"):
+        return of(record["result"])
+    return block(rubric_store.of_evaluation(store, record))
+
+
+def keys(rubric: dict) -> tuple[str, ...]:
+    """The keys of a rubric block's dimensions, in its order."""
+    return tuple(d["key"] for d in rubric["dimensions"])
+
+
+def has_binary(rubric: dict) -> bool:
+    """Whether a rubric block asks a yes/no question of every reply."""
+    return rubric["binary"] is not None
+
+
+def is_default(rubric: dict) -> bool:
+    """Whether a rubric block is the default rubric's (no rubric people add may take a built-in's id)."""
+    return rubric["id"] == DEFAULT.id
+
+
+def same_rubric(results: list[dict]) -> bool:
+    """Whether every result was judged under one rubric (the same SHA-256)."""
+    return len({of(result)["sha256"] for result in results}) <= 1
+
+
+def language() -> str:
+    """The page's language ("en" outside a request)."""
+    locale = get_locale()
+    return locale.language if locale is not None and locale.language in LANGUAGES else "en"
+
+
+def _text(texts: dict[str, str], lang: str) -> str:
+    return texts.get(lang) or texts["en"]
+
+
+def title(rubric: dict, lang: str | None = None) -> str:
+    """A rubric block's title in a language (the page's by default)."""
+    return _text(rubric["title"], lang or language())
+
+
+def dimension_labels(rubric: dict, lang: str | None = None) -> dict[str, str]:
+    """Each dimension's label by key, in a language (the page's by default)."""
+    lang = lang or language()
+    return {d["key"]: _text(d["label"], lang) for d in rubric["dimensions"]}
+
+
+def scale_text(dimension: dict) -> str:
+    """A dimension's scale as people read it: "1-7"."""
+    return f"{dimension['min']}-{dimension['max']}"
+
+
+def scales(rubric: dict) -> dict[str, str]:
+    """Each dimension's scale by key, as people read it ("0-20")."""
+    return {d["key"]: scale_text(d) for d in rubric["dimensions"]}
+
+
+def normalised(value: float | None, dimension: dict) -> float | None:
+    """A dimension's value on 0-100: its place between the scale's min (0) and max (100)."""
+    if value is None:
+        return None
+    return (value - dimension["min"]) * (100 / (dimension["max"] - dimension["min"]))
+
+
+def described(rubric: dict, lang: str | None = None) -> str:
+    """A rubric as one line: its title, version and the start of its SHA-256."""
+    return f"{title(rubric, lang)} {rubric['version']} ({rubric['sha256'][:SHORT_SHA]})"
+
+
+def yes_no(rubric: dict, lang: str | None = None) -> dict[str, Any] | None:
+    """The words the pages use for a rubric block's yes/no question and its figures (the question, its rate, the
+    rate's axis, interval and difference, the BAR(k) curve, the yes and no answers), None when it asks none."""
+    if rubric["binary"] is None:
+        return None
+    if is_default(rubric):
+        return {"question": _("Keep chatting"), "rate": _("Keep-chatting rate"),
+                "axis": _("Keep-chatting rate (%)"), "rate_ci": _("Keep-chatting rate: confidence interval"),
+                "curve": _("BAR(k): share who want to keep chatting"), "difference": _("Keep-chatting rate difference"),
+                "yes": _("keep chatting"), "no": _("stop"), "short": _("keep"), "link": _("keep chatting")}
+    label = _text(rubric["binary"], lang or language())
+    return {"question": label, "rate": _("Share of yes: %(question)s", question=label),
+            "axis": _("Share of yes (%)"), "rate_ci": _("Share of yes: confidence interval"),
+            "curve": _("BAR(k): share of yes to %(question)s", question=label),
+            "difference": _("Share of yes: difference"), "yes": _("yes"), "no": _("no"), "short": _("yes"),
+            "link": label}
+
+
+def page_values(rubric: dict) -> dict:
+    """What a page of a dialogue evaluation is rendered with of its rubric block: the block, its one-line
+    description, the dimensions' labels (in the page's language) and scales by key, and the words of its yes/no
+    question ("yesno", None without one)."""
+    return {"rubric": rubric, "rubric_title": title(rubric), "rubric_text": described(rubric),
+            "default_rubric": is_default(rubric),
+            "dimension_labels": dimension_labels(rubric), "dimension_scales": scales(rubric), "yesno": yes_no(rubric)}

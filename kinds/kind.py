@@ -1,0 +1,412 @@
+"""The interface of a benchmark kind: everything the pipeline asks of one, in one place.
+
+A kind is a plug-in. The runner (pipeline/jobs.py), the upload path (pipeline/ingest.py), the pages, the API, the exports, the
+share view, the compare view and the CLI only ever call the methods below; none of them names a kind. To add
+one, subclass `Kind` in a package of its own and register an instance in `kinds/registry.py`.
+
+The life of an upload, and which method answers each step:
+
+1. detect    `sniff(head, filename, path)`: is this file of the kind? (first kind in registry order wins)
+2. validate  `validate(stream, filename, options)` -> Report: streaming, problems located by line or path;
+             when another kind refuses a file, `upload_hint(head, filename, path)` says whether it looks like
+             one of this kind's, and how to upload it
+   attach    `check_attachment(name, stream, filename, upload, options, site)` -> Report: a file attached to a
+             stored upload (one of `attachments`: dialogue's "scores", another judge's), checked against it
+3. start     `start(upload, request)` -> Plan: what an evaluation records (methods, settings, units of work)
+4. run       `plan(job)` -> judgment keys, `requests(job, pending)` -> (key, judge.Prompt) judge calls
+             (kinds with a judge), or `given_judgments(job)` -> (key, outcome) for an evaluation that brings its
+             judgments with it (imported scores), then `score(job)` -> the result document (every kind; a kind
+             without a judge has one pure step)
+5. show      `upload_context`, `result_context`, `figures`, `csv`, `downloads`, `views`, `compare`, with the
+             templates `<name>/upload.html`, `<name>/result.html`, `<name>/compare.html` in `template_folder`
+6. CLI       `cli_options` (click options added to `flask score`) and `cli_start` (their values -> options);
+             `cli_commands` (commands of its own, `flask --app app <command>`)
+
+What a kind uses of the app (the store, the stored files, the runner, its own tables `tables`) is typed in
+kinds/host.py, the one module of the app a kind imports besides this one and the shared ones.
+"""
+from __future__ import annotations
+
+import inspect
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, ClassVar, Iterable, Iterator, Mapping
+
+import jinja2
+
+# Site, StoredFile and open_file are the plug-in API's (kinds/host.py), named here too as kinds have imported them
+from kinds.host import Site as Site
+from kinds.host import Store, Table
+from kinds.host import StoredFile as StoredFile
+from kinds.host import open_file as open_file
+from kinds.problems import Problem, Report
+from translations import _
+
+if TYPE_CHECKING:
+    from judge import Prompt
+
+
+class StartError(ValueError):
+    """A request to start an evaluation that cannot be honoured; the message says why (a 400)."""
+
+
+class JobFailed(Exception):
+    """An evaluation that cannot go on (its reference set was removed, say); the message is shown as it is."""
+
+
+@dataclass
+class StartRequest:
+    """What a user asked for when starting an evaluation of an upload.
+
+    `options` holds the kind's own fields (those in `Kind.start_fields`), as sent by the form, the API or the
+    CLI; `judge_settings()` checks the request's judge settings and returns what the evaluation records.
+    """
+
+    methods: list[str] | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    judge_settings: Callable[[], dict] = dict
+    store: Store | None = None
+
+
+@dataclass
+class Plan:
+    """What `Kind.start` decides: the evaluation's methods, its recorded settings and its units of work."""
+
+    methods: list[str]
+    settings: dict
+    total: int = 1
+
+
+@dataclass
+class Job:
+    """One run of an evaluation, as the runner hands it to its kind.
+
+    `path` is the upload's file (a StoredFile: read it with `open_file`); `config` the judge configuration when
+    the evaluation uses one (`judges`, every judge's, for a panel); `site` the store (judgments, usage, reference
+    sets) and the stored files; `scratch` a place to keep what was read from the file between `plan`, `requests`
+    and `score` within one run.
+    """
+
+    evaluation: dict
+    upload: dict
+    path: StoredFile
+    site: Site
+    config: Any = None  # the judge's, or the first judge's of a panel
+    judges: list = field(default_factory=list)  # a panel's configurations, in the order given
+    scratch: dict = field(default_factory=dict)
+
+    @property
+    def store(self) -> Store:
+        """The store the evaluation lives in."""
+        return self.site.store
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A headline metric that pairs sample by sample between two runs (`Kind.paired_metrics`), computed from the
+    paired samples exactly as the result document defines the figure of the same name: the mean of the samples'
+    values (or, `per_stratum`, the mean over strata of each stratum's mean), times `scale`."""
+
+    name: str  # its key in Sample.values and in the result document, e.g. "avg"
+    label: Any  # a lazy translated string shown in tables
+    binary: bool = False  # 0/1 verdicts (McNemar's test) rather than scores (a signed-rank or t test)
+    scale: float = 1.0  # the result's figure is the mean x scale (a rate in %: 100)
+    per_stratum: bool = False  # the mean over Sample.stratum of each stratum's mean (dialogue's AVG: over rounds)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One sample of a finished run as a paired comparison sees it: the same `method` and `key` in two runs are one
+    pair. `cluster` is the unit a bootstrap resamples (dialogue: the session, not the round); `values` holds the
+    sample's value of each paired metric (None when it has none: a failed judgment); `stratum` groups the samples a
+    `per_stratum` metric averages first (dialogue: the round); `text` is what was judged (a reply), shown by the
+    row-level diff; `links` name the kind's view of the sample ({label: "view?query"})."""
+
+    method: str
+    key: tuple
+    cluster: str
+    values: Mapping[str, float | None]
+    stratum: Any = None
+    text: str | None = None
+    links: Mapping[str, str] = field(default_factory=dict)
+
+
+class Kind(ABC):
+    """A benchmark kind. Class attributes describe it; methods are called by the pipeline (see the module)."""
+
+    name: ClassVar[str]
+    label: ClassVar[Any]  # a lazy translated string, e.g. _l("Dialogue (persona alignment)")
+    # the files it takes, for people (the drop zone, and the message of a file no kind reads): a lazy translated
+    # string, e.g. _l(".jsonl, one session per line")
+    formats: ClassVar[Any] = ""
+    # stored uploads are named <sha256><extension>; a kind that takes several formats names the stored file's own
+    # in its validation report's summary ("extension")
+    extension: ClassVar[str] = ""
+    upload_fields: ClassVar[tuple[str, ...]] = ()  # form/API fields read at upload, passed to validate()
+    # files that may be attached to a stored upload of this kind, by name (dialogue: "scores", the scores another
+    # judge gave its replies): each is checked by `check_attachment`, stored by content hash, and chosen for an
+    # evaluation by the start field of the same name (its id); the CLI option of that name attaches a file by path
+    attachments: ClassVar[tuple[str, ...]] = ()
+    attachment_fields: ClassVar[tuple[str, ...]] = ()  # form/API fields read with an attachment (dialogue: rubric)
+    start_fields: ClassVar[tuple[str, ...]] = ()  # form/API fields read when starting, in StartRequest.options
+    # the JSON type of a start field in the API's contract (docs/api.md), e.g. {"annotate": Flag}; unlisted: any
+    start_types: ClassVar[Mapping[str, Any]] = {}
+    fallback: ClassVar[bool] = False  # detected last: the kind of any file no other kind claims
+    # whether <name>/report.html exists (its own self-contained report; otherwise the report is its result page)
+    offline_report: ClassVar[bool] = False
+    headline_label: ClassVar[Any] = ""  # what headline() gives, e.g. _l("Average AL")
+    # judge scores shown as their own columns in judgments.csv, in order (the others stay in its `scores` column);
+    # an evaluation's own may differ (`score_columns_of`)
+    score_columns: ClassVar[tuple[str, ...]] = ()
+    headline_digits: ClassVar[int] = 1  # decimals of the headline numbers in lists of evaluations
+    # tables only this kind keeps (kinds/host.py's Table), created with the store's schema steps
+    tables: ClassVar[tuple[Table, ...]] = ()
+    # the version of what this kind reads and how it scores it: raised when the file format or the result document
+    # changes, so that results of both can be told apart (the result's `provenance`)
+    format_version: ClassVar[int] = 1
+    # whether a simulation may take its simulated users from an upload of this kind (`personas` gives them)
+    holds_personas: ClassVar[bool] = False
+
+    # -- detect and validate -----------------------------------------------------------------------------
+
+    def sniff(self, head: bytes, filename: str, path: Path | None) -> bool:
+        """Whether a file starting with `head` (BOM removed) is of this kind; `path` is the whole file."""
+        return False
+
+    @abstractmethod
+    def validate(self, stream: BinaryIO, filename: str, options: Mapping[str, str]) -> Report:
+        """Check a file, streaming; problems name a line or a path. `report.summary` is kept with the upload."""
+        ...
+
+    def upload_hint(self, head: bytes, filename: str, path: Path) -> str | None:
+        """When a file another kind refused looks like one of this kind's, a sentence saying how to upload it (then
+        it is the one message the upload gets); None when it does not. By default: what `sniff` claims."""
+        return upload_as(self, recognised=True) if self.sniff(head, filename, path) else None
+
+    def check_attachment(self, name: str, stream: BinaryIO, filename: str, upload: dict, options: Mapping[str, str],
+                         site: Site) -> Report:
+        """Check a file attached to a stored upload of this kind (`name`: one of `attachments`; `options`: the
+        `attachment_fields` sent with it) against that upload, streaming; problems name a line and a field.
+        `report.summary` is kept with the attachment (its "extension" names the stored file's). By default every
+        file is refused: the kind takes none."""
+        return Report([Problem(None, "", _("Nothing can be attached to an upload of the kind %(label)s.",
+                                           label=self.label))])
+
+    def personas(self, stream: BinaryIO) -> Iterator[dict]:
+        """The simulated users of a validated upload of this kind (a kind that `holds_personas`), read through the
+        kinds' readers as `validate` reads the file, so that a BOM, CRLF line ends and blank lines read alike: dicts
+        of persona_id, user_profile, user_personality, scenario and opening (empty texts when absent). ValueError
+        at a line that does not read."""
+        return iter(())
+
+    # -- start and run -----------------------------------------------------------------------------------
+
+    def needs_judge(self, evaluation: dict) -> bool:
+        """Whether this evaluation calls the judge (then `plan` and `requests` give its calls)."""
+        return False
+
+    @abstractmethod
+    def start(self, upload: dict, request: StartRequest) -> Plan:
+        """Check a request to evaluate an upload (StartError when it cannot be done) and plan the evaluation."""
+        ...
+
+    def plan(self, job: Job) -> Iterable[tuple]:
+        """The judgment keys of an evaluation that uses a judge, as (index, session, round, method, mode); it may be
+        a generator (it is consumed in chunks, outside any transaction of the store)."""
+        return ()
+
+    def requests(self, job: Job, pending: set) -> Iterator[tuple[tuple, Prompt]]:
+        """Judge calls for the pending keys, as (key, judge.Prompt), built lazily."""
+        return iter(())
+
+    def all_requests(self, evaluation: dict, file: StoredFile, judges: list,
+                     store: Store | None = None) -> Iterator[tuple[tuple, Prompt]]:
+        """Every judge call an evaluation of `file` makes (`evaluation`: the "methods" and "settings" `start`
+        planned; `judges`: each judge's configuration), as (key, judge.Prompt), built as `requests` builds them but
+        before the evaluation exists (`store` only to read what its settings name): what an estimate counts and
+        measures. None by default."""
+        return iter(())
+
+    def given_judgments(self, job: Job) -> Iterable[tuple[tuple, dict]] | None:
+        """The judgments an evaluation brings with it instead of calling a judge (scores another judge gave,
+        imported), as (key, outcome): a key of `plan` without its session id (index, round, method, mode) and the
+        fields a judge's outcome is stored with (status "ok", total, verdict, scores). The runner plans and records
+        them, once, before `score`. None (the default) for an evaluation that brings none."""
+        return None
+
+    @abstractmethod
+    def score(self, job: Job) -> dict:
+        """The result document, from the file and (for a judge) the judgments stored so far."""
+        ...
+
+    def prompt_templates(self, evaluation: dict, config: Any, store: Store | None = None) -> dict[str, tuple[str, str]]:
+        """The prompt templates the judge `config` (one of a panel's) is sent in this evaluation, by name ("fine"):
+        (prompt version, the template's text as filled in for each judgment); the result's provenance keeps the
+        SHA-256 of each text, so that runs with differently worded prompts can be told apart. `store` holds what the
+        evaluation's settings name (a dialogue rubric people added)."""
+        return {}
+
+    def provenance(self, job: Job) -> dict:
+        """This kind's own part of the result's provenance, beside the common part (pipeline/provenance.py):
+        "bootstrap" ({"seed", "replicates"} of its intervals) when it draws bootstrap intervals, "reference"
+        ({"name", "sha256"}) when it scores against a reference set, "rubric" ({"id", "version", "sha256"}) when
+        its judge asks under a rubric, "scores" ({"imported": true, "filename", "sha256"}) when its judgments were
+        imported from a file."""
+        return {}
+
+    # -- show --------------------------------------------------------------------------------------------
+
+    def templates(self) -> jinja2.BaseLoader:
+        """Where this kind's templates are: by default the `templates` folder beside the kind's module."""
+        return jinja2.FileSystemLoader(Path(inspect.getfile(type(self))).parent / "templates")
+
+    def upload_context(self, upload: dict, site: Site) -> dict:
+        """Extra values for `<name>/upload.html` (the page that starts an evaluation)."""
+        return {}
+
+    def result_context(self, record: dict, args: Mapping, site: Site) -> dict:
+        """Extra values for `<name>/result.html` of a finished (or partial) result; `args` is the query string
+        (the view's state). A "result" value replaces the document shown (narrowed to some methods, say)."""
+        return {}
+
+    def figures(self, result: dict, record: dict, args: Mapping) -> dict:
+        """Plotly figures (plain JSON) of the result shown, by name."""
+        return {}
+
+    def score_columns_of(self, record: dict, store: Store | None = None) -> tuple[str, ...]:
+        """The judge scores of one evaluation (`record`, with or without its result; `store` to read what its
+        settings name) shown as their own columns in its judgments.csv, in order: by default `score_columns`."""
+        return self.score_columns
+
+    @abstractmethod
+    def csv(self, result: dict) -> tuple[tuple, Iterable[tuple]]:
+        """The result's main table as (header, rows): the `.csv` export."""
+        ...
+
+    def downloads(self, result: dict) -> dict[str, Callable[[], tuple[tuple, Iterable[tuple]]]]:
+        """More CSV tables of a result by name (served as `<name>.csv`), each a function giving (header, rows)."""
+        return {}
+
+    def views(self) -> dict[str, Callable[[dict, Mapping, Site], tuple[str, dict] | None]]:
+        """Read-only views of one evaluation by name, served at `view/<name>` and on share pages: each
+        takes (record, query string, site) and gives (template, values), or None for a 404."""
+        return {}
+
+    def samples(self, record: dict, args: Mapping, site: Site) -> dict | None:
+        """A page of per-sample detail for the API (`/api/evaluations/<id>/sessions`), or None: no such thing."""
+        return None
+
+    def headline(self, result: dict) -> list[list]:
+        """The few numbers a list of evaluations shows for a result: [name, value] pairs (a method, an agent)."""
+        return []
+
+    def participants(self, evaluation: dict) -> list[str]:
+        """The methods or agents an evaluation measures (a row of `evaluation_list`), for lists; none by default."""
+        return []
+
+    def run_label(self, result: dict) -> str:
+        """What a run was measured with (a judge model, a reference set), for compare and lists."""
+        return "—"
+
+    @abstractmethod
+    def compare(self, runs: list[dict]) -> dict:
+        """The values of `<name>/compare.html` (as `cmp` there; "figures" are drawn) for finished runs, each a
+        dict of its "id", "label", "filename", "model" (run_label), "result" and "baseline" (true for the one run
+        every difference shown is measured from)."""
+        ...
+
+    # headline metrics that pair sample by sample between runs; empty: runs of this kind compare unpaired
+    paired_metrics: ClassVar[tuple[Metric, ...]] = ()
+
+    def paired_metrics_for(self, results: list[dict]) -> tuple[Metric, ...]:
+        """The metrics these finished runs' result documents pair on (the first the default of a choice): by default
+        `paired_metrics`; a kind whose metrics depend on how a run was scored (the dialogue kind's rubric) gives those
+        every run has, on the same terms."""
+        return self.paired_metrics
+
+    def paired_samples(self, record: dict, site: Site) -> Iterable[Sample]:
+        """The samples of a finished run, for paired differences and the row-level diff of two runs (a generator is
+        fine: it is read once). Only kinds with `paired_metrics` give any."""
+        return ()
+
+    def paired_aggregates(self, pairs: list[tuple[Sample, Sample]]) -> list[dict]:
+        """Paired differences of metrics that are not a mean over samples (AgentBench's OA, a weighted sum over
+        tasks), from the aligned (baseline, other) samples: rows shaped like the per-sample metrics' rows (method,
+        metric, baseline_value, value, diff, ci95, p_value, n_pairs, test, mdd), before multiplicity correction."""
+        return []
+
+    def report_context(self, record: dict) -> dict:
+        """Values of `<name>/report.html`, for kinds with an offline report."""
+        return {}
+
+    nav: ClassVar[tuple] = ()  # (endpoint, label) links this kind adds to the header
+    settings_nav: ClassVar[tuple] = ()  # (endpoint, label) links this kind adds to the settings page
+    # paths of this kind's pages and API under which a change (any request but GET, HEAD and OPTIONS) needs an
+    # administrator when accounts are on, as the judge settings' do (those under /settings already do)
+    admin_paths: ClassVar[tuple[str, ...]] = ()
+
+    def blueprints(self) -> list:
+        """Flask blueprints of pages this kind adds beyond one evaluation's (those under /api skip CSRF)."""
+        return []
+
+    def start_choices(self, site: Site) -> dict[str, list[tuple[str, str]]]:
+        """The values forms offer for some of this kind's start fields, by field: (value, label) pairs, the default
+        first (the simulation page's scoring fields use them). None by default."""
+        return {}
+
+    # -- CLI ---------------------------------------------------------------------------------------------
+
+    cli_options: ClassVar[tuple] = ()  # click.Option objects added to `flask score`
+
+    def cli_commands(self) -> list:
+        """Click commands (or groups) this kind adds to `flask --app app`, beside `score`; they run in the app's
+        context (`kinds.host.store()` is its store)."""
+        return []
+
+    def cli_start(self, values: Mapping[str, Any], site: Site) -> dict:
+        """The start options from this kind's CLI options (StartError on a bad value)."""
+        return {k: values[k] for k in self.start_fields if values.get(k) is not None}
+
+    # -- helpers -----------------------------------------------------------------------------------------
+
+    def template(self, page: str) -> str:
+        """The template name of one of this kind's pages ("upload", "result", "compare", "report")."""
+        return f"{self.name}/{page}.html"
+
+
+def upload_as(kind: Kind, recognised: bool) -> str:
+    """How to upload a file as `kind`: with the kind chosen, or also without one when its `sniff` claims it."""
+    if recognised:
+        return _("Upload it again with the kind %(label)s (%(name)s), or without choosing a kind: it is recognised.",
+                 label=kind.label, name=kind.name)
+    return _("Upload it again with the kind %(label)s (%(name)s): it is not recognised without one.",
+             label=kind.label, name=kind.name)
+
+
+def as_flag(value: Any) -> bool | None:
+    """A yes/no option as a form (1, on, "") or JSON (true, false) sends it; None when it is neither."""
+    if value in (True, "1", "true", "on"):
+        return True
+    if value in (False, None, "0", "false", "off", ""):
+        return False
+    return None
+
+
+def upload_stem(upload: dict) -> str:
+    """The name of a kind's one "method" when a whole upload is scored: its file name without extension."""
+    return Path(upload["filename"]).stem or upload["id"]
+
+
+def list_arg(args: Mapping, name: str) -> list[str]:
+    """A list from the query string, given as `name=a,b` and/or `name=a&name=b`: in order, no blanks or repeats."""
+    values = args.getlist(name) if hasattr(args, "getlist") else [args.get(name, "")]
+    items: list[str] = []
+    for value in values:
+        for part in str(value).split(","):
+            part = part.strip()
+            if part and part not in items:
+                items.append(part)
+    return items
+
+

@@ -1,0 +1,159 @@
+"""The CI gate of `flask --app app score`: --baseline prints the paired differences against a finished evaluation
+and --fail-on-regression fails on a significant drop (kinds/pairing.py `is_regression`); --fail-below fails
+when a method's headline value in the result document is below a threshold (docs/cli.md)."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from kinds.kind import Kind, StartError
+from kinds.pairing import regressions
+from translations import _, number
+from web import get_store
+from web.compare import COMPARABLE, load_runs
+from web.paired_view import PairedError, paired, paired_metric
+
+OPTIONS = [
+    click.Option(["--baseline"], metavar="EVAL_ID",
+                 help="A finished evaluation of the same kind: print the paired differences against it."),
+    click.Option(["--fail-on-regression"], is_flag=True,
+                 help="With --baseline: exit 1 when a method's paired difference of --metric is a regression."),
+    click.Option(["--metric"], help="The paired metric the regression gate reads (default: the kind's first; dialogue: "
+                                    "avg, binary_rate or a dimension key of the rubric)."),
+    click.Option(["--max-drop"], type=float,
+                 help="A regression is a drop significantly larger than this (default: significantly below 0)."),
+    click.Option(["--fail-below"], multiple=True, metavar="METRIC=VALUE",
+                 help="Exit 1 when a method's headline value of METRIC is below VALUE (repeatable)."),
+]
+# The per-method entries of a result document, by kind: dialogue's "methods", AgentBench's "agents".
+ENTRIES = ("methods", "agents")
+
+
+def _fail(message: str) -> None:
+    click.echo(_("error: %(message)s", message=message), err=True)
+    sys.exit(2)
+
+
+def parse_thresholds(values: tuple[str, ...]) -> dict[str, float]:
+    """{metric: value} from --fail-below METRIC=VALUE options; exit 2 on a malformed one."""
+    thresholds = {}
+    for text in values:
+        name, sep, value = text.partition("=")
+        try:
+            thresholds[name.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or not name.strip():
+            _fail(_("--fail-below takes METRIC=VALUE, such as avg=60; got %(text)s.", text=text))
+    return thresholds
+
+
+def check_baseline(baseline: str) -> None:
+    """Exit 2 before any judging when the baseline evaluation does not exist or is not finished."""
+    record = get_store().get_evaluation(baseline, with_result=False)
+    if record is None:
+        _fail(_("No evaluation has the id %(ids)s.", ids=baseline))
+    elif record["status"] not in COMPARABLE:
+        _fail(_("The baseline %(id)s has not finished (%(status)s).", id=baseline, status=record["status"]))
+
+
+def check_kind(kind: Kind, baseline: str | None, metric: str | None, baseline_options: dict[str, object],
+               baseline_kind: str | None = None, baseline_result: dict | None = None) -> None:
+    """StartError when the baseline is of another kind (`baseline_kind`, else read from the store), the metric is
+    not one of the paired metrics of the baseline's result (`baseline_result`, else read from the store; its kind's
+    `paired_metrics_for`), or an option that reads the baseline (`baseline_options`, by flag) is given without one."""
+    if baseline is not None:
+        if baseline_kind is None:
+            found = get_store().get_evaluation(baseline)
+            baseline_kind, baseline_result = found["kind"], found.get("result")
+        if baseline_kind != kind.name:
+            raise StartError(_("The baseline %(id)s is of kind %(other)s; this file is of kind %(kind)s.", id=baseline,
+                               other=baseline_kind, kind=kind.name))
+        try:
+            paired_metric(kind, metric, [baseline_result] if baseline_result else [])
+        except PairedError as exc:
+            raise StartError(str(exc)) from None
+    else:
+        for option, value in baseline_options.items():
+            if value not in (None, False):
+                raise StartError(_("%(option)s needs --baseline.", option=option))
+
+
+def headline_values(result: dict) -> dict[str, dict[str, float]]:
+    """{method: {metric: value}}: the numbers of each method's (dialogue) or agent's (AgentBench) entry of the
+    result document, its dimensions (dialogue) and its tasks' scores (AgentBench) among them."""
+    entries = next((result[key] for key in ENTRIES if isinstance(result.get(key), dict)), {})
+    values: dict[str, dict[str, float]] = {}
+    for name, entry in entries.items():
+        flat = {k: v for k, v in entry.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        flat.update({k: v for k, v in (entry.get("dimensions") or {}).items() if isinstance(v, (int, float))})
+        flat.update({k: t["score"] for k, t in (entry.get("tasks") or {}).items()
+                     if isinstance(t, dict) and isinstance(t.get("score"), (int, float))})
+        values[name] = flat
+    return values
+
+
+def _table(rows: list[dict]) -> str:
+    """The paired rows as a plain-text table."""
+    head = ("method", "metric", "baseline", "value", "diff", "95% CI", "p", "p_holm", "p_bh", "n_pairs", "test",
+            "mdd")
+    lines = [head] + [
+        (row["method"], row["metric"], number(row["baseline_value"], 3), number(row["value"], 3),
+         number(row["diff"], 3),
+         f"[{number(row['ci95'][0], 3)}, {number(row['ci95'][1], 3)}]" if row["ci95"] else "—",
+         number(row["p_value"], 4), number(row["p_holm"], 4), number(row["p_bh"], 4), str(row["n_pairs"]),
+         row["test"], number(row["mdd"], 3)) for row in rows]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines)
+
+
+def run_gate(kind: Kind, record: dict, baseline: str | None, fail_on_regression: bool, metric: str | None,
+             max_drop: float | None, thresholds: dict[str, float]) -> bool:
+    """Print the paired table against the baseline (stderr) and say whether the run fails the gate."""
+    failed = False
+    if baseline is not None:
+        runs = load_runs([baseline, record["id"]])
+        failed = report_paired(kind, paired(runs, baseline), baseline, fail_on_regression, metric, max_drop,
+                               [run["result"] for run in runs])
+    return check_thresholds(record["result"], thresholds) or failed
+
+
+def report_paired(kind: Kind, rows: list[dict], baseline: str, fail_on_regression: bool, metric: str | None,
+                  max_drop: float | None, results: list[dict] | None = None) -> bool:
+    """Print the paired rows against the baseline (stderr), and each regression of --metric (one of those the two
+    runs with these `results` pair on) when the gate is on; whether there was one. Exit 2 when the runs do not pair
+    on --metric (a dialogue run judged under another rubric than the baseline pairs on avg only)."""
+    click.echo(_("Paired differences against %(id)s:", id=baseline), err=True)
+    click.echo(_table(rows) if rows else _("These runs share no samples: no paired differences."), err=True)
+    failed = False
+    try:
+        gated = paired_metric(kind, metric, results or []) if fail_on_regression else None
+    except PairedError as exc:
+        _fail(str(exc))
+    for row in regressions(rows, gated, max_drop) if gated else []:
+        click.echo(_("regression: %(method)s %(metric)s %(diff)s, 95%% CI [%(low)s, %(high)s]",
+                     method=row["method"], metric=row["metric"], diff=number(row["diff"], 3),
+                     low=number(row["ci95"][0], 3), high=number(row["ci95"][1], 3)), err=True)
+        failed = True
+    return failed
+
+
+def check_thresholds(result: dict, thresholds: dict[str, float]) -> bool:
+    """Print each headline value of the result below its --fail-below threshold (stderr); whether there was one.
+    Exit 2 for a metric the result does not have."""
+    failed = False
+    if thresholds:
+        values = headline_values(result)
+        for name, threshold in thresholds.items():
+            found = {m: v[name] for m, v in values.items() if name in v}
+            if not found:
+                known = sorted({k for v in values.values() for k in v})
+                _fail(_("No headline value %(name)s in the result; it has: %(names)s.", name=name,
+                        names=", ".join(known) or "—"))
+            for method, value in found.items():
+                if value < threshold:
+                    click.echo(_("below threshold: %(method)s %(name)s %(value)s < %(threshold)s", method=method,
+                                 name=name, value=number(value, 3), threshold=threshold), err=True)
+                    failed = True
+    return failed
