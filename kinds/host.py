@@ -1,7 +1,7 @@
 """The plug-in API: all a kind may use of the application that hosts it.
 
 A kind package imports this module, `kinds.kind` (the interface it implements), the shared modules of
-`kinds/` (problems, readers/, stats, comparisons, paired, pairing, agreement, figures), the `judge` package,
+`kinds/` (problems, readers/, stats, comparisons, paired_stats, paired_rows, agreement, figures), the `judge` package,
 `common/` and `translations`; never `web/`, `pipeline/`, `storage/` nor another kind's package
 (tests/kinds/test_boundaries.py checks).
 What it gets of the host is typed here:

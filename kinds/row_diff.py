@@ -1,4 +1,4 @@
-"""The row-level diff of two runs, kind-neutral: one row per pair of samples (kinds/pairing.py's `align`), the
+"""The row-level diff of two runs, kind-neutral: one row per pair of samples (kinds/paired_rows.py's `align`), the
 chosen metric's value in each run and their difference, filters, sorting, paging and a word-level diff of the texts.
 
 "Improved" always means the other run's value is higher than the baseline's, whatever the metric: every paired

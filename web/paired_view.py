@@ -1,12 +1,12 @@
 """Paired differences of compared runs against a chosen baseline, as the compare page, `/api/compare`,
-paired.csv and `flask score --baseline` show them (the rows: kinds/pairing.py)."""
+paired.csv and `flask score --baseline` show them (the rows: kinds/paired_rows.py)."""
 from __future__ import annotations
 
 from typing import Mapping
 
 from kinds import registry
 from kinds.kind import Kind, Metric
-from kinds.pairing import CORRECTIONS, paired_rows, regressions
+from kinds.paired_rows import CORRECTIONS, paired_rows, regressions
 from translations import _
 from web import get_site, get_store
 

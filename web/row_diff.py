@@ -22,7 +22,7 @@ from kinds import registry, search
 from kinds import row_diff as logic
 from kinds.host import csv_response
 from kinds.kind import Metric
-from kinds.pairing import align
+from kinds.paired_rows import align
 from translations import _
 from web import errors, get_site, get_store
 from web.compare import CompareError, load_runs, requested_ids

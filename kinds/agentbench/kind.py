@@ -6,8 +6,7 @@ from typing import BinaryIO, Iterable, Mapping
 
 import click
 
-from kinds.agentbench import figures
-from kinds.agentbench import pairs as by_sample
+from kinds.agentbench import figures, paired_samples
 from kinds.agentbench.format import read_any
 from kinds.agentbench.leaderboard import SOURCE, leaderboard
 from kinds.agentbench.result import build_result
@@ -104,16 +103,16 @@ class AgentBenchKind(Kind):
         """`samples?agent=A&task=T&status=S&page=N`: one agent x task's samples and errors."""
         return {"samples": samples_view}
 
-    paired_metrics = by_sample.METRICS
+    paired_metrics = paired_samples.METRICS
 
     def paired_samples(self, record: dict, site: Site) -> Iterable[Sample]:
         """Each agent x standard task's runs.jsonl samples, keyed (task, index), valued so that a task's mean is its
-        score (pairs.py); tasks without per-sample logs give none."""
-        return by_sample.samples(record, site)
+        score (paired_samples.py); tasks without per-sample logs give none."""
+        return paired_samples.samples(record, site)
 
     def paired_aggregates(self, pairs: list[tuple[Sample, Sample]]) -> list[dict]:
         """Each agent's OA recomputed from the paired samples of the eight tasks, and its paired difference."""
-        return by_sample.oa_rows(pairs)
+        return paired_samples.oa_rows(pairs)
 
     def participants(self, evaluation: dict) -> list[str]:
         """The agents found, once scored (their names are the headline's)."""

@@ -8,7 +8,7 @@ import click
 
 from common.contract import Flag
 from judge import Prompt, judge_summary
-from kinds.conversation import annotation, figures, pairs, views
+from kinds.conversation import annotation, figures, paired_samples, views
 from kinds.conversation.format import Conversation, holds_conversations, read_any
 from kinds.conversation.prompts import ANNOTATION_PROMPT_VERSION, ANNOTATION_SCALES
 from kinds.conversation.prompts import template as annotation_template
@@ -124,11 +124,11 @@ class ConversationKind(Kind):
         the user's intents, the hallucination labels, satisfaction and, when annotated, the judge's annotation."""
         return {"conversations": views.listing, "transcript": views.transcript}
 
-    paired_metrics = pairs.METRICS
+    paired_metrics = paired_samples.METRICS
 
     def paired_samples(self, record: dict, site: Site) -> Iterable[Sample]:
-        """Each conversation, keyed by its path: its turns and the judge's annotation (pairs.py)."""
-        return pairs.samples(record, site)
+        """Each conversation, keyed by its path: its turns and the judge's annotation (paired_samples.py)."""
+        return paired_samples.samples(record, site)
 
     def upload_context(self, upload: dict, site: Site) -> dict:
         """The sources' names, and the tasks'."""

@@ -15,7 +15,7 @@ from kinds.dialogue import (
     columns,
     figures,
     imported,
-    pairing,
+    paired_samples,
     prompts,
     result_rubric,
     rubric_cli,
@@ -188,7 +188,7 @@ class DialogueKind(Kind):
     format_version = 2  # 2: the length_bias block says whether the file tells reply length from method
     score_columns = prompts.DIMENSIONS  # the default rubric's; an evaluation's own are its rubric's keys
     tables = (*dialogue_tables.TABLES, rubric_store.TABLE)  # people's ratings and reviews, the rubrics people add
-    paired_metrics = pairing.METRICS
+    paired_metrics = paired_samples.METRICS
     attachments = (imported.NAME,)  # the scores another judge gave the replies (imported.py)
     attachment_fields = ("rubric",)  # the rubric those scores are on
     start_fields = ("samples", "pairwise", "rubric", "scores")
@@ -544,12 +544,12 @@ class DialogueKind(Kind):
 
     def paired_samples(self, record: dict, site: Site) -> Iterator[Sample]:
         """One sample per judged reply (session, round, method): its score, verdict and dimensions, its text."""
-        return pairing.paired_samples(record, site)
+        return paired_samples.paired_samples(record, site)
 
     def paired_metrics_for(self, results: list[dict]) -> tuple[Metric, ...]:
         """AVG, the yes/no rate and each dimension when the runs share a rubric (the one asks a yes/no question);
         AVG only, the 0-100 headline every rubric has, when they were judged under different rubrics."""
-        return pairing.metrics_for(results)
+        return paired_samples.metrics_for(results)
 
     def samples(self, record: dict, args: Mapping, site: Site) -> dict:
         """A page of sessions with every reply and judgment (`page`, `per_page`, `q` in the query)."""

@@ -5,7 +5,7 @@ import pytest
 
 from kinds import row_diff, search
 from kinds.kind import Metric, Sample
-from kinds.pairing import align
+from kinds.paired_rows import align
 
 SCORE = Metric("score", "Score")
 PASS = Metric("pass", "Pass", binary=True)

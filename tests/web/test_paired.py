@@ -1,5 +1,5 @@
 """Paired differences of two runs of one file judged by two judges that differ in a known way: the compare page,
-/api/compare and paired.csv (web/paired_view.py, kinds/pairing.py)."""
+/api/compare and paired.csv (web/paired_view.py, kinds/paired_rows.py)."""
 from __future__ import annotations
 
 import csv

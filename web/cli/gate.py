@@ -1,5 +1,5 @@
 """The CI gate of `flask --app app score`: --baseline prints the paired differences against a finished evaluation
-and --fail-on-regression fails on a significant drop (kinds/pairing.py `is_regression`); --fail-below fails
+and --fail-on-regression fails on a significant drop (kinds/paired_rows.py `is_regression`); --fail-below fails
 when a method's headline value in the result document is below a threshold (docs/cli.md)."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 import click
 
 from kinds.kind import Kind, StartError
-from kinds.pairing import regressions
+from kinds.paired_rows import regressions
 from translations import _, number
 from web import get_store
 from web.compare import COMPARABLE, load_runs

@@ -8,10 +8,10 @@ import math
 import pytest
 from scipy.stats import norm
 
-from kinds.agentbench.pairs import oa_rows, sample_scores
+from kinds.agentbench.paired_samples import oa_rows, sample_scores
 from kinds.agentbench.tasks import WEIGHTS
-from kinds.paired import paired_scores, weighted_strata
-from kinds.pairing import align
+from kinds.paired_rows import align
+from kinds.paired_stats import paired_scores, weighted_strata
 from kinds.registry import get as get_kind
 from tests.kinds.agentbench.test_agentbench import custom_for, dumps, make_zip, overall
 from tests.kinds.agentbench.test_agentbench_pipeline import evaluate, upload

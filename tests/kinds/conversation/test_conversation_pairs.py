@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from kinds.paired import paired_scores, paired_verdicts
-from kinds.pairing import align
+from kinds.paired_rows import align
+from kinds.paired_stats import paired_scores, paired_verdicts
 from kinds.registry import get as get_kind
 from tests.conftest import wait_for
 from tests.kinds.conversation.test_conversation_annotation import upload

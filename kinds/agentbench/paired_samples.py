@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 from kinds.agentbench import logs
 from kinds.agentbench.tasks import MAIN_METRICS, STANDARD_TASKS, WEIGHTS
 from kinds.kind import Metric, Sample, Site
-from kinds.paired import weighted_strata
+from kinds.paired_stats import weighted_strata
 from kinds.readers import limits
 from kinds.stats import DEFAULT_N_BOOT
 from translations import lazy_gettext as _l

@@ -4,7 +4,7 @@ from scipy.stats import wilcoxon
 from statsmodels.stats.multitest import multipletests
 
 from kinds.kind import Metric, Sample
-from kinds.pairing import align, is_regression, paired_rows
+from kinds.paired_rows import align, is_regression, paired_rows
 
 
 def sample(method: str, key: tuple, value: float) -> Sample:

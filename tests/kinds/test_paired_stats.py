@@ -1,4 +1,4 @@
-"""Unit tests for kinds.paired: hand-built cases whose every figure is known in advance, and cross-checks
+"""Unit tests for kinds.paired_stats: hand-built cases whose every figure is known in advance, and cross-checks
 against scipy, statsmodels and a plain-loop cluster bootstrap."""
 
 import math
@@ -12,7 +12,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestPower
 
-from kinds import paired
+from kinds import paired_stats as paired
 from kinds.stats import resample_indices
 
 # --- hand-built scores ---------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Two runs of one kind, sample by sample: which samples pair up (the same method and key in both runs).
 
-Kinds give their samples through `Kind.paired_samples`; the math of the differences is in kinds/paired.py.
+Kinds give their samples through `Kind.paired_samples`; the math of the differences is in kinds/paired_stats.py.
 `paired_rows` makes the table of paired differences the compare page, the API, paired.csv and `flask score
 --baseline` show; `is_regression` is the CI gate's rule (docs/reviewing-and-comparing.md).
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Iterable, Mapping
 
 from kinds.kind import Kind, Metric, Sample
-from kinds.paired import PairedScores, PairedVerdicts, paired_scores, paired_verdicts, with_adjusted
+from kinds.paired_stats import PairedScores, PairedVerdicts, paired_scores, paired_verdicts, with_adjusted
 from kinds.stats import DEFAULT_N_BOOT
 
 
