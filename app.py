@@ -6,19 +6,23 @@ import os
 import sys
 import threading
 from pathlib import Path
+from typing import cast
 
 import jinja2
 from flask import Flask
-from flask_wtf.csrf import CSRFProtect
+from flask.json.provider import DefaultJSONProvider
+from flask_wtf.csrf import CSRFProtect  # type: ignore[import-untyped]
 
 import translations
 from kinds import registry
 from kinds.host import Site
 from kinds.readers import limits as hard_limits
 from pipeline import provenance
+from pipeline.evaluations import Evaluations
 from pipeline.ingest import stored_name
-from pipeline.jobs import Runner
-from simulate.jobs import SimulationRunner
+from pipeline.job import Backend
+from pipeline.thread_backend import ThreadBackend
+from simulate.simulations import Simulations
 from storage import blobs, shared_secrets
 from storage.store import Store
 from web import (
@@ -53,12 +57,12 @@ csrf = CSRFProtect()
 
 
 def create_app(config: dict | None = None) -> Flask:
-    """Build the Flask application with its store, job runner, blueprints and translations.
+    """Build the Flask application with its store, job backends, blueprints and translations.
 
-    The runner runs evaluations on threads of this process, or on Celery workers when CELERY_BROKER_URL is set
-    (in `config` or the environment; pipeline/queue_runner.py). Nothing shared is kept in the process or its instance
-    folder: the session secret and saved judge keys live in the database (storage/shared_secrets.py), sign-in counts in
-    Redis when a broker is configured.
+    The backends run evaluations and simulations on threads of this process, or on Celery workers when
+    CELERY_BROKER_URL is set (in `config` or the environment; pipeline/job.py). Nothing shared is kept in the process
+    or its instance folder: the session secret and saved judge keys live in the database (storage/shared_secrets.py),
+    sign-in counts in Redis when a broker is configured.
     """
     instance_path = os.environ.get("INSTANCE_PATH", "").strip()
     app = Flask(__name__, instance_path=os.path.abspath(instance_path) if instance_path else None,
@@ -87,7 +91,8 @@ def create_app(config: dict | None = None) -> Flask:
     if not app.config["RATELIMIT_STORAGE_URI"]:  # counted where every web process sees them
         app.config["RATELIMIT_STORAGE_URI"] = broker if broker and broker.startswith("redis") else "memory://"
 
-    app.json.sort_keys = False  # method order is meaningful (display order, chosen by the user)
+    # method order is meaningful (display order, chosen by the user)
+    cast(DefaultJSONProvider, app.json).sort_keys = False
     request_input.register(app)  # JSON bodies read like uploaded JSON; no NUL in addresses, queries and forms
     # a URL, else the SQLite file; with the tables the kinds keep
     store = Store(app.config.get("DATABASE_URL") or app.config["DATABASE"], registry.tables())
@@ -96,18 +101,18 @@ def create_app(config: dict | None = None) -> Flask:
     fernet = shared_secrets.settings_fernet(app.config["SETTINGS_KEY"], app.config["SECRET_KEY"])
     judge_settings = JudgeSettings(store, fernet, app.config["JUDGE_ENV"], app.config["JUDGE_KEY_FILE"])
     uploads, results = blobs.for_config(app.config)  # the two folders, or the bucket of STORAGE_URL
-    runner = Runner(store, uploads, results, judge_settings.environ)
+    # Evaluations and simulations (whose files the evaluations' backend scores) run on threads of this process, or
+    # on Celery workers with a broker (app.extensions["celery"]); `flask score` and `flask simulate` stay local.
+    evaluations = Evaluations(store, uploads, results, judge_settings.environ)
+    runner: Backend[Evaluations] = ThreadBackend(evaluations)
+    workers = None
     if broker:
-        from pipeline import queue_runner  # Celery only when a broker is configured
+        from pipeline import celery_tasks  # Celery only when a broker is configured
 
-        runner = queue_runner.init_app(app, broker, runner)  # app.extensions["celery"]; `flask score` stays local
-    # simulations run on threads of this process (or in blocks on the Celery workers); their files are scored by
-    # the evaluations' runner
-    simulations = SimulationRunner(store, uploads, runner, judge_settings.environ)
-    if broker:
-        from simulate import queue as simulation_queue
-
-        simulations = simulation_queue.init_celery(app.extensions["celery"], simulations, runner)
+        workers = celery_tasks.init_app(app, broker, store)
+        runner = workers.add(evaluations)
+    simulation_jobs = Simulations(store, uploads, runner, judge_settings.environ)
+    simulations: Backend[Simulations] = workers.add(simulation_jobs) if workers else ThreadBackend(simulation_jobs)
     app.extensions["store"] = store
     app.extensions["runner"] = runner
     app.extensions["simulations"] = simulations
@@ -118,7 +123,8 @@ def create_app(config: dict | None = None) -> Flask:
     csrf.init_app(app)
     translations.init_app(app)
     # templates/ first, then each kind's own folder under its name ("dialogue/result.html")
-    app.jinja_loader = jinja2.ChoiceLoader([app.jinja_loader, registry.template_loader()])
+    app.jinja_loader = jinja2.ChoiceLoader([loader for loader in (app.jinja_loader, registry.template_loader())
+                                             if loader is not None])
     app.jinja_env.globals["kinds"] = registry.kinds
     reading.register(app)  # the `reply` filter: replies as Markdown or JSON, or as written (?raw=1)
     app.jinja_env.filters["provenance_rows"] = provenance.rows  # a result's provenance as labelled fields
@@ -147,13 +153,13 @@ def create_app(config: dict | None = None) -> Flask:
 
     if app.config["RESUME_ON_START"]:
         # On the first request rather than here, so that CLI commands never pick up a server's work.
-        resumed = []
+        resumed: list[list[str]] = []
 
         @app.before_request
         def resume_once() -> None:
             if not resumed:
                 resumed.append(runner.resume())
-                app.extensions["simulations"].resume()
+                simulations.resume()
     return app
 
 

@@ -22,8 +22,9 @@ sys.path.insert(0, str(ROOT))
 
 from bench.local_judge import judge_process  # noqa: E402
 from kinds import registry  # noqa: E402
+from pipeline.evaluations import Evaluations, create_evaluation  # noqa: E402
 from pipeline.ingest import ingest  # noqa: E402
-from pipeline.jobs import Runner, create_evaluation  # noqa: E402
+from pipeline.thread_backend import ThreadBackend  # noqa: E402
 from storage.store import Store  # noqa: E402
 
 MAX_RATIO = 0.03
@@ -40,7 +41,7 @@ def write_file(path: Path, sessions: int, tag: str = "") -> None:
                                 "user_personality": "cheerful", "rounds": rounds}) + "\n")
 
 
-def timed_run(store: Store, runner: Runner, upload_id: str, env: dict) -> tuple[float, dict]:
+def timed_run(store: Store, runner: ThreadBackend, upload_id: str, env: dict) -> tuple[float, dict]:
     """Create and run one evaluation; its wall time and result document."""
     evaluation = create_evaluation(store, upload_id, environ=env)
     start = time.perf_counter()
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         folder = Path(tmp)
         env = {"JUDGE_BASE_URL": url, "JUDGE_API_KEY": "bench", "JUDGE_MODEL": "bench", "JUDGE_CONCURRENCY": "32"}
         store = Store(folder / "db.sqlite", registry.tables())
-        runner = Runner(store, folder / "uploads", folder / "results", lambda: env)
+        runner = ThreadBackend(Evaluations(store, folder / "uploads", folder / "results", lambda: env))
         source = folder / "log.jsonl"
         write_file(source, args.sessions)
         with source.open("rb") as f:

@@ -6,7 +6,7 @@ Writes a dialogue file of judgments / 20 sessions x 5 rounds x 2 methods x 2 mod
 starts the local judge server in a child process (0.1 s latency) and a redis-server on a free port, then
 measures:
 
-  1. the in-process thread runner (jobs.Runner, as `python app.py` runs it) at JUDGE_CONCURRENCY=C;
+  1. the in-process thread backend (pipeline/thread_backend.py, as `python app.py` runs it) at JUDGE_CONCURRENCY=C;
   2. the same file on 2 Celery worker processes (`celery -A app:celery_app worker --pool=threads`), the
      evaluation started through the app's API (POST /api/uploads, POST /api/evaluations) by a test client of
      an app with CELERY_BROKER_URL, timed from the start request until the store says done; JUDGE_CONCURRENCY=C
@@ -90,13 +90,14 @@ def redis_server(folder: Path) -> Iterator[str]:
 def inprocess_run(folder: Path, source: Path, env: dict) -> tuple[float, int]:
     """Wall time and judgments of one evaluation on the thread runner of this process (bench_cache.timed_run)."""
     from kinds import registry
+    from pipeline.evaluations import Evaluations
     from pipeline.ingest import ingest
-    from pipeline.jobs import Runner
+    from pipeline.thread_backend import ThreadBackend
     from storage.store import Store
 
     folder.mkdir(parents=True)
     store = Store(folder / "db.sqlite", registry.tables())
-    runner = Runner(store, folder / "uploads", folder / "results", lambda: env)
+    runner = ThreadBackend(Evaluations(store, folder / "uploads", folder / "results", lambda: env))
     with source.open("rb") as f:
         upload = ingest(f, source.name, store, folder / "uploads")
     wall, result = timed_run(store, runner, upload["id"], env)

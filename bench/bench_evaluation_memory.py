@@ -2,10 +2,11 @@
 
 Run: python bench/bench_evaluation_memory.py [--sessions 12500]. Writes a dialogue file of 12,500 sessions x 10
 rounds x 4 methods (x 2 questions = 1,000,000 judgments), uploads it and creates its evaluation, then runs it in a
-fresh child process through jobs.Runner (planning, judging against tests/judge_server.py in another process, the
-result document) and reads the child's peak resident memory (ru_maxrss). Prints the peak against 500 MB and against
-the uploaded file's size, and the judgments per second. Exits 1 on FAIL (peak over 500 MB, or the evaluation did not
-end done with every judgment made). Takes about a quarter of an hour on two cores.
+fresh child process through the thread backend (pipeline/thread_backend.py: planning, judging against
+tests/judge_server.py in another process, the result document) and reads the child's peak resident memory
+(ru_maxrss). Prints the peak against 500 MB and against the uploaded file's size, and the judgments per second.
+Exits 1 on FAIL (peak over 500 MB, or the evaluation did not end done with every judgment made). Takes about a
+quarter of an hour on two cores.
 """
 from __future__ import annotations
 
@@ -24,8 +25,9 @@ sys.path.insert(0, str(ROOT))
 from bench.bench_result_page import METHODS, ROUNDS, write_file  # noqa: E402
 from bench.local_judge import judge_process  # noqa: E402
 from kinds import registry  # noqa: E402
+from pipeline.evaluations import Evaluations, create_evaluation  # noqa: E402
 from pipeline.ingest import ingest  # noqa: E402
-from pipeline.jobs import Runner, create_evaluation  # noqa: E402
+from pipeline.thread_backend import ThreadBackend  # noqa: E402
 from storage.store import Store  # noqa: E402
 
 MAX_PEAK_MB = 500
@@ -39,7 +41,7 @@ def environment(url: str) -> dict:
 def child(folder: Path, evaluation_id: str, url: str) -> None:
     """Run the evaluation in this process and print its wall time and peak memory as JSON."""
     store = Store(folder / "db.sqlite", registry.tables())
-    runner = Runner(store, folder / "uploads", folder / "results", lambda: environment(url))
+    runner = ThreadBackend(Evaluations(store, folder / "uploads", folder / "results", lambda: environment(url)))
     start = time.perf_counter()
     runner.run(evaluation_id)
     wall = time.perf_counter() - start

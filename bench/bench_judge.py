@@ -2,8 +2,8 @@
 
 Run: python bench/bench_judge.py [--sessions 200] [--repeat 3] [--profile]. Each run uploads a dialogue file (200
 sessions x 5 rounds x 2 methods x 2 modes = 4,000 judgments) and evaluates it through the same code as the
-dashboard and the CLI (jobs.Runner: planning, the judge, the cache, storing every judgment, the result document)
-against tests/judge_server.py in a child process (a real judge is another process too). Prints, per concurrency,
+dashboard and the CLI (the thread backend, pipeline/thread_backend.py: planning, the judge, the cache, storing every
+judgment, the result document) against tests/judge_server.py in a child process (a real judge is another process too). Prints, per concurrency,
 the wall time against the ideal (judgments x latency / concurrency) and the CPU this process spent per judgment, of
 the best of --repeat runs (as timeit does: other processes on the machine only ever add time). PASS: at
 concurrency 128 within 1.3x of the ideal and under 0.7 ms of CPU per judgment; exits 1 on FAIL.
@@ -27,8 +27,9 @@ sys.path.insert(0, str(ROOT))
 from bench.bench_cache import write_file  # noqa: E402
 from bench.local_judge import judge_process  # noqa: E402
 from kinds import registry  # noqa: E402
+from pipeline.evaluations import Evaluations, create_evaluation  # noqa: E402
 from pipeline.ingest import ingest  # noqa: E402
-from pipeline.jobs import Runner, create_evaluation  # noqa: E402
+from pipeline.thread_backend import ThreadBackend  # noqa: E402
 from storage.store import Store  # noqa: E402
 
 LATENCY_S = 0.1
@@ -42,7 +43,8 @@ LAYERS = (
     ("database (SQLAlchemy, sqlite3, storage/store.py)", ("sqlalchemy", "sqlite3", "storage/store.py")),
     ("judge engine (judge/, json, hashing)", ("judge/", "json", "hashlib", "_hashlib")),
     ("dialogue kind (prompts, parsing, scoring)", ("kinds",)),
-    ("pipeline/jobs.py", ("pipeline/jobs.py",)),
+    ("pipeline/ (the evaluation's steps, its job type, the thread backend)",
+     ("pipeline/evaluation_steps.py", "pipeline/evaluations.py", "pipeline/thread_backend.py")),
 )
 
 
@@ -54,7 +56,7 @@ def run_once(url: str, sessions: int, concurrency: int, profile: bool) -> dict:
         env = {"JUDGE_BASE_URL": url, "JUDGE_API_KEY": "bench", "JUDGE_MODEL": "bench",
                "JUDGE_CONCURRENCY": str(concurrency)}
         store = Store(folder / "db.sqlite", registry.tables())
-        runner = Runner(store, folder / "uploads", folder / "results", lambda: env)
+        runner = ThreadBackend(Evaluations(store, folder / "uploads", folder / "results", lambda: env))
         source = folder / "log.jsonl"
         write_file(source, sessions)
         with source.open("rb") as f:

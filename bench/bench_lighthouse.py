@@ -33,8 +33,8 @@ from app import create_app  # noqa: E402
 from bench.bench_agentbench import write_outputs  # noqa: E402
 from bench.bench_result_page import ROUNDS, fill_judgments, write_file  # noqa: E402
 from kinds.figures import FULL_PLOTLY_JS_FILE  # noqa: E402
+from pipeline.evaluations import create_evaluation  # noqa: E402
 from pipeline.ingest import ingest  # noqa: E402
-from pipeline.jobs import create_evaluation  # noqa: E402
 
 LIGHTHOUSE = ROOT / "node_modules" / ".bin" / "lighthouse"
 CHROME = os.environ.get("CHROME_PATH", "/usr/bin/chromium")
@@ -66,8 +66,9 @@ def build_dialogue(store, runner, uploads: str, env: dict, folder: Path, session
     with (folder / "dialogue.jsonl").open("rb") as f:
         upload = ingest(f, "dialogue.jsonl", store, uploads)
     dialogue = create_evaluation(store, upload["id"], environ=env)
-    kind, job = runner.load(dialogue["id"])
-    runner.plan(kind, job)
+    pipeline = runner.job.pipeline  # the evaluation's steps, run here by hand
+    kind, job = pipeline.load(dialogue["id"])
+    pipeline.plan(kind, job)
     fill_judgments(store, dialogue["id"], sessions, METHODS)
     store.set_result(dialogue["id"], kind.score(job))
     return f"/evaluations/{dialogue['id']}"

@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app import create_app  # noqa: E402
+from pipeline.evaluations import create_evaluation  # noqa: E402
 from pipeline.ingest import ingest  # noqa: E402
-from pipeline.jobs import create_evaluation  # noqa: E402
 
 METHODS = ("Base", "CoT", "RAG", "Ours")
 ROUNDS = 10
@@ -83,14 +83,14 @@ def main(argv: list[str] | None = None) -> int:
         app = create_app({"DATABASE": str(folder / "db.sqlite"), "UPLOAD_FOLDER": str(folder / "uploads"),
                           "RESULTS_FOLDER": str(folder / "results"), "SECRET_KEY": "bench", "JUDGE_ENV": env,
                           "JUDGE_KEY_FILE": str(folder / "key"), "RESUME_ON_START": False})
-        store, runner = app.extensions["store"], app.extensions["runner"]
+        store, pipeline = app.extensions["store"], app.extensions["runner"].job.pipeline  # the evaluation's steps
         write_file(folder / "log.jsonl", args.sessions)
         with (folder / "log.jsonl").open("rb") as f:
             upload = ingest(f, "log.jsonl", store, app.config["UPLOAD_FOLDER"])
         evaluation = create_evaluation(store, upload["id"], environ=env)
         started = time.perf_counter()
-        kind, job = runner.load(evaluation["id"])
-        runner.plan(kind, job)
+        kind, job = pipeline.load(evaluation["id"])
+        pipeline.plan(kind, job)
         fill_judgments(store, evaluation["id"], args.sessions)
         store.set_result(evaluation["id"], kind.score(job))
         print(f"setup: {args.sessions} sessions x {ROUNDS} rounds x {len(METHODS)} methods, "

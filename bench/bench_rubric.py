@@ -4,8 +4,8 @@ Run: python bench/bench_rubric.py [--sessions 444] [--repeat 3] [--profile]. One
 rounds x 2 methods x 2 questions = 8,880 judgments) is evaluated, whole, under the built-in `personasteer` rubric and
 under a custom rubric of the same size (five dimensions 0-20 in the `lines` answer format, with a yes/no question; its
 prompts are personasteer's with other labels, and its answer lines written by a loop over the dimensions), through the
-same code as the dashboard and the CLI (jobs.Runner: planning, prompts, the judge, storing every judgment, the result
-document), each run in a new store, against tests/judge_server.py in a child process answering at once. After a
+same code as the dashboard and the CLI (the thread backend, pipeline/thread_backend.py: planning, prompts, the judge,
+storing every judgment, the result document), each run in a new store, against tests/judge_server.py in a child process answering at once. After a
 warm-up evaluation of a small file under each (not measured), the runs alternate, personasteer then custom, --repeat
 times, in this one process; each is measured as this process's CPU time over the evaluation per judgment, and the
 least of each rubric's runs is compared (as timeit does: other processes on the machine only ever add time). PASS:
@@ -35,8 +35,9 @@ from bench.local_judge import judge_process  # noqa: E402
 from kinds import registry, rubrics  # noqa: E402
 from kinds.dialogue import prompts, rubric_store  # noqa: E402
 from kinds.dialogue.format import iter_sessions  # noqa: E402
+from pipeline.evaluations import Evaluations, create_evaluation  # noqa: E402
 from pipeline.ingest import ingest  # noqa: E402
-from pipeline.jobs import Runner, create_evaluation  # noqa: E402
+from pipeline.thread_backend import ThreadBackend  # noqa: E402
 from storage.store import Store  # noqa: E402
 from tests.kinds.dialogue import legacy_prompts  # noqa: E402
 
@@ -76,7 +77,7 @@ def run_once(url: str, source: Path, rubric: rubrics.Rubric, profile: bool) -> d
         env = {"JUDGE_BASE_URL": url, "JUDGE_API_KEY": "bench", "JUDGE_MODEL": "bench",
                "JUDGE_CONCURRENCY": str(CONCURRENCY)}
         store = Store(folder / "db.sqlite", registry.tables())
-        runner = Runner(store, folder / "uploads", folder / "results", lambda: env)
+        runner = ThreadBackend(Evaluations(store, folder / "uploads", folder / "results", lambda: env))
         if not rubric.builtin:
             rubric_store.add(store, rubric)
         with source.open("rb") as f:

@@ -240,7 +240,7 @@ def attachment_key(name: str, sha256: str, extension: str) -> str:
 
 
 class Runner(Protocol):
-    """What a kind's pages may ask of the evaluation runner (pipeline/jobs.py's Runner is one)."""
+    """What a kind's pages may ask of the evaluations (pipeline/evaluations.py's Evaluations is one)."""
 
     def rescore(self, evaluation_id: str) -> dict:
         """Score a finished evaluation again from what is stored; the new result document (JobFailed if it cannot)."""
@@ -261,8 +261,8 @@ def site() -> Site:
 
 
 def runner() -> Runner:
-    """The running application's evaluation runner."""
-    return current_app.extensions["runner"]
+    """The running application's evaluations (the job type its backend runs, whichever backend it is)."""
+    return current_app.extensions["runner"].job
 
 
 def csv_response(header: tuple, rows: Iterable[Iterable], filename: str) -> Response:

@@ -1,6 +1,6 @@
 """The interface of a benchmark kind: everything the pipeline asks of one, in one place.
 
-A kind is a plug-in. The runner (pipeline/jobs.py), the upload path (pipeline/ingest.py), the pages, the API, the exports, the
+A kind is a plug-in. The evaluations (pipeline/evaluations.py), the upload path (pipeline/ingest.py), the pages, the API, the exports, the
 share view, the compare view and the CLI only ever call the methods below; none of them names a kind. To add
 one, subclass `Kind` in a package of its own and register an instance in `kinds/registry.py`.
 

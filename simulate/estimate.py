@@ -18,7 +18,7 @@ from judge import cost, judge_labels, judge_of, panel_settings, prices
 from kinds import registry
 from kinds.host import Store
 from kinds.kind import StartError, StartRequest
-from pipeline.jobs import RequestError, check_judges, judge_config
+from pipeline.judge_requests import RequestError, check_judges, judge_config
 from simulate import prompts
 from simulate.output import KIND, Output, session
 from simulate.personas import Persona

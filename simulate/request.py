@@ -11,7 +11,7 @@ from judge import LANGUAGES, JudgeConfig
 from judge import endpoints as judge_endpoints
 from kinds import registry
 from kinds.kind import as_flag
-from pipeline.jobs import RequestError, check_judges, judge_config
+from pipeline.judge_requests import RequestError, check_judges, judge_config
 from simulate import personas as persona_source
 from simulate.plan import PROTOCOLS, USER
 from storage import blobs

@@ -80,7 +80,7 @@ PRODUCT_MODULES = sorted(path for path in ROOT.rglob("*.py")
                          if path.relative_to(ROOT).parts[0] not in ("tests", "bench", ".git")
                          and not any(part.startswith(".") for part in path.relative_to(ROOT).parts))
 # A variable read by name: os.environ.get("X"), environ["X"], os.getenv("X"), environ().get("X"), and
-# queue_runner's _setting(config, "X", default), which reads the app's config, else the environment.
+# celery_tasks' _setting(config, "X", default), which reads the app's config, else the environment.
 READ_BY_NAME = re.compile(r"""(?:\benviron(?:\(\))?\.get\(|\benviron\[|\bgetenv\(|\b_setting\(\s*[\w.]+\s*,)\s*"""
                           r"""["']([A-Z][A-Z0-9_]*)["']""")
 # Variables read through a table or a helper (judge.config._env(environ, "JUDGE_BASE_URL", "OPENAI_BASE_URL"),

@@ -4,7 +4,8 @@ from __future__ import annotations
 from flask import current_app
 
 from kinds.host import site as get_site  # noqa: F401  (what the kinds' pages may read, for web/ too)
-from pipeline.jobs import Runner
+from pipeline.evaluations import Evaluations
+from pipeline.job import Backend
 from storage.blobs import Blobs
 from storage.store import Store
 from web.judge_settings import JudgeSettings
@@ -15,8 +16,8 @@ def get_store() -> Store:
     return current_app.extensions["store"]
 
 
-def get_runner() -> Runner:
-    """The application's evaluation runner."""
+def get_runner() -> Backend[Evaluations]:
+    """The application's evaluations' backend (pipeline/job.py)."""
     return current_app.extensions["runner"]
 
 

@@ -7,8 +7,9 @@ from common.contract import Error, Refused, operation
 from common.version import product_version
 from kinds import registry
 from pipeline import chunked_uploads, housekeeping
+from pipeline.evaluations import create_evaluation
 from pipeline.ingest import InvalidUpload, ingest
-from pipeline.jobs import RequestError, create_evaluation
+from pipeline.judge_requests import RequestError
 from translations import _
 from web import get_judge_settings, get_runner, get_site, get_store, get_uploads, openapi
 from web import schemas as S

@@ -23,8 +23,9 @@ from judge import JudgeConfig, test_connection
 from kinds import figures, registry
 from kinds.problems import Report
 from pipeline import chunked_uploads, housekeeping
+from pipeline.evaluations import create_evaluation
 from pipeline.ingest import InvalidUpload, ingest
-from pipeline.jobs import RequestError, create_evaluation, judge_config
+from pipeline.judge_requests import RequestError, judge_config
 from translations import COOKIE, LANGUAGES, _
 from web import get_judge_settings, get_runner, get_site, get_store, get_uploads, security_headers
 from web.judge_settings import VARIABLES

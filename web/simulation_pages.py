@@ -11,7 +11,7 @@ from kinds import registry
 from kinds.figures import method_colours
 from kinds.host import csv_response
 from kinds.search import BadQuery, compile_pattern
-from pipeline.jobs import RequestError
+from pipeline.judge_requests import RequestError
 from simulate.estimate import estimate
 from simulate.output import KIND, outputs
 from simulate.plan import Plan
@@ -99,7 +99,7 @@ def start():
             return _run_page(400, error=str(exc))
         return _run_page(estimate=found)
     try:
-        simulation = get_simulations().create(body)
+        simulation = get_simulations().job.create(body)
     except RequestError as exc:
         return _run_page(400, error=str(exc))
     get_simulations().start(simulation["id"])

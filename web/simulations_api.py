@@ -7,9 +7,10 @@ from flask import Blueprint, abort, current_app, jsonify, url_for
 
 from common.contract import Error, operation
 from judge import cost
-from pipeline.jobs import RequestError
+from pipeline.job import Backend
+from pipeline.judge_requests import RequestError
 from simulate.costs import COST_DIGITS, report, speaker_prices
-from simulate.jobs import SimulationRunner
+from simulate.simulations import Simulations
 from translations import _
 from web import get_judge_settings, get_store
 from web import schemas as S
@@ -17,8 +18,8 @@ from web import schemas as S
 bp = Blueprint("simulations_api", __name__, url_prefix="/api/simulations")
 
 
-def get_simulations() -> SimulationRunner:
-    """The application's simulation runner."""
+def get_simulations() -> Backend[Simulations]:
+    """The application's simulations' backend (pipeline/job.py)."""
     return current_app.extensions["simulations"]
 
 
@@ -71,7 +72,7 @@ def create(body: dict):
     """Start a simulation: `{personas | personas_upload_id, simulator, methods, rounds, protocol, reference, score,
     judge}`; 202 with its id and page."""
     try:
-        simulation = get_simulations().create(body)
+        simulation = get_simulations().job.create(body)
     except RequestError as exc:
         return jsonify({"error": str(exc)}), 400
     get_simulations().start(simulation["id"])

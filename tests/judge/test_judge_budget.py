@@ -366,11 +366,11 @@ def test_the_budget_url_comes_from_the_environment_only():
     config = JudgeConfig.from_env({**env, "JUDGE_REDIS_URL": "redis://:s3cret@budget/0"})
     assert "s3cret" not in repr(config) and "s3cret" not in json.dumps(config.public())
     # A request cannot choose where the budget lives.
-    from pipeline import jobs  # here, not at the top: the worker processes import this module
+    from pipeline import judge_requests  # here, not at the top: the worker processes import this module
 
-    assert "budget_url" not in jobs.REQUEST_FIELDS
-    with pytest.raises(jobs.RequestError, match="Unknown judge settings"):
-        jobs._judge_settings({"budget_url": "redis://elsewhere/0"}, env)
+    assert "budget_url" not in judge_requests.REQUEST_FIELDS
+    with pytest.raises(judge_requests.RequestError, match="Unknown judge settings"):
+        judge_requests.check_judges({"budget_url": "redis://elsewhere/0"}, None, env)
 
 
 def test_endpoint_limiter_is_shared_through_redis_only_when_configured(redis_server, judge_server):

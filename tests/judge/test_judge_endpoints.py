@@ -184,7 +184,7 @@ def test_an_evaluation_whose_endpoint_is_gone_fails_without_connecting(make_app,
     settings.add_endpoint("other", stranger.url, "", OTHER_KEY)
     upload_id = _upload(client)
     store = app.extensions["store"]
-    from pipeline.jobs import create_evaluation
+    from pipeline.evaluations import create_evaluation
     evaluation = create_evaluation(store, upload_id, judge={"endpoint": "other"}, environ=settings.environ())
     settings.remove_endpoint("other")
     app.extensions["runner"].run(evaluation["id"])

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from pipeline import jobs
+from pipeline import evaluation_steps
 from tests.batch_server import BatchServer, batch_server  # noqa: F401  (fixture)
 from tests.conftest import jsonl, session_line, wait_for
 
@@ -65,10 +65,10 @@ def test_failed_lines_are_recorded_as_failed_and_asked_again_in_a_new_batch(make
 def test_a_restart_polls_the_same_batch_instead_of_paying_twice(make_app, batch_server, monkeypatch):
     batch_server.batch_delay_s = 0.5
     frozen = threading.Event()
-    real_wait = jobs._wait
+    real_wait = evaluation_steps.pause
     # The first server submits the batch, stores its state, then stops for good before its first pause between
     # two polls returns, like a process that died while the batch was pending.
-    monkeypatch.setattr(jobs, "_wait", lambda seconds, should_stop: frozen.wait())
+    monkeypatch.setattr(evaluation_steps, "pause", lambda seconds, should_stop: frozen.wait())
     app = make_app(env_for(batch_server))
     evaluation_id = start(app.test_client(), {"batch": True})
     store = app.extensions["store"]
@@ -76,7 +76,7 @@ def test_a_restart_polls_the_same_batch_instead_of_paying_twice(make_app, batch_
     while not store.get_setting(f"batch:{evaluation_id}") and time.monotonic() < deadline:
         time.sleep(0.02)
     assert store.get_setting(f"batch:{evaluation_id}"), "the batch was never submitted"
-    monkeypatch.setattr(jobs, "_wait", real_wait)
+    monkeypatch.setattr(evaluation_steps, "pause", real_wait)
     restarted = make_app(env_for(batch_server))
     restarted.extensions["runner"].resume()  # what a restarted server does with unfinished evaluations
     try:

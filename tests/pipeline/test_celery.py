@@ -29,7 +29,7 @@ import pytest
 import redis
 
 from app import create_app
-from pipeline.jobs import create_evaluation
+from pipeline.evaluations import create_evaluation
 from tests.conftest import ROOT
 from tests.judge_server import JudgeServer
 from tests.services import Redis, free_port, postgres_bin
@@ -597,7 +597,7 @@ def test_gunicorn_with_two_processes_leaves_evaluations_to_the_workers(redis_ser
 
 @pytest.mark.parametrize("value, expected", [("", 20.0), ("1.5", 1.5), ("0", None), ("-3", None), ("often", None)])
 def test_the_sweep_interval_setting(value, expected):
-    from pipeline.queue_runner import sweep_interval
+    from pipeline.celery_tasks import sweep_interval
 
     if expected is None:
         with pytest.raises(ValueError, match="CELERY_SWEEP_S must be a number of seconds > 0"):
@@ -607,7 +607,7 @@ def test_the_sweep_interval_setting(value, expected):
 
 
 def test_a_task_its_worker_terminated_is_not_a_failed_evaluation():
-    from pipeline.queue_runner import stopped_from_outside
+    from pipeline.celery_tasks import stopped_from_outside
 
     # Celery terminates a late-acknowledged task when the broker connection is lost: billiard raises SystemExit in
     # the task, and unwinding the judge's event loop can raise another error from it.

@@ -24,7 +24,7 @@ import pytest
 import requests
 
 from app import create_app
-from pipeline.jobs import create_evaluation
+from pipeline.evaluations import create_evaluation
 from storage.store import Store
 from tests.conftest import ROOT
 from tests.doc_commands import DOCS, commands

@@ -119,34 +119,35 @@ def test_kill_9_mid_run_then_restart_finishes_without_paying_twice(tmp_path, jud
 
 
 def test_the_thread_runner_judges_a_large_evaluation_block_by_block(client, judge_server, monkeypatch):
-    from pipeline import jobs
+    from pipeline import evaluations
+    from pipeline.evaluation_steps import Pipeline
     from tests.conftest import jsonl, session_line, wait_for
     from tests.web.test_api import upload
 
-    monkeypatch.setattr(jobs, "BLOCK_JUDGMENTS", 24)  # 2 sessions (24 judgments) at a time, so 3 blocks
-    blocks, judge = [], jobs.Pipeline.judge
+    monkeypatch.setattr(evaluations, "BLOCK_JUDGMENTS", 24)  # 2 sessions (24 judgments) at a time, so 3 blocks
+    blocks, judge = [], Pipeline.judge
 
     def counted(self, kind, job, pending, *args, **kwargs):
         blocks.append(sorted({key[0] for key in pending}))
         return judge(self, kind, job, pending, *args, **kwargs)
-    monkeypatch.setattr(jobs.Pipeline, "judge", counted)
+    monkeypatch.setattr(Pipeline, "judge", counted)
     upload_id = upload(client, jsonl(*(session_line(f"b{i}", 3, user_profile=f"runner {i}") for i in range(6)))).get_json()["id"]
     one_go = wait_for(client, client.post("/api/evaluations", json={"upload_id": upload_id}).get_json()["id"])
     asked = judge_server.requests
     assert one_go["status"] == "done" and one_go["progress"]["done"] == one_go["progress"]["total"] == 72 == asked
     assert blocks == [[0, 1], [2, 3], [4, 5]]
-    monkeypatch.setattr(jobs, "BLOCK_JUDGMENTS", 1_000_000)
+    monkeypatch.setattr(evaluations, "BLOCK_JUDGMENTS", 1_000_000)
     again = wait_for(client, client.post("/api/evaluations", json={"upload_id": upload_id,
                                                                    "judge": {"use_cache": False}}).get_json()["id"])
     assert again["result"]["methods"] == one_go["result"]["methods"]  # the same scores, block by block or at once
 
 
 def test_a_plan_cut_short_is_completed_by_the_next_run(client, app, judge_server, monkeypatch):
-    from pipeline import jobs
+    from pipeline import evaluation_steps
     from tests.conftest import jsonl, session_line, wait_for
     from tests.web.test_api import upload
 
-    monkeypatch.setattr(jobs, "PLAN_CHUNK", 10)  # 72 judgments planned in 8 transactions
+    monkeypatch.setattr(evaluation_steps, "PLAN_CHUNK", 10)  # 72 judgments planned in 8 transactions
     store = app.extensions["store"]
     add_pending, calls = store.add_pending, []
 

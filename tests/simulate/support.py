@@ -7,9 +7,10 @@ import threading
 from pathlib import Path
 
 from kinds import registry
+from pipeline.thread_backend import ThreadBackend
 from simulate import personas as persona_source
-from simulate.jobs import SimulationRunner
 from simulate.personas import Persona
+from simulate.simulations import Simulations
 from storage.store import Store
 
 SIMULATOR = "sim-model"
@@ -69,10 +70,10 @@ def environment(url: str, **extra: str) -> dict:
             "JUDGE_TIMEOUT_S": "5", **extra}
 
 
-def make_runner(tmp_path: Path, env: dict, evaluations=None) -> SimulationRunner:
-    """A simulation runner on a fresh SQLite store and uploads folder."""
+def make_runner(tmp_path: Path, env: dict, evaluations=None) -> ThreadBackend[Simulations]:
+    """The simulations' thread backend on a fresh SQLite store and uploads folder."""
     store = Store(str(tmp_path / "store.sqlite"), registry.tables())
-    return SimulationRunner(store, tmp_path / "uploads", evaluations, lambda: env)
+    return ThreadBackend(Simulations(store, tmp_path / "uploads", evaluations, lambda: env))
 
 
 def personas_file(*personas: Persona) -> bytes:

@@ -12,7 +12,7 @@ from collections import Counter
 import pytest
 
 from simulate import personas
-from simulate.queue import PERSONAS_PER_BLOCK
+from simulate.simulations import PERSONAS_PER_BLOCK
 from tests.services import Redis
 from tests.simulate.support import SIMULATOR, Recorder
 

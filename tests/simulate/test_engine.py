@@ -9,7 +9,7 @@ import json
 import pytest
 
 from pipeline.ingest import ingest
-from pipeline.jobs import RequestError
+from pipeline.judge_requests import RequestError
 from simulate import personas, prompts
 from simulate.plan import Plan
 from tests.judge_server import JudgeServer
@@ -54,8 +54,8 @@ def method(system, users, own):
 
 
 def uploaded_sessions(runner, upload_id):
-    upload = runner.store.get_upload(upload_id)
-    with runner.uploads.open(f"{upload['sha256']}.jsonl") as f:
+    upload = runner.job.store.get_upload(upload_id)
+    with runner.job.uploads.open(f"{upload['sha256']}.jsonl") as f:
         return [json.loads(line) for line in f.read().decode().splitlines()]
 
 
@@ -63,7 +63,7 @@ def test_shared_protocol_every_method_answers_the_same_user_messages_with_its_ow
         tmp_path, judge_server, builtin_two):
     recorder = Recorder(judge_server)
     runner = make_runner(tmp_path, environment(judge_server.url))
-    simulation = runner.create(request("shared"))
+    simulation = runner.job.create(request("shared"))
     assert simulation["total"] == 2 * 2 * 3 - 1  # personas x rounds x (simulator + 2 methods), minus P2's opening
     runner.run(simulation["id"])
 
@@ -89,21 +89,21 @@ def test_shared_protocol_every_method_answers_the_same_user_messages_with_its_ow
     assert recorder.keys() == canonical(expected)
     assert len(expected) == 11
 
-    done = runner.store.get_simulation(simulation["id"])
+    done = runner.job.store.get_simulation(simulation["id"])
     assert done["status"] == "done" and done["error"] is None
-    assert runner.store.simulation_progress(simulation["id"]) == {"done": 11, "failed": 0, "cached": 0}
+    assert runner.job.store.simulation_progress(simulation["id"]) == {"done": 11, "failed": 0, "cached": 0}
     [upload_id] = done["upload_ids"]
-    upload = runner.store.get_upload(upload_id)
+    upload = runner.job.store.get_upload(upload_id)
     assert upload["kind"] == "dialogue" and upload["filename"] == f"simulation-{simulation['id']}.jsonl"
     assert uploaded_sessions(runner, upload_id) == sessions
 
     # The same simulation again: every turn comes from the cache, no call is made, the same file is written.
     before = judge_server.requests
-    again = runner.create(request("shared"))
+    again = runner.job.create(request("shared"))
     runner.run(again["id"])
     assert judge_server.requests == before
-    assert runner.store.simulation_progress(again["id"]) == {"done": 11, "failed": 0, "cached": 11}
-    [same] = runner.store.get_simulation(again["id"])["upload_ids"]
+    assert runner.job.store.simulation_progress(again["id"]) == {"done": 11, "failed": 0, "cached": 11}
+    [same] = runner.job.store.get_simulation(again["id"])["upload_ids"]
     assert uploaded_sessions(runner, same) == sessions
 
 
@@ -111,8 +111,8 @@ def test_independent_protocol_gives_each_method_its_own_conversation_and_file(tm
     recorder = Recorder(judge_server)
     runner = make_runner(tmp_path, environment(judge_server.url))
     # the personas of a dialogue upload (session id, profile and personality of each session)
-    upload = ingest(io.BytesIO(personas_file(P1)), "people.jsonl", runner.store, runner.uploads)
-    simulation = runner.create({**request("independent"), "personas": None, "personas_upload_id": upload["id"]})
+    upload = ingest(io.BytesIO(personas_file(P1)), "people.jsonl", runner.job.store, runner.job.uploads)
+    simulation = runner.job.create({**request("independent"), "personas": None, "personas_upload_id": upload["id"]})
     assert simulation["total"] == 1 * 2 * 2 * 2  # personas x methods x rounds x (user + reply)
     runner.run(simulation["id"])
 
@@ -133,14 +133,14 @@ def test_independent_protocol_gives_each_method_its_own_conversation_and_file(tm
                         "rounds": [{"round": 1, "user_message": u1, "responses": {name: r1}},
                                    {"round": 2, "user_message": u2, "responses": {name: answer(model, to_2)}}]}]
     assert recorder.keys() == canonical(expected)
-    done = runner.store.get_simulation(simulation["id"])
+    done = runner.job.store.get_simulation(simulation["id"])
     assert done["status"] == "done"
-    uploads = [runner.store.get_upload(u) for u in done["upload_ids"]]
+    uploads = [runner.job.store.get_upload(u) for u in done["upload_ids"]]
     assert [u["filename"] for u in uploads] == [f"simulation-{simulation['id']}-A.jsonl",
                                                f"simulation-{simulation['id']}-B.jsonl"]
     assert [uploaded_sessions(runner, u) for u in done["upload_ids"]] == [files["A"], files["B"]]
     # 8 turns, of which the second conversation's first user message is the first's (one shared call)
-    assert runner.store.simulation_progress(simulation["id"])["done"] == 8 and len(recorder.requests) == 7
+    assert runner.job.store.simulation_progress(simulation["id"])["done"] == 8 and len(recorder.requests) == 7
 
 
 def test_a_refused_simulator_answer_is_asked_again_with_the_reason(tmp_path, judge_server, builtin_two):
@@ -149,14 +149,14 @@ def test_a_refused_simulator_answer_is_asked_again_with_the_reason(tmp_path, jud
     judge_server.chat = lambda body: ("As an AI, how can I help you?" if body["messages"] == refused
                                       else answer(body["model"], body["messages"]))
     runner = make_runner(tmp_path, environment(judge_server.url))
-    simulation = runner.create(request("shared", rounds=1))
+    simulation = runner.job.create(request("shared", rounds=1))
     runner.run(simulation["id"])
     note = prompts.RETRY["en"].format(problem=prompts.PROBLEMS["en"]["as_assistant"])
     retried = [*refused, {"role": "user", "content": note}]
     assert [m for model, m in recorder.requests if model == SIMULATOR] == [refused, retried]
-    turns = {(t["conversation"], t["speaker"]): t for t in runner.store.simulation_turns(simulation["id"])}
+    turns = {(t["conversation"], t["speaker"]): t for t in runner.job.store.simulation_turns(simulation["id"])}
     assert turns[(0, "user")]["text"] == answer(SIMULATOR, retried) and turns[(0, "user")]["attempts"] == 2
-    assert runner.store.get_simulation(simulation["id"])["status"] == "done"
+    assert runner.job.store.get_simulation(simulation["id"])["status"] == "done"
 
 
 def test_a_failing_endpoint_fails_its_turns_and_keeps_the_complete_sessions(tmp_path, judge_server, builtin_two):
@@ -165,16 +165,16 @@ def test_a_failing_endpoint_fails_its_turns_and_keeps_the_complete_sessions(tmp_
     judge_server.hook = lambda r: "500" if r["body"]["model"] == "model-b" and len(r["body"]["messages"]) > 1 \
         and P2.opening in json.dumps(r["body"]["messages"]) else None
     runner = make_runner(tmp_path, environment(judge_server.url))
-    simulation = runner.create(request("shared", rounds=3))
+    simulation = runner.job.create(request("shared", rounds=3))
     runner.run(simulation["id"])
-    done = runner.store.get_simulation(simulation["id"])
+    done = runner.job.store.get_simulation(simulation["id"])
     assert done["status"] == "incomplete"
     assert done["error"].startswith("1 turn failed; the commonest reason: ")
-    [failed] = [t for t in runner.store.simulation_turns(simulation["id"]) if t["status"] == "failed"]
+    [failed] = [t for t in runner.job.store.simulation_turns(simulation["id"]) if t["status"] == "failed"]
     assert (failed["conversation"], failed["round"], failed["speaker"], failed["attempts"]) == (1, 2, "B", 2)
     assert "500" in failed["problem"]
     # P2 stopped there: no round 3 was asked for it; its file session keeps round 1, P1's all three
-    asked = {(t["conversation"], t["round"]) for t in runner.store.simulation_turns(simulation["id"])}
+    asked = {(t["conversation"], t["round"]) for t in runner.job.store.simulation_turns(simulation["id"])}
     assert (1, 3) not in asked and (0, 3) in asked
     sessions = uploaded_sessions(runner, done["upload_ids"][0])
     assert [(s["session_id"], len(s["rounds"])) for s in sessions] == [("p1", 3), ("p2", 1)]
@@ -188,14 +188,14 @@ def test_an_endpoint_that_is_down_leaves_its_method_out_and_says_so(tmp_path, ju
         runner = make_runner(tmp_path, environment(judge_server.url, JUDGE_ENDPOINTS=json.dumps(named)))
         body = request("independent", rounds=1)
         body["methods"][1]["endpoint"] = "down"
-        simulation = runner.create(body)
+        simulation = runner.job.create(body)
         runner.run(simulation["id"])
         assert down.requests == 2 * 2  # B's two conversations, each asked twice (one retry)
-    done = runner.store.get_simulation(simulation["id"])
+    done = runner.job.store.get_simulation(simulation["id"])
     assert done["status"] == "incomplete"
     assert "2 turns failed" in done["error"] and "Left out for want of one complete round: p1, p2." in done["error"]
     [upload_id] = done["upload_ids"]  # A's file only
-    assert runner.store.get_upload(upload_id)["filename"].endswith("-A.jsonl")
+    assert runner.job.store.get_upload(upload_id)["filename"].endswith("-A.jsonl")
     assert [s["session_id"] for s in uploaded_sessions(runner, upload_id)] == ["p1", "p2"]
 
 
@@ -222,8 +222,8 @@ def test_a_request_that_cannot_be_honoured_is_refused_before_any_connection(tmp_
     body = request()
     change(body)
     with pytest.raises(RequestError, match=message.replace("(", r"\(")):
-        runner.create(body)
-    assert judge_server.requests == 0 and runner.store.list_simulations() == []
+        runner.job.create(body)
+    assert judge_server.requests == 0 and runner.job.store.list_simulations() == []
 
 
 def test_a_model_the_endpoint_does_not_allow_is_refused(tmp_path, judge_server, builtin_two):
@@ -232,9 +232,9 @@ def test_a_model_the_endpoint_does_not_allow_is_refused(tmp_path, judge_server, 
     body = request()
     body["methods"][1]["endpoint"] = "local"
     with pytest.raises(RequestError, match="does not allow model 'model-b'"):
-        runner.create(body)
+        runner.job.create(body)
     body["methods"][1]["model"] = "model-a"
-    assert runner.create(body)["settings"]["methods"][1] == {
+    assert runner.job.create(body)["settings"]["methods"][1] == {
         "name": "B", "model": "model-a", "endpoint": "local", "temperature": 0.0, "max_tokens": 512,
         "system_prompt": ""}
     assert judge_server.requests == 0
@@ -258,21 +258,21 @@ def test_built_in_personas_that_cannot_be_read_are_a_refusal(tmp_path, judge_ser
     monkeypatch.setattr(personas, "BUILTIN", tmp_path / "missing.jsonl")
     runner = make_runner(tmp_path, environment(judge_server.url))
     with pytest.raises(RequestError, match="The built-in personas cannot be read"):
-        runner.create(request())
+        runner.job.create(request())
 
 
 def test_a_failed_request_shared_by_two_conversations_fails_both_and_counts_both(tmp_path, judge_server, builtin_two):
     Recorder(judge_server)
     judge_server.hook = lambda r: "400" if r["body"]["model"] == SIMULATOR else None  # refused, never retried
     runner = make_runner(tmp_path, environment(judge_server.url))
-    simulation = runner.create(request("independent", rounds=1))
+    simulation = runner.job.create(request("independent", rounds=1))
     runner.run(simulation["id"])
-    done = runner.store.get_simulation(simulation["id"])
+    done = runner.job.store.get_simulation(simulation["id"])
     # P1's first user message is one request for A's and B's conversations: asked once, failed for both; P2 opens
     # with its own message, so its conversations go on
     assert judge_server.requests == 1 + 2
-    failed = [t for t in runner.store.simulation_turns(simulation["id"]) if t["status"] == "failed"]
+    failed = [t for t in runner.job.store.simulation_turns(simulation["id"]) if t["status"] == "failed"]
     assert [(t["conversation"], t["speaker"], t["attempts"]) for t in failed] == [(0, "user", 1), (1, "user", 0)]
-    assert runner.store.simulation_progress(simulation["id"]) == {"done": 4, "failed": 2, "cached": 0}
+    assert runner.job.store.simulation_progress(simulation["id"]) == {"done": 4, "failed": 2, "cached": 0}
     assert done["status"] == "incomplete" and done["error"].startswith("2 turns failed; the commonest reason: ")
     assert done["error"].endswith("Left out for want of one complete round: p1.")

@@ -20,11 +20,12 @@ MORE = [personas.Persona(f"p{i}", f"Person {i}, a {20 + i}-year-old baker.", "Qu
 CHILD = """
 import json, sys
 from kinds import registry
-from simulate.jobs import SimulationRunner
+from pipeline.thread_backend import ThreadBackend
+from simulate.simulations import Simulations
 from storage.store import Store
 database, uploads, env, simulation_id = sys.argv[1:]
 env = json.loads(env)
-SimulationRunner(Store(database, registry.tables()), uploads, None, lambda: env).run(simulation_id)
+ThreadBackend(Simulations(Store(database, registry.tables()), uploads, None, lambda: env)).run(simulation_id)
 """
 
 
@@ -48,7 +49,7 @@ def test_a_killed_run_resumes_asking_again_only_the_calls_in_flight(tmp_path, ju
     judge_server.latency_s = 0.15
     env = environment(judge_server.url, JUDGE_CONCURRENCY="2")
     runner = make_runner(tmp_path, env)
-    simulation = runner.create(request())
+    simulation = runner.job.create(request())
     total = simulation["total"]
     assert total == 6 * 3 * 3 - 1  # P2 gives its opening
 
@@ -56,23 +57,23 @@ def test_a_killed_run_resumes_asking_again_only_the_calls_in_flight(tmp_path, ju
                               json.dumps(env), simulation["id"]], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
         deadline = time.monotonic() + 60
-        while runner.store.simulation_progress(simulation["id"])["done"] < 12:
+        while runner.job.store.simulation_progress(simulation["id"])["done"] < 12:
             assert child.poll() is None and time.monotonic() < deadline, "the run ended before it was killed"
             time.sleep(0.01)
         os.kill(child.pid, signal.SIGKILL)
     finally:
         child.wait(10)
-    killed_at = runner.store.simulation_progress(simulation["id"])["done"]
-    assert 12 <= killed_at < total and runner.store.get_simulation(simulation["id"])["status"] == "running"
+    killed_at = runner.job.store.simulation_progress(simulation["id"])["done"]
+    assert 12 <= killed_at < total and runner.job.store.get_simulation(simulation["id"])["status"] == "running"
 
     assert runner.resume() == [simulation["id"]]  # what a server starting again does
     runner.wait(simulation["id"], 60)
-    done = runner.store.get_simulation(simulation["id"])
-    assert done["status"] == "done" and runner.store.simulation_progress(simulation["id"])["done"] == total
+    done = runner.job.store.get_simulation(simulation["id"])
+    assert done["status"] == "done" and runner.job.store.simulation_progress(simulation["id"])["done"] == total
     # no more than the endpoint's budget of calls (JUDGE_CONCURRENCY = 2) were in flight at the kill
     assert asked_twice(recorder) <= 2 and len(recorder.requests) <= total + 2
-    sessions = [json.loads(line) for line in runner.uploads.open(
-        f"{runner.store.get_upload(done['upload_ids'][0])['sha256']}.jsonl").read().decode().splitlines()]
+    sessions = [json.loads(line) for line in runner.job.uploads.open(
+        f"{runner.job.store.get_upload(done['upload_ids'][0])['sha256']}.jsonl").read().decode().splitlines()]
     assert [len(s["rounds"]) for s in sessions] == [3] * 6
 
 
@@ -80,20 +81,20 @@ def test_a_cancelled_run_keeps_its_turns_and_resumes_asking_none_twice(tmp_path,
     recorder = Recorder(judge_server)
     judge_server.latency_s = 0.1
     runner = make_runner(tmp_path, environment(judge_server.url, JUDGE_CONCURRENCY="2"))
-    simulation = runner.create(request())
+    simulation = runner.job.create(request())
     runner.start(simulation["id"])
     deadline = time.monotonic() + 30
-    while runner.store.simulation_progress(simulation["id"])["done"] < 5 and time.monotonic() < deadline:
+    while runner.job.store.simulation_progress(simulation["id"])["done"] < 5 and time.monotonic() < deadline:
         time.sleep(0.01)
     assert runner.cancel(simulation["id"])
     runner.wait(simulation["id"], 30)
-    cancelled = runner.store.get_simulation(simulation["id"])
-    kept = runner.store.simulation_progress(simulation["id"])["done"]
+    cancelled = runner.job.store.get_simulation(simulation["id"])
+    kept = runner.job.store.simulation_progress(simulation["id"])["done"]
     assert cancelled["status"] == "cancelled" and 5 <= kept < simulation["total"] and cancelled["upload_ids"] == []
     assert len(recorder.requests) == kept  # the calls in flight finished and were kept
     assert not runner.cancel(simulation["id"])  # not running any more
 
     assert runner.resume_one(simulation["id"])
     runner.wait(simulation["id"], 60)
-    assert runner.store.get_simulation(simulation["id"])["status"] == "done"
+    assert runner.job.store.get_simulation(simulation["id"])["status"] == "done"
     assert asked_twice(recorder) == 0 and len(recorder.requests) == simulation["total"]

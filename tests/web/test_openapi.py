@@ -227,7 +227,7 @@ def test_no_request_the_document_allows_holds_nul_or_an_empty_id(make_app):
 
 def test_settings_whose_other_keys_the_server_refuses_list_every_key_it_takes():
     # the document says these objects have no other keys: the server must take every one they list, and no other
-    from pipeline.jobs import REQUEST_FIELDS
+    from pipeline.judge_requests import REQUEST_FIELDS
     from simulate.request import FIELDS, METHOD_FIELDS, SIMULATOR_FIELDS
     from web import schemas
 

@@ -26,17 +26,16 @@ def requeue() -> None:
     Safe to repeat and to run while workers work: a block being judged holds its lease, and only judgments still
     pending are asked.
     """
-    runner = get_runner()
-    if not hasattr(runner, "requeue"):
+    if "celery" not in current_app.extensions:
         # operators' messages, in English like the worker's logs
         click.echo("error: no broker is configured (CELERY_BROKER_URL); without one the server itself resumes "
                    "unfinished evaluations when it starts.", err=True)
         sys.exit(2)
-    ids = runner.requeue()
+    ids = get_runner().requeue()
     click.echo(f"{len(ids)} unfinished evaluation(s) enqueued again.", err=True)
     for evaluation_id in ids:
         click.echo(evaluation_id)
-    simulations = current_app.extensions["simulations"].requeue()  # simulate/queue.py's, with the same broker
+    simulations = current_app.extensions["simulations"].requeue()  # the simulations' backend, on the same broker
     if simulations:
         click.echo(f"{len(simulations)} unfinished simulation(s) enqueued again.", err=True)
     for simulation_id in simulations:

@@ -12,7 +12,7 @@ import click
 from client import ApiError, Client
 from kinds import registry
 from kinds.kind import Kind, StartError
-from pipeline.jobs import RequestError
+from pipeline.judge_requests import RequestError
 from translations import _
 from web.cli import gate
 from web.cli.shared import ProgressBar, check_kind_options, panel

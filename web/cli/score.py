@@ -13,8 +13,9 @@ from flask.cli import with_appcontext
 from client import opened
 from kinds import registry
 from kinds.kind import Kind, StartError
+from pipeline.evaluations import create_evaluation
 from pipeline.ingest import InvalidUpload, attach, ingest
-from pipeline.jobs import RequestError, create_evaluation
+from pipeline.judge_requests import RequestError
 from translations import _
 from web import get_judge_settings, get_runner, get_site, get_store, get_uploads
 from web.cli import gate, remote

@@ -11,7 +11,7 @@ import click
 from kinds import registry
 from kinds.kind import Kind, StartError
 from kinds.readers import json_text, limits
-from pipeline.jobs import RequestError
+from pipeline.judge_requests import RequestError
 from translations import _, duration
 
 

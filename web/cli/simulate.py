@@ -10,11 +10,12 @@ import click
 from flask.cli import with_appcontext
 
 from pipeline.ingest import InvalidUpload, ingest
-from pipeline.jobs import RequestError
+from pipeline.judge_requests import RequestError
+from pipeline.thread_backend import ThreadBackend
 from simulate.costs import report
-from simulate.jobs import SimulationRunner
 from simulate.output import file_part, outputs
 from simulate.plan import Plan
+from simulate.simulations import Simulations
 from translations import _, duration
 from web import get_judge_settings, get_runner, get_store, get_uploads
 from web.cli.shared import ProgressBar
@@ -154,9 +155,9 @@ def simulate_command(personas: str, simulator: str, methods: tuple[str, ...], ro
                **({"reference": reference} if reference else {}),
                **({"judge": {"endpoint": judge_endpoint}} if judge_endpoint else {}),
                **({"rubric": rubric} if rubric else {})}
-    runner = SimulationRunner(get_store(), get_uploads(), None, get_judge_settings().environ)
+    runner = ThreadBackend(Simulations(get_store(), get_uploads(), None, get_judge_settings().environ))
     try:
-        simulation = runner.create(request)
+        simulation = runner.job.create(request)
     except RequestError as exc:
         click.echo(_("error: %(message)s", message=exc), err=True)
         sys.exit(2)

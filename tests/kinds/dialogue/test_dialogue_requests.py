@@ -4,8 +4,9 @@ from __future__ import annotations
 import io
 
 from kinds.dialogue import format as dialogue_format
+from pipeline.evaluation_steps import Pipeline
+from pipeline.evaluations import create_evaluation
 from pipeline.ingest import ingest
-from pipeline.jobs import Pipeline, create_evaluation
 from storage.store import Store
 from tests.conftest import jsonl, session_line
 

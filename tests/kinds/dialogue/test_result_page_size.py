@@ -6,8 +6,8 @@ import io
 import random
 import re
 
+from pipeline.evaluations import create_evaluation
 from pipeline.ingest import ingest
-from pipeline.jobs import create_evaluation
 from tests.conftest import element_count, jsonl, session_line
 
 METHODS = ("Base", "CoT", "RAG", "Memory", "Persona", "Ours")
@@ -16,12 +16,12 @@ SESSIONS, ROUNDS = 500, 3
 
 def large_result(app) -> str:
     """A finished 6-method, 500-session evaluation, its judgments written straight into the store at random."""
-    store, runner = app.extensions["store"], app.extensions["runner"]
+    store, pipeline = app.extensions["store"], app.extensions["runner"].job.pipeline  # the evaluation's steps
     data = jsonl(*(session_line(f"s{s:03d}", ROUNDS, METHODS) for s in range(SESSIONS)))
     upload = ingest(io.BytesIO(data), "large.jsonl", store, app.config["UPLOAD_FOLDER"])
     evaluation = create_evaluation(store, upload["id"], environ=app.config["JUDGE_ENV"])
-    kind, job = runner.load(evaluation["id"])
-    runner.plan(kind, job)
+    kind, job = pipeline.load(evaluation["id"])
+    pipeline.plan(kind, job)
     rng = random.Random(0)
     rows = [(s, f"s{s:03d}", k, m, mode) for s in range(SESSIONS) for k in range(1, ROUNDS + 1) for m in METHODS
             for mode in ("fine", "binary")]
