@@ -14,6 +14,7 @@ from flask_wtf.csrf import CSRFProtect
 import translations
 from kinds import registry
 from kinds.host import Site
+from kinds.kind import OwnPages
 from kinds.readers import limits as hard_limits
 from pipeline import provenance
 from pipeline.ingest import stored_name
@@ -78,9 +79,13 @@ def create_app(config: dict | None = None) -> Flask:
         RATELIMIT_STORAGE_URI=os.environ.get("RATELIMIT_STORAGE_URI", "").strip() or None,  # sign-in attempts
         SECRET_KEY=os.environ.get("SECRET_KEY", "").strip() or None,  # else generated once, kept in the database
         SETTINGS_KEY=os.environ.get("SETTINGS_KEY", "").strip() or None,  # encrypts saved judge keys
+        PSB_KINDS=os.environ.get("PSB_KINDS", ""),  # kinds of modules that are not installed, as module:Class
     )
     app.config.update(config or {})
     hard_limits.current()  # a bad LIMIT_* setting stops the server here, naming the variable
+    # the kinds of installed packages (entry points) and of PSB_KINDS, before the store creates their tables: the web
+    # app, the CLI and the Celery workers all build their app here, so all see the same kinds
+    registry.load_installed(app.config["PSB_KINDS"] or "")
     if "AUTH" not in app.config:  # on / off / local (web/accounts.py)
         app.config["AUTH"] = accounts.auth_mode(os.environ.get("AUTH"), os.environ.get("HOST"))
     broker = _broker_url(app.config)
@@ -120,6 +125,7 @@ def create_app(config: dict | None = None) -> Flask:
     # templates/ first, then each kind's own folder under its name ("dialogue/result.html")
     app.jinja_loader = jinja2.ChoiceLoader([app.jinja_loader, registry.template_loader()])
     app.jinja_env.globals["kinds"] = registry.kinds
+    app.jinja_env.globals["kinds_with_pages"] = lambda: registry.having(OwnPages)  # their links in the header
     reading.register(app)  # the `reply` filter: replies as Markdown or JSON, or as written (?raw=1)
     app.jinja_env.filters["provenance_rows"] = provenance.rows  # a result's provenance as labelled fields
     app.register_blueprint(pages.bp)
@@ -134,7 +140,7 @@ def create_app(config: dict | None = None) -> Flask:
     manage.register(app, csrf)  # rename, tag and delete
     compare.register(app)
     row_diff.register(app)  # the row-level diff of two runs, also under share links
-    for kind in registry.kinds():  # pages a kind adds (mobility: reference sets); its API skips CSRF like ours
+    for kind in registry.having(OwnPages):  # pages a kind adds (mobility: reference sets); its API skips CSRF like ours
         for blueprint in kind.blueprints():
             app.register_blueprint(blueprint)
             if (blueprint.url_prefix or "").startswith("/api"):

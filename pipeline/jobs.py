@@ -20,9 +20,10 @@ from judge import batch as judge_batch
 from judge import endpoints as judge_endpoints
 from kinds import registry
 from kinds.host import new_id
-from kinds.kind import Job, JobFailed, Kind, Site, StartError, StartRequest, as_flag
+from kinds.kind import Job, JobFailed, Judged, Scored, Site, StartError, StartRequest, as_flag, calls_judge
 from pipeline import provenance
 from pipeline.ingest import stored_name
+from pipeline.refusals import not_scored
 from storage import blobs
 from storage.database import database_unreachable, now
 from storage.store import JudgeCache, Store
@@ -91,9 +92,12 @@ def create_evaluation(store: Store, upload_id: str, methods: list[str] | None = 
     upload = store.get_upload(upload_id or "")
     if upload is None:
         raise RequestError(_("Upload '%(id)s' does not exist. Upload the file first.", id=upload_id))
+    kind = registry.get(upload["kind"])
+    if not isinstance(kind, Scored):
+        raise RequestError(not_scored(kind))
     request = StartRequest(methods, options or {}, lambda: _panel_settings(judge, judges, environ), store)
     try:
-        plan = registry.get(upload["kind"]).start(upload, request)
+        plan = kind.start(upload, request)
     except StartError as exc:
         raise RequestError(str(exc)) from exc
     evaluation = {"id": new_id(), "upload_id": upload_id, "kind": upload["kind"], "methods": plan.methods,
@@ -172,12 +176,12 @@ class Pipeline:
         self.results = blobs.at(results)
         self.environ = environ  # called at each run, so settings saved meanwhile (and the key) apply
 
-    def load(self, evaluation_id: str) -> tuple[Kind, Job] | None:
+    def load(self, evaluation_id: str) -> tuple[Scored, Job] | None:
         """The evaluation's kind and job (with its judge configuration when it calls the judge), or None after
         recording why it cannot run (its file is missing, its endpoint is gone, no judge is configured)."""
         evaluation = self.store.get_evaluation(evaluation_id, with_result=False)
         upload = self.store.get_upload(evaluation["upload_id"])
-        kind = registry.get(evaluation["kind"])
+        kind = registry.scored(evaluation["kind"])
         site = Site(self.store, self.uploads, stored_name)
         path = site.file_of(upload)
         if not path.exists():
@@ -185,7 +189,7 @@ class Pipeline:
                                   _("The uploaded file is missing from the uploads folder; upload it again."))
             return None
         job = Job(evaluation, upload, path, site)
-        if kind.needs_judge(evaluation):
+        if calls_judge(kind, evaluation):
             job.judges = [self._judge_config(evaluation, settings)
                           for settings in panel_settings(evaluation["settings"])]
             if None in job.judges:
@@ -193,9 +197,9 @@ class Pipeline:
             job.config = job.judges[0]
         return kind, job
 
-    def plan(self, kind: Kind, job: Job, given: Iterable[tuple[tuple, dict]] = ()) -> None:
+    def plan(self, kind: Judged, job: Job, given: Iterable[tuple[tuple, dict]] = ()) -> None:
         """Record the evaluation's pending judgments, once (a resumed run skips this when it got to the end), and
-        the outcomes of those it brings with it (`given`: Kind.given_judgments)."""
+        the outcomes of those it brings with it (`given`: Judged.given_judgments)."""
         evaluation_id = job.evaluation["id"]
         if self.store.get_setting(f"planned:{evaluation_id}"):
             return
@@ -210,7 +214,7 @@ class Pipeline:
         self.store.set_total(evaluation_id, self.store.progress(evaluation_id)["total"])
         self.store.set_setting(f"planned:{evaluation_id}", True)
 
-    def judge(self, kind: Kind, job: Job, pending: set, should_stop: Callable[[], bool],
+    def judge(self, kind: Judged, job: Job, pending: set, should_stop: Callable[[], bool],
               on_progress: Callable[[dict], None] | None = None) -> None:
         """Judge the `pending` keys with the evaluation's judges (a panel's one after the other, each with its own
         endpoint's budget) and the shared cache, saving verdicts in batches (through the Batch API when the
@@ -230,7 +234,7 @@ class Pipeline:
                                                                    by_judge[number]),
                             judge, on_progress, should_stop)
 
-    def _judge_by_batch(self, kind: Kind, job: Job, pending: set, should_stop: Callable[[], bool],
+    def _judge_by_batch(self, kind: Judged, job: Job, pending: set, should_stop: Callable[[], bool],
                         on_progress: Callable[[dict], None] | None, number: int = 0) -> None:
         """Batch mode: submit the pending judgments of judge `number` once (the batches' state is stored with the
         evaluation, so a restarted run polls the same batches instead of paying twice), then poll and record
@@ -349,8 +353,8 @@ class Pipeline:
         job = Job(evaluation, upload, site.file_of(upload), site)
         if not job.path.exists():
             raise JobFailed(_("The uploaded file is missing from the uploads folder; upload it again."))
-        kind = registry.get(evaluation["kind"])
-        if kind.needs_judge(evaluation):
+        kind = registry.scored(evaluation["kind"])
+        if calls_judge(kind, evaluation):
             # The endpoints' URLs and keys are not needed to score: only the recorded settings.
             job.judges = [JudgeConfig(**{k: v for k, v in settings.items() if k in JUDGE_OVERRIDES},
                                       base_url=settings.get("base_url"), api_key=PLACEHOLDER_API_KEY)
@@ -360,10 +364,10 @@ class Pipeline:
         self.finish(evaluation_id, document, status=evaluation["status"], error=evaluation["error"])
         return document
 
-    def score(self, kind: Kind, job: Job) -> dict:
+    def score(self, kind: Scored, job: Job) -> dict:
         """The kind's result document of the job, with its provenance (pipeline/provenance.py) ending now; the
         judgments an evaluation brings with it instead of calling a judge (imported scores) are recorded first."""
-        given = kind.given_judgments(job)
+        given = kind.given_judgments(job) if isinstance(kind, Judged) else None
         if given is not None:
             self.plan(kind, job, given)
         document = kind.score(job)
@@ -377,7 +381,7 @@ class Pipeline:
         JUDGE_FAILED_RETRY_S again."""
         self._write_result_file(evaluation_id, document)
         self.store.set_result(evaluation_id, document, status=status,
-                              headline=registry.get(document["kind"]).headline(document), error=error,
+                              headline=registry.scored(document["kind"]).headline(document), error=error,
                               finished_at=(document.get("provenance") or {}).get("finished_at"))
         self.store.set_setting(f"retry:{evaluation_id}", None)
 
@@ -486,7 +490,7 @@ class Runner(Pipeline):
         self.store.set_status(evaluation_id, "running")
         stop = lambda: evaluation_id in self._cancelled  # noqa: E731
         try:
-            if job.config is not None:
+            if job.config is not None and isinstance(kind, Judged):
                 self._judge_all(kind, job, on_progress)
                 while not stop() and (pause := self.retry_failed(evaluation_id)) is not None:
                     _wait(pause, stop)
@@ -498,7 +502,7 @@ class Runner(Pipeline):
         status, error = ("cancelled", None) if stop() else self.end_status(evaluation_id)
         self.finish(evaluation_id, document, status=status, error=error)
 
-    def _judge_all(self, kind: Kind, job: Job, on_progress: Callable[[dict], None] | None) -> None:
+    def _judge_all(self, kind: Judged, job: Job, on_progress: Callable[[dict], None] | None) -> None:
         """Plan the judgments once (a resumed run skips this), then judge every one still pending, a block of about
         BLOCK_JUDGMENTS at a time (so that memory does not grow with the evaluation; batch mode sends them all)."""
         evaluation_id = job.evaluation["id"]

@@ -47,7 +47,7 @@ from flask import Flask
 from kombu.transport import redis as kombu_redis
 
 from kinds import registry
-from kinds.kind import JobFailed
+from kinds.kind import JobFailed, calls_judge
 from pipeline.jobs import Pipeline, Runner, can_resume
 from storage.database import database_unreachable
 from translations import _
@@ -242,7 +242,7 @@ class CeleryRunner:
         evaluation = self.store.get_evaluation(evaluation_id, with_result=False)
         if evaluation is None:
             return
-        needs_judge = registry.get(evaluation["kind"]).needs_judge(evaluation)
+        needs_judge = calls_judge(registry.get(evaluation["kind"]), evaluation)
         self._send("psb.plan" if needs_judge else "psb.score", evaluation_id)
 
     def resume(self) -> list[str]:
@@ -355,7 +355,7 @@ class CeleryRunner:
             evaluation = self.store.get_evaluation(evaluation_id, with_result=False)
             if evaluation is None or evaluation["status"] not in RUNNING:
                 return
-            if not registry.get(evaluation["kind"]).needs_judge(evaluation):
+            if not calls_judge(registry.get(evaluation["kind"]), evaluation):
                 self._send("psb.score", evaluation_id)
                 return
             loaded = self.pipeline.load(evaluation_id)
@@ -423,7 +423,7 @@ class CeleryRunner:
             if evaluation is None:
                 return
             status = evaluation["status"]
-            needs_judge = registry.get(evaluation["kind"]).needs_judge(evaluation)
+            needs_judge = calls_judge(registry.get(evaluation["kind"]), evaluation)
             progress = self.store.progress(evaluation_id)
             if status == "queued" and not needs_judge:
                 with self._state(evaluation_id):

@@ -6,6 +6,7 @@ from flask import Blueprint, abort, current_app, jsonify, request, url_for
 from common.contract import Error, Refused, operation
 from common.version import product_version
 from kinds import registry
+from kinds.kind import attachment_names
 from pipeline import chunked_uploads, housekeeping
 from pipeline.ingest import InvalidUpload, ingest
 from pipeline.jobs import RequestError, create_evaluation
@@ -136,7 +137,7 @@ def create_attachment(upload_id: str, name: str):
     """Attach a file (multipart `file`, or `source=upload` for the upload's own) to an upload as `name`, one of its
     kind's attachments (dialogue: `scores`, with `rubric`)."""
     upload = get_store().get_upload(upload_id) or abort(404)
-    if name not in registry.get(upload["kind"]).attachments:
+    if name not in attachment_names(registry.get(upload["kind"])):
         abort(404)
     try:
         attachment = attach_sent(upload, name, request.form, request.files)
@@ -150,7 +151,7 @@ def create_attachment(upload_id: str, name: str):
 def list_attachments(upload_id: str, name: str):
     """The files attached to an upload as `name`, oldest first."""
     upload = get_store().get_upload(upload_id) or abort(404)
-    if name not in registry.get(upload["kind"]).attachments:
+    if name not in attachment_names(registry.get(upload["kind"])):
         abort(404)
     return jsonify(get_store().attachments(upload_id, name))
 
@@ -231,7 +232,7 @@ def _restart(evaluation_id: str, rerun_failed: bool):
 def sessions(evaluation_id: str):
     """A page of per-sample detail (dialogue: messages, replies, scores and the judge's reasoning)."""
     evaluation = get_store().get_evaluation(evaluation_id, with_result=False) or abort(404)
-    page = registry.get(evaluation["kind"]).samples(evaluation, request.args, get_site())
+    page = registry.scored(evaluation["kind"]).samples(evaluation, request.args, get_site())
     return jsonify(page) if page is not None else abort(404)
 
 

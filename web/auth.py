@@ -16,6 +16,7 @@ from flask_limiter import Limiter
 from flask_login import LoginManager, UserMixin, current_user, login_user, logout_user
 
 from kinds import registry
+from kinds.kind import OwnPages
 from translations import _
 from web import accounts, errors, get_store, share
 
@@ -105,7 +106,7 @@ def _is_admin_path(path: str) -> bool:
 def _is_kinds_admin_path(path: str) -> bool:
     """Whether a path is under one a kind declares its administrators' (`Kind.admin_paths`: dialogue's rubrics)."""
     return any(path == prefix or path.startswith(prefix + "/")
-               for kind in registry.kinds() for prefix in kind.admin_paths)
+               for kind in registry.having(OwnPages) for prefix in kind.admin_paths)
 
 
 def guard():

@@ -12,7 +12,7 @@ from kinds.agentbench.leaderboard import SOURCE, leaderboard
 from kinds.agentbench.result import build_result
 from kinds.agentbench.tasks import STANDARD_TASKS, STATUS_GROUPS
 from kinds.agentbench.views import agent_page, samples_view
-from kinds.kind import Job, Kind, Plan, Sample, Site, StartRequest, list_arg, open_file, upload_as, upload_stem
+from kinds.kind import Job, Paired, Plan, Sample, Site, StartRequest, list_arg, open_file, upload_as, upload_stem
 from kinds.problems import Report
 from kinds.readers import zip as zips
 from translations import _
@@ -23,7 +23,7 @@ CSV_COLUMNS = ("agent", "task", "config_name", "split", "score", "normalised", "
 DEFAULT_MODELS = ("gpt-4", "gpt-3.5-turbo")
 
 
-class AgentBenchKind(Kind):
+class AgentBenchKind(Paired):
     """overall.json, a ZIP of outputs/, the analysis' result.json or summary.csv; no judge, one scoring step."""
 
     name = "agentbench"

@@ -16,7 +16,8 @@ from kinds.conversation.result import build_result
 from kinds.host import Store
 from kinds.kind import (
     Job,
-    Kind,
+    Judged,
+    Paired,
     Plan,
     Sample,
     Site,
@@ -35,7 +36,7 @@ from translations import lazy_gettext as _l
 FIDELITY_COLUMNS = ("turns", "user_message_length", "intents")
 
 
-class ConversationKind(Kind):
+class ConversationKind(Judged, Paired):
     """RecLLMSim conversations (JSON, JSONL or a ZIP of the dataset's folders): statistics and simulator fidelity,
     and optionally the judge's annotation of every conversation."""
 

@@ -7,12 +7,12 @@ carry `user_message` and `responses` ({method: reply}); ALOE rounds carry `user`
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from kinds.kind import open_file
+from kinds.kind import Dialogue, open_file
 from kinds.problems import Problem, Report, describe, short_json
 from kinds.readers.jsonl import iter_lines
 from kinds.readers.limits import SETTINGS, Limits, current
@@ -110,6 +110,15 @@ def iter_sessions(stream: BinaryIO, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
         yield session
     if not state.lines:
         raise ValueError(_no_sessions_message())
+
+
+def dialogue_lines(dialogues: Iterable[Dialogue]) -> bytes:
+    """A dialogue file of conversations (a simulation's): a session per line, PersonaSteer's shape, in UTF-8."""
+    return "".join(json.dumps({"session_id": d.persona_id, "user_profile": d.user_profile,
+                               "user_personality": d.user_personality,
+                               "rounds": [{"round": r.number, "user_message": r.user_message,
+                                           "responses": dict(r.replies)} for r in d.rounds]},
+                              ensure_ascii=False) + "\n" for d in dialogues).encode("utf-8")
 
 
 def parse_session(obj: object, line: int = 1) -> Session:

@@ -26,7 +26,7 @@ from kinds.dialogue import (
     views,
 )
 from kinds.dialogue import tables as dialogue_tables
-from kinds.dialogue.format import Session, iter_sessions, iter_sessions_with_offsets, validate
+from kinds.dialogue.format import Session, dialogue_lines, iter_sessions, iter_sessions_with_offsets, validate
 from kinds.dialogue.pairwise_mode import (
     PAIR_MODES,
     PAIRWISE_PROMPT_VERSION,
@@ -41,16 +41,23 @@ from kinds.dialogue.result import build_result
 from kinds.figures import method_colours
 from kinds.host import Store
 from kinds.kind import (
+    Dialogue,
+    HoldsPersonas,
     Job,
     JobFailed,
-    Kind,
     Metric,
+    OfflineReport,
+    OwnCommands,
+    OwnPages,
+    Paired,
     Plan,
+    RecordsDialogues,
     Sample,
     Site,
     StartError,
     StartRequest,
     StoredFile,
+    TakesAttachments,
     as_flag,
     upload_as,
 )
@@ -175,7 +182,8 @@ def _pairwise_table(pairwise: dict) -> tuple[tuple, list[tuple]]:
     return header, rows
 
 
-class DialogueKind(Kind):
+class DialogueKind(RecordsDialogues, Paired, OfflineReport, TakesAttachments, HoldsPersonas, OwnPages,
+                   OwnCommands):
     """PersonaSteer / ALOE / RLPA style JSONL: sessions of rounds, one reply per method per round."""
 
     name = "dialogue"
@@ -184,7 +192,6 @@ class DialogueKind(Kind):
     headline_label = _l("Average AL")
     extension = ".jsonl"
     fallback = True  # any file no other kind claims is read as dialogue JSONL, whose problems say what is wrong
-    offline_report = True
     format_version = 2  # 2: the length_bias block says whether the file tells reply length from method
     score_columns = prompts.DIMENSIONS  # the default rubric's; an evaluation's own are its rubric's keys
     tables = (*dialogue_tables.TABLES, rubric_store.TABLE)  # people's ratings and reviews, the rubrics people add
@@ -208,7 +215,6 @@ class DialogueKind(Kind):
                                 help="Dialogue: also compare every two methods' replies at each round, in both "
                                      "orders (win rates and a Bradley-Terry ranking)."))
 
-    holds_personas = True  # a simulation may replay the users of a dialogue file
     nav = (("rubrics.page", _l("Rubrics")),)
     settings_nav = (("rubrics.page", _l("Rubrics: the judging protocols (add, view, download, delete)")),)
     admin_paths = rubric_routes.ADMIN_PATHS  # adding and deleting a rubric, as changing the judge settings
@@ -224,11 +230,9 @@ class DialogueKind(Kind):
 
     def check_attachment(self, name: str, stream: BinaryIO, filename: str, upload: dict, options: Mapping[str, str],
                          site: Site) -> Report:
-        """A scores file (imported.py): every reply it names is the upload's and scored once under the rubric
-        named (`rubric`, else the default one, or bare totals), and every reply of the methods it scores has its
-        scores."""
-        if name != imported.NAME:
-            return super().check_attachment(name, stream, filename, upload, options, site)
+        """A scores file (imported.py, the one attachment): every reply it names is the upload's and scored once
+        under the rubric named (`rubric`, else the default one, or bare totals), and every reply of the methods it
+        scores has its scores."""
         return imported.check(stream, filename, upload, options, site)
 
     def personas(self, stream: BinaryIO) -> Iterator[dict]:
@@ -237,6 +241,10 @@ class DialogueKind(Kind):
         for session in iter_sessions(stream):
             yield {"persona_id": session.session_id, "user_profile": session.user_profile,
                    "user_personality": session.user_personality, "scenario": "", "opening": ""}
+
+    def dialogue_file(self, dialogues: Iterable[Dialogue]) -> bytes:
+        """A session per conversation (its persona's id as session_id), JSON Lines."""
+        return dialogue_lines(dialogues)
 
     def needs_judge(self, evaluation: dict) -> bool:
         """Every dialogue evaluation is judged, but those of scores imported from another judge."""

@@ -10,8 +10,9 @@ from kinds.figures import run_style
 from kinds.kind import (
     Job,
     JobFailed,
-    Kind,
+    OwnPages,
     Plan,
+    Scored,
     Site,
     StartError,
     StartRequest,
@@ -30,7 +31,7 @@ from translations import _
 from translations import lazy_gettext as _l
 
 
-class MobilityKind(Kind):
+class MobilityKind(Scored, OwnPages):
     """The four mobility arrays of generated users (JSON, .npz or the dataset's layout); no judge, one scoring step."""
 
     name = "mobility"

@@ -176,7 +176,7 @@ def simulate_command(personas: str, simulator: str, methods: tuple[str, ...], ro
         if file.sessions:
             path = out_path(out, file.method)
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(file.jsonl())
+            path.write_bytes(file.content())
             click.echo(_("%(count)s sessions written to %(path)s", count=len(file.sessions), path=path), err=True)
     for evaluation_id in record["evaluation_ids"]:
         click.echo(_("evaluation %(id)s", id=evaluation_id), err=True)
