@@ -62,9 +62,11 @@ def register(kind: Kind, source: str = "") -> Kind:
 
 
 def unregister(name: str) -> None:
-    """Remove a kind (tests that add their own take it away again)."""
+    """Remove a kind (tests that add their own take it away again); an installed package's comes back at the next
+    `load_installed` while it is installed."""
     _KINDS.pop(name, None)
     _SOURCES.pop(name, None)
+    _scanned.clear()
 
 
 def load(reference: str, source: str) -> Kind:
@@ -126,12 +128,13 @@ def load_installed(setting: str | None = None) -> list[str]:
     """Register the kinds of installed packages (entry points of GROUP) and those `setting` names (else the
     environment's PSB_KINDS), each once; the names of every registered kind. KindError for one that cannot be."""
     _builtin()
-    if _scanned != [tuple(sys.path)]:  # a package installed meanwhile, or another path
-        _scanned[:] = [tuple(sys.path)]
+    path = tuple(sys.path)
+    if _scanned != [path]:  # a package installed meanwhile, or another path: read the entry points again
         for entry in metadata.entry_points(group=GROUP):
             package = f"{entry.dist.name} {entry.dist.version}" if entry.dist else "?"
             _add(entry.value, _("the entry point %(entry)s of %(package)s", entry=f"{entry.name} = {entry.value}",
                                 package=package), entry.name)
+        _scanned[:] = [path]  # only once every one loaded: a failed start fails again until it is fixed
     named = os.environ.get(SETTING, "") if setting is None else setting
     for reference in (part.strip() for part in named.split(",")):
         if reference:
