@@ -18,6 +18,7 @@ import math
 from typing import Hashable, NamedTuple, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from kinds.stats import DEFAULT_LEVEL, DEFAULT_N_BOOT, as_float, percentile_interval, resample_weights
 
@@ -28,12 +29,13 @@ OUTCOMES = ("A", "B", "tie")
 # --- multiple testing --------------------------------------------------------------------------
 
 
-def _present(p_values: Sequence[float | None]) -> list[int]:
-    present = [i for i, p in enumerate(p_values) if p is not None]
-    for i in present:
-        if not 0.0 <= p_values[i] <= 1.0:  # also rejects NaN
-            raise ValueError(f"p-value {p_values[i]!r} at position {i} is not in [0, 1]")
-    return present
+def _present(p_values: Sequence[float | None]) -> dict[int, float]:
+    """The p-values given (not None), by position, in order."""
+    present = {i: p for i, p in enumerate(p_values) if p is not None}
+    for i, p in present.items():
+        if not 0.0 <= p <= 1.0:  # also rejects NaN
+            raise ValueError(f"p-value {p!r} at position {i} is not in [0, 1]")
+    return {i: float(p) for i, p in present.items()}
 
 
 def holm(p_values: Sequence[float | None]) -> list[float | None]:
@@ -43,8 +45,8 @@ def holm(p_values: Sequence[float | None]) -> list[float | None]:
     adjusted: list[float | None] = [None] * len(p_values)
     running = 0.0
     # The k-th smallest (0-based) is multiplied by m - k; the running maximum keeps the step-down monotone.
-    for k, i in enumerate(sorted(present, key=lambda j: p_values[j])):
-        running = max(running, min(1.0, (m - k) * float(p_values[i])))
+    for k, i in enumerate(sorted(present, key=present.__getitem__)):
+        running = max(running, min(1.0, (m - k) * present[i]))
         adjusted[i] = running
     return adjusted
 
@@ -57,10 +59,10 @@ def benjamini_hochberg(p_values: Sequence[float | None]) -> list[float | None]:
     running = 1.0
     # The k-th smallest (1-based) is divided by k / m, written as statsmodels' fdrcorrection does so the floats agree
     # to the last bit; the running minimum from the largest down keeps the step-up monotone.
-    ranked = sorted(present, key=lambda j: p_values[j])
+    ranked = sorted(present, key=present.__getitem__)
     for k in range(m, 0, -1):
         i = ranked[k - 1]
-        running = min(running, float(p_values[i]) / (k / m))
+        running = min(running, present[i] / (k / m))
         adjusted[i] = running
     return adjusted
 
@@ -281,14 +283,14 @@ def length_correlation(scores: Sequence[float | None], lengths: Sequence[float |
 
 
 def _coefficient(value: float | None, se: float | None, t_crit: float | None) -> dict:
-    ci = None if se is None or t_crit is None else [value - t_crit * se, value + t_crit * se]
+    ci = None if value is None or se is None or t_crit is None else [value - t_crit * se, value + t_crit * se]
     return {"estimate": value, "se": se, "ci95": ci}
 
 
 MIN_WITHIN_LENGTH_SHARE = 0.1  # below it the length's variance inflation factor exceeds 10: see within_group_share
 
 
-def within_group_share(values: Sequence[float], groups: Sequence[Hashable]) -> float | None:
+def within_group_share(values: ArrayLike, groups: Sequence[Hashable] | np.ndarray) -> float | None:
     """Share of the values' sum of squares about their mean that lies within groups: sum over groups of the squares
     about the group's mean, over the total; None when the values are constant.
 
