@@ -34,7 +34,10 @@ def samples_view(record: dict, args: Mapping, site: Site) -> tuple[str, dict] | 
     count = samples.get("by_status", {}).get(status, 0) if status else samples.get("total", 0)
     pages = max(1, -(-count // PER_PAGE))
     page = min(_int(args.get("page"), 1), pages)
-    path = site.file_of(site.store.get_upload(record["upload_id"]))
+    upload = site.store.get_upload(record["upload_id"])
+    if upload is None:
+        return None
+    path = site.file_of(upload)
     shown = logs.sample_page(path, samples, limits.current(), status, (page - 1) * PER_PAGE, PER_PAGE) \
         if samples else []
     return "agentbench/samples.html", {

@@ -488,7 +488,10 @@ class DialogueKind(Kind):
     @staticmethod
     def _grid_view(record: dict, args: Mapping, site: Site) -> tuple[str, dict] | None:
         methods = record["methods"]
-        path = site.file_of(site.store.get_upload(record["upload_id"]))
+        upload = site.store.get_upload(record["upload_id"])
+        if upload is None:
+            return None
+        path = site.file_of(upload)
         rubric = result_rubric.of_record(record, site.store)
         context = {"colours": method_colours(methods), "methods": methods, "shown": methods, "toggles": [],
                    "error": None, "rows": [], "page": 1, **result_rubric.page_values(rubric),
@@ -518,6 +521,8 @@ class DialogueKind(Kind):
         if stored is None:
             return None
         upload = site.store.get_upload(record["upload_id"])
+        if upload is None:
+            return None
         job = Job(record, upload, site.file_of(upload), site,
                   config=replace(JudgeConfig(), language=record["settings"].get("language") or JudgeConfig().language))
         asked = next((prompt for found, prompt in self.requests(job, {key}) if found == key),

@@ -64,8 +64,11 @@ def paired_samples(record: dict, site: Site) -> Iterator[Sample]:
     rubric = result_rubric.of_record(record, site.store)
     dimensions = result_rubric.keys(rubric)
     questions = ("fine", "binary") if result_rubric.has_binary(rubric) else ("fine",)
+    upload = site.store.get_upload(record["upload_id"])
+    if upload is None:
+        return
     judged = reply_cells(record, site, dimensions)
-    path = site.file_of(site.store.get_upload(record["upload_id"]))
+    path = site.file_of(upload)
     for idx, _offset, session in iter_sessions_with_offsets(path):
         for rnd in session.rounds:
             for method, reply in rnd.responses.items():

@@ -46,6 +46,9 @@ def session_details(evaluation: dict, rows: list[dict], site: Site) -> list[dict
     dimensions those of the evaluation's rubric); the first judge's first sample as "fine" and "binary", the others
     under "more"."""
     store = site.store
+    upload = store.get_upload(evaluation["upload_id"])
+    if upload is None:  # deleted meanwhile: no session to show
+        return []
     judged: dict[tuple[int, int, str], dict] = {}
     labels = judge_labels(evaluation["settings"])
     dimensions = result_rubric.keys(result_rubric.of_record(evaluation, store))
@@ -60,7 +63,7 @@ def session_details(evaluation: dict, rows: list[dict], site: Site) -> list[dict
         else:  # a panel's other judges and the repeated samples
             slot.setdefault("more", []).append({**view, "question": question, "judge": labels[judge],
                                                 "sample": sample + 1})
-    path = site.file_of(store.get_upload(evaluation["upload_id"]))
+    path = site.file_of(upload)
     sessions = []
     for row in rows:
         session = read_session(path, row["offset"])

@@ -15,7 +15,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, TypeGuard
 
 import numpy as np
 
@@ -219,12 +219,11 @@ def _fast_array(values: list, ndim: int) -> np.ndarray | None:
 _NUMBER_TYPES = {int, float}
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[float]:
     """An int or a float, and an int that fits in a float."""
-    kind = type(value)
-    if kind is float:
+    if type(value) is float:
         return True
-    if kind is not int:
+    if type(value) is not int:
         return False
     if -(1 << 53) <= value <= 1 << 53:
         return True
@@ -364,9 +363,9 @@ def check_arrays(arrays: Mapping[str, np.ndarray], report: Report | None = None)
     return report, _finish(data, report)
 
 
-def _check_array(key: str, array: np.ndarray, report: Report) -> np.ndarray | None:
+def _check_array(key: str, given: np.ndarray, report: Report) -> np.ndarray | None:
     """One array checked and converted to its stored dtype, or None after reporting its problems."""
-    array = _checked_shape(key, array, report)
+    array = _checked_shape(key, given, report)
     if array is None:
         return None
     if key in ONE_D:
