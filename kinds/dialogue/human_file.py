@@ -13,7 +13,7 @@ import io
 import json
 import math
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO
 
 from kinds.dialogue import result_rubric
 from kinds.problems import Problem, Report, describe, short_json
@@ -37,7 +37,7 @@ def ranges(rubric: dict) -> dict[str, tuple[float, float]]:
     return {"total": TOTAL, **{d["key"]: (d["min"], d["max"]) for d in rubric["dimensions"]}}
 
 
-def read(stream: BinaryIO, filename: str, cells: set[tuple[str, int]], methods: list[str],
+def read(stream: IO[bytes], filename: str, cells: set[tuple[str, int]], methods: list[str],
          rubric: dict | None = None) -> tuple[Report, list[dict]]:
     """Check a ratings file against an evaluation (its (session id, round) pairs and methods) and its rubric
     (result_rubric's block, the default's when None); the report and, when it has no errors, the rows ({line,

@@ -351,7 +351,7 @@ class DialogueKind(Kind):
     def _imported(job: Job, scores: dict) -> Iterator[tuple[tuple, dict]]:
         attachment = job.store.get_attachment(scores["id"])
         file = job.site.file_of_attachment(attachment) if attachment else None
-        if file is None or not file.exists():
+        if attachment is None or file is None or not file.exists():
             raise JobFailed(_("The scores file %(file)s of this evaluation is no longer kept; attach it again.",
                               file=scores["filename"]))
         rubric = rubric_store.of_evaluation(job.store, job.evaluation)

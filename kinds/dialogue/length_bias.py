@@ -11,13 +11,18 @@ MIN_WITHIN_LENGTH_SHARE of the length's variance lies within methods ("identifia
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from common.lazy_modules import lazy
 from kinds.comparisons import MIN_WITHIN_LENGTH_SHARE, length_controlled_differences, length_correlation
 from kinds.dialogue.records import ReplyLengths
 
-pd = lazy("pandas")
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy("pandas")
 
 POINTS_PER_METHOD = 400  # of the scatter plot, spread evenly over the method's judgments
 SCALE = (0.0, 100.0)  # the fine total's range

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from itertools import combinations
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,7 +26,10 @@ from kinds import stats
 from kinds.comparisons import holm
 from kinds.dialogue.prompts import DIMENSIONS
 
-pd = lazy("pandas")  # loaded when a dialogue result is first scored, not when the app starts
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy("pandas")  # loaded when a dialogue result is first scored, not when the app starts
 
 REQUIRED_COLUMNS = ("session", "round", "method", "mode", "status")
 HOLM_ALPHA = 0.05  # family-wise error rate of the pairwise method differences of one metric
@@ -103,7 +107,8 @@ class _WeightCache:
     """Bootstrap weight matrices by number of sessions, built once per scoring call."""
 
     def __init__(self, n_boot: int, seed: int):
-        self.n_boot, self.seed, self._cache = n_boot, seed, {}
+        self.n_boot, self.seed = n_boot, seed
+        self._cache: dict[int, np.ndarray] = {}
 
     def get(self, n: int) -> np.ndarray | None:
         if n < 2:

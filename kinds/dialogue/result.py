@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from common.lazy_modules import lazy
 from judge import JudgeConfig, judge_labels, judge_summary, split_mode, usage_totals
@@ -18,7 +19,10 @@ from kinds.dialogue.reviews import applied
 from kinds.dialogue.reviews import counts as review_counts
 from kinds.rubrics import Rubric
 
-pd = lazy("pandas")
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy("pandas")
 
 
 def session_rows(records: pd.DataFrame, methods: list[str]) -> list[dict]:

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from common.lazy_modules import lazy
 from judge import split_mode
 from translations import _
 
-pd = lazy("pandas")
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy("pandas")
 
 DECISIONS = ("agreed", "overridden")
 MAX_COMMENT = 2000
@@ -36,7 +40,7 @@ def checked(judgment: dict, form: Mapping) -> dict:
         return review
     if split_mode(judgment["mode"])[0] == "fine":
         try:
-            total = float(form.get("total"))
+            total = float(form.get("total", ""))
         except (TypeError, ValueError):
             total = math.nan
         if not 0 <= total <= 100:
