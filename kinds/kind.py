@@ -31,7 +31,7 @@ import inspect
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable, ClassVar, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, ClassVar, Generic, Iterable, Iterator, Mapping, TypeVar
 
 import jinja2
 
@@ -41,6 +41,7 @@ from kinds.host import Store, Table
 from kinds.host import StoredFile as StoredFile
 from kinds.host import open_file as open_file
 from kinds.problems import Problem, Report
+from kinds.result_document import ResultDocument
 from translations import _
 
 if TYPE_CHECKING:
@@ -132,7 +133,12 @@ class Sample:
     links: Mapping[str, str] = field(default_factory=dict)
 
 
-class Kind(ABC):
+# The type of a kind's result document: a kind is a Kind[the TypedDict of its kinds/<name>/result.py]. The core holds
+# kinds as plain Kind (of any document): it reads documents back as JSON, whose kind only their "kind" key tells.
+ResultT = TypeVar("ResultT", bound=ResultDocument)
+
+
+class Kind(ABC, Generic[ResultT]):
     """A benchmark kind. Class attributes describe it; methods are called by the pipeline (see the module)."""
 
     name: ClassVar[str]
@@ -236,7 +242,7 @@ class Kind(ABC):
         return None
 
     @abstractmethod
-    def score(self, job: Job) -> dict:
+    def score(self, job: Job) -> ResultT:
         """The result document, from the file and (for a judge) the judgments stored so far."""
         ...
 
@@ -270,7 +276,7 @@ class Kind(ABC):
         (the view's state). A "result" value replaces the document shown (narrowed to some methods, say)."""
         return {}
 
-    def figures(self, result: dict, record: dict, args: Mapping) -> dict:
+    def figures(self, result: ResultT, record: dict, args: Mapping) -> dict:
         """Plotly figures (plain JSON) of the result shown, by name."""
         return {}
 
@@ -280,11 +286,11 @@ class Kind(ABC):
         return self.score_columns
 
     @abstractmethod
-    def csv(self, result: dict) -> tuple[tuple, Iterable[tuple]]:
+    def csv(self, result: ResultT) -> tuple[tuple, Iterable[tuple]]:
         """The result's main table as (header, rows): the `.csv` export."""
         ...
 
-    def downloads(self, result: dict) -> dict[str, Callable[[], tuple[tuple, Iterable[tuple]]]]:
+    def downloads(self, result: ResultT) -> dict[str, Callable[[], tuple[tuple, Iterable[tuple]]]]:
         """More CSV tables of a result by name (served as `<name>.csv`), each a function giving (header, rows)."""
         return {}
 
@@ -297,7 +303,7 @@ class Kind(ABC):
         """A page of per-sample detail for the API (`/api/evaluations/<id>/sessions`), or None: no such thing."""
         return None
 
-    def headline(self, result: dict) -> list[list]:
+    def headline(self, result: ResultT) -> list[list]:
         """The few numbers a list of evaluations shows for a result: [name, value] pairs (a method, an agent)."""
         return []
 
@@ -305,7 +311,7 @@ class Kind(ABC):
         """The methods or agents an evaluation measures (a row of `evaluation_list`), for lists; none by default."""
         return []
 
-    def run_label(self, result: dict) -> str:
+    def run_label(self, result: ResultT) -> str:
         """What a run was measured with (a judge model, a reference set), for compare and lists."""
         return "—"
 
@@ -319,7 +325,7 @@ class Kind(ABC):
     # headline metrics that pair sample by sample between runs; empty: runs of this kind compare unpaired
     paired_metrics: ClassVar[tuple[Metric, ...]] = ()
 
-    def paired_metrics_for(self, results: list[dict]) -> tuple[Metric, ...]:
+    def paired_metrics_for(self, results: list[ResultT]) -> tuple[Metric, ...]:
         """The metrics these finished runs' result documents pair on (the first the default of a choice): by default
         `paired_metrics`; a kind whose metrics depend on how a run was scored (the dialogue kind's rubric) gives those
         every run has, on the same terms."""

@@ -15,7 +15,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import BinaryIO, TypeGuard
+from typing import BinaryIO, Final, TypeGuard
 
 import numpy as np
 
@@ -25,7 +25,7 @@ from kinds.readers import limits as hard_limits
 from kinds.readers.jsonl import UTF8_BOM, format_size, json_reason, wrong_encoding
 from translations import _, ngettext
 
-KEYS = ("gyration_radius", "daily_location_numbers", "intention_sequences", "intention_proportions")
+KEYS: Final = ("gyration_radius", "daily_location_numbers", "intention_sequences", "intention_proportions")
 INTENTIONS = {1: "sleep", 2: "home activity", 3: "other", 4: "work", 5: "shopping", 6: "eating out",
               7: "leisure and entertainment"}
 FIRST_CODE = min(INTENTIONS)
