@@ -89,8 +89,10 @@ def samples(record: dict, site: Site) -> Iterator[Sample]:
     """Every standard task's samples of each agent, keyed (task, sample index), each its own cluster."""
     result = record.get("result") or {}
     agents: Mapping = result.get("agents") or {}
+    if not agents:
+        return
     upload = site.store.get_upload(record["upload_id"])
-    if not agents or upload is None:
+    if upload is None:
         return
     path = site.file_of(upload)
     for agent, doc in agents.items():
