@@ -22,6 +22,8 @@ from kinds.stats import (
 )
 
 LEVELS = ("interval", "nominal")
+# One rater's ratings, aligned by item: numbers or labels, None (or NaN) for an item it did not rate.
+Ratings = Sequence[object] | np.ndarray
 
 
 class Agreement(TypedDict):
@@ -112,7 +114,7 @@ def _paired(a, b) -> tuple[np.ndarray, np.ndarray]:
     return a[both], b[both]
 
 
-def cohen_kappa(first: ArrayLike, second: ArrayLike) -> float | None:
+def cohen_kappa(first: Ratings, second: Ratings) -> float | None:
     """Unweighted Cohen's kappa of two raters' labels over the items both rated; None if undefined."""
     a, b = _paired(first, second)
     n = a.size
@@ -145,14 +147,14 @@ def _rank_correlation(test, a, b) -> float | None:
     return as_float(test(a, b).statistic)
 
 
-def spearman(a: ArrayLike, b: ArrayLike) -> float | None:
+def spearman(a: Ratings, b: Ratings) -> float | None:
     """Spearman's rho over the items both rated; None with fewer than 3 pairs or a constant side."""
     from scipy.stats import spearmanr  # slow to import: on first use
 
     return _rank_correlation(spearmanr, a, b)
 
 
-def kendall_tau(a: ArrayLike, b: ArrayLike) -> float | None:
+def kendall_tau(a: Ratings, b: Ratings) -> float | None:
     """Kendall's tau-b over the items both rated; None with fewer than 3 pairs or a constant side."""
     from scipy.stats import kendalltau
 
@@ -291,7 +293,7 @@ def bootstrap_alpha(ratings, clusters: ArrayLike, level: str = "interval", n_boo
     return _interval_from(value, replicates, n_units, n_clusters, n_boot, ci_level)
 
 
-def bootstrap_kappa(a: ArrayLike, b: ArrayLike, clusters: ArrayLike, n_boot: int = DEFAULT_N_BOOT,
+def bootstrap_kappa(a: Ratings, b: Ratings, clusters: ArrayLike, n_boot: int = DEFAULT_N_BOOT,
                     level: float = DEFAULT_LEVEL, seed: int = 0) -> Agreement:
     """bootstrap_agreement of cohen_kappa over two raters' labels, vectorised."""
     a_arr, present_a = _with_mask(a)
@@ -326,7 +328,7 @@ def _group_ranks(values: np.ndarray, codes: np.ndarray, n_clusters: int, weights
     return groups, ranks, sizes
 
 
-def bootstrap_spearman(a: ArrayLike, b: ArrayLike, clusters: ArrayLike, n_boot: int = DEFAULT_N_BOOT,
+def bootstrap_spearman(a: Ratings, b: Ratings, clusters: ArrayLike, n_boot: int = DEFAULT_N_BOOT,
                        level: float = DEFAULT_LEVEL, seed: int = 0) -> Agreement:
     """bootstrap_agreement of spearman over the items both rated, vectorised: a replicate's rho is the weighted
     Pearson correlation of the average ranks its draws give each value."""
