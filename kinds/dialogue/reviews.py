@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from common.lazy_modules import lazy
 from judge import split_mode
@@ -54,7 +54,15 @@ def checked(judgment: dict, form: Mapping) -> dict:
     return review
 
 
-def counts(reviews: list[dict]) -> dict:
+class ReviewCounts(TypedDict):
+    """How many judgments people reviewed, agreed with and overrode."""
+
+    reviewed: int
+    agreed: int
+    overridden: int
+
+
+def counts(reviews: list[dict]) -> ReviewCounts:
     """How many judgments were reviewed, agreed with and overridden."""
     agreed = sum(r["decision"] == "agreed" for r in reviews)
     return {"reviewed": len(reviews), "agreed": agreed, "overridden": len(reviews) - agreed}
