@@ -206,9 +206,9 @@ def _histogram(reference: np.ndarray, generated: np.ndarray) -> Histogram:
     return {"edges": edges.tolist(), "reference": shares(ref_counts), "generated": shares(gen_counts)}
 
 
-def _slot_shares(slot_counts: np.ndarray) -> list[list[float]]:
-    counts = slot_counts[:, FIRST_CODE:]
-    return (counts / counts.sum(axis=1, keepdims=True)).tolist()
+def _slot_shares(counts: np.ndarray) -> list[list[float]]:
+    coded = counts[:, FIRST_CODE:]
+    return (coded / coded.sum(axis=1, keepdims=True)).tolist()
 
 
 def shares(counts: np.ndarray) -> list[float]:
