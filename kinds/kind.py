@@ -44,7 +44,7 @@ import inspect
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable, ClassVar, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, ClassVar, Generic, Iterable, Iterator, Mapping, TypeVar
 
 import jinja2
 
@@ -54,6 +54,7 @@ from kinds.host import Store, Table
 from kinds.host import StoredFile as StoredFile
 from kinds.host import open_file as open_file
 from kinds.problems import Report
+from kinds.result_document import ResultDocument
 from translations import _
 
 if TYPE_CHECKING:
@@ -165,6 +166,12 @@ class Dialogue:
     rounds: tuple[DialogueRound, ...]
 
 
+# The type of a kind's result document: a scored kind is a Scored[the TypedDict of its kinds/<name>/result.py] (or
+# Judged[...], Paired[...]). The core holds kinds as plain Scored (of any document): it reads documents back as JSON,
+# whose kind only their "kind" key tells.
+ResultT = TypeVar("ResultT", bound=ResultDocument)
+
+
 class Kind(ABC):
     """A benchmark kind: what every kind is and does. Its files are detected, validated and kept as uploads, each with
     its page (`<name>/upload.html`). Class attributes describe it; methods are called by the core (see the module)."""
@@ -211,7 +218,7 @@ class Kind(ABC):
         return {}
 
 
-class Scored(Kind):
+class Scored(Kind, Generic[ResultT]):
     """A kind whose uploads are evaluated: `start` plans an evaluation, `score` makes its result document (every
     result carries `"kind": <name>`), and the result is shown (`<name>/result.html`), exported (`csv`, `downloads`),
     listed (`headline`) and compared (`compare`, `<name>/compare.html`)."""
@@ -232,13 +239,13 @@ class Scored(Kind):
         ...
 
     @abstractmethod
-    def score(self, job: Job) -> dict:
+    def score(self, job: Job) -> ResultT:
         """The result document, from the file and (for a judge) the judgments stored so far; its "kind" is the kind's
         name."""
         ...
 
     @abstractmethod
-    def csv(self, result: dict) -> tuple[tuple, Iterable[tuple]]:
+    def csv(self, result: ResultT) -> tuple[tuple, Iterable[tuple]]:
         """The result's main table as (header, rows): the `.csv` export."""
         ...
 
@@ -262,11 +269,11 @@ class Scored(Kind):
         (the view's state). A "result" value replaces the document shown (narrowed to some methods, say)."""
         return {}
 
-    def figures(self, result: dict, record: dict, args: Mapping) -> dict:
+    def figures(self, result: ResultT, record: dict, args: Mapping) -> dict:
         """Plotly figures (plain JSON) of the result shown, by name; none by default."""
         return {}
 
-    def downloads(self, result: dict) -> dict[str, Callable[[], tuple[tuple, Iterable[tuple]]]]:
+    def downloads(self, result: ResultT) -> dict[str, Callable[[], tuple[tuple, Iterable[tuple]]]]:
         """More CSV tables of a result by name (served as `<name>.csv`), each a function giving (header, rows)."""
         return {}
 
@@ -280,7 +287,7 @@ class Scored(Kind):
         the default)."""
         return None
 
-    def headline(self, result: dict) -> list[list]:
+    def headline(self, result: ResultT) -> list[list]:
         """The few numbers a list of evaluations shows for a result: [name, value] pairs (a method, an agent)."""
         return []
 
@@ -288,7 +295,7 @@ class Scored(Kind):
         """The methods or agents an evaluation measures (a row of `evaluation_list`), for lists; none by default."""
         return []
 
-    def run_label(self, result: dict) -> str:
+    def run_label(self, result: ResultT) -> str:
         """What a run was measured with (a judge model, a reference set), for compare and lists."""
         return "—"
 
@@ -297,7 +304,7 @@ class Scored(Kind):
         return {k: values[k] for k in self.start_fields if values.get(k) is not None}
 
 
-class Judged(Scored):
+class Judged(Scored[ResultT]):
     """A scored kind whose evaluations call the judge: `plan` gives the judgment keys, `requests` the judge calls
     (each a `judge.Prompt` with the kind's own parser); the runner asks them, keeps every verdict, then `score`s.
 
@@ -349,7 +356,7 @@ class Judged(Scored):
         return self.score_columns
 
 
-class Paired(Scored):
+class Paired(Scored[ResultT]):
     """A scored kind whose runs pair sample by sample: the compare page's paired differences, `/api/compare`,
     `paired.csv`, the row-level diff of two runs and `flask score --baseline`. Runs of other kinds compare unpaired
     (their distributions side by side)."""
@@ -363,7 +370,7 @@ class Paired(Scored):
         fine: it is read once)."""
         ...
 
-    def paired_metrics_for(self, results: list[dict]) -> tuple[Metric, ...]:
+    def paired_metrics_for(self, results: list[ResultT]) -> tuple[Metric, ...]:
         """The metrics these finished runs' result documents pair on (the first the default of a choice): by default
         `paired_metrics`; a kind whose metrics depend on how a run was scored (the dialogue kind's rubric) gives those
         every run has, on the same terms."""
@@ -377,7 +384,7 @@ class Paired(Scored):
         return []
 
 
-class OfflineReport(Scored):
+class OfflineReport(Scored[ResultT]):
     """A scored kind with a self-contained report of its own, `<name>/report.html` (others' report is their result
     page, offline)."""
 
@@ -417,7 +424,7 @@ class HoldsPersonas(Kind):
         ...
 
 
-class RecordsDialogues(Judged):
+class RecordsDialogues(Judged[ResultT]):
     """The judged kind whose files a simulation writes its conversations as (simulate/): they are uploaded as this
     kind, and scored by it when the simulation asks."""
 

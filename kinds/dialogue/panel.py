@@ -12,13 +12,17 @@ disagree) counts as 0.5, half a "keep chatting", rather than favouring either si
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from common.lazy_modules import lazy
 from judge import split_mode
 from kinds.dialogue.prompts import DIMENSIONS, MODES
 from kinds.dialogue.records import as_records, judgment_frame
 
-pd = lazy("pandas")
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy("pandas")
 
 def by_judge(frame: pd.DataFrame, judges: int) -> list[pd.DataFrame]:
     """Each judge's dialogue judgments (fine and binary, every sample; records.judgment_frame), their mode the

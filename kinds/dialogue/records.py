@@ -11,14 +11,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from common.lazy_modules import lazy
 from kinds.dialogue.format import iter_sessions_with_offsets
 from kinds.dialogue.prompts import DIMENSIONS
+from kinds.kind import StoredFile
 
-pd = lazy("pandas")
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy("pandas")
 
 TEXT = ("session_id", "method", "mode", "status")
 KEYS = ("session_idx", "session_id", "round", "method", "mode", "status")
@@ -62,11 +67,11 @@ def judgment_frame(rows: Iterable[dict] | pd.DataFrame, size: int = 0,
         filled = end
     found_columns = {}
     for column in columns_of:
-        values = arrays.pop(column)[:filled]
+        kept = arrays.pop(column)[:filled]
         if column in TEXT:
             categories = list(codes[column])
-            values = pd.Categorical.from_codes(values, categories).reorder_categories(sorted(categories))
-        found_columns[column] = values
+            kept = pd.Categorical.from_codes(kept, categories).reorder_categories(sorted(categories))
+        found_columns[column] = kept
     return pd.DataFrame(found_columns, copy=False)  # the arrays as they are, not copied into one block
 
 
@@ -103,7 +108,7 @@ class ReplyLengths:
         return np.where(known & (self.keys[at] == keys), self.lengths[at], -1)
 
 
-def reply_lengths(path: str | Path, methods: list[str]) -> ReplyLengths:
+def reply_lengths(path: str | Path | StoredFile, methods: list[str]) -> ReplyLengths:
     """The replies' lengths in characters, read from the uploaded file."""
     idx, rounds, codes, lengths = array("q"), array("q"), array("q"), array("q")
     for session_idx, _offset, session in iter_sessions_with_offsets(path):
