@@ -9,6 +9,7 @@ from pathlib import Path
 
 import jinja2
 from flask import Flask
+from flask.json.provider import DefaultJSONProvider
 from flask_wtf.csrf import CSRFProtect
 
 import translations
@@ -53,6 +54,12 @@ DEFAULT_UPLOAD_MB = 512
 csrf = CSRFProtect()
 
 
+class _JSON(DefaultJSONProvider):
+    """Flask's JSON, keys in the order given: method order is meaningful (display order, chosen by the user)."""
+
+    sort_keys = False
+
+
 def create_app(config: dict | None = None) -> Flask:
     """Build the Flask application with its store, job runner, blueprints and translations.
 
@@ -92,7 +99,7 @@ def create_app(config: dict | None = None) -> Flask:
     if not app.config["RATELIMIT_STORAGE_URI"]:  # counted where every web process sees them
         app.config["RATELIMIT_STORAGE_URI"] = broker if broker and broker.startswith("redis") else "memory://"
 
-    app.json.sort_keys = False  # method order is meaningful (display order, chosen by the user)
+    app.json = _JSON(app)
     request_input.register(app)  # JSON bodies read like uploaded JSON; no NUL in addresses, queries and forms
     # a URL, else the SQLite file; with the tables the kinds keep
     store = Store(app.config.get("DATABASE_URL") or app.config["DATABASE"], registry.tables())
@@ -123,7 +130,8 @@ def create_app(config: dict | None = None) -> Flask:
     csrf.init_app(app)
     translations.init_app(app)
     # templates/ first, then each kind's own folder under its name ("dialogue/result.html")
-    app.jinja_loader = jinja2.ChoiceLoader([app.jinja_loader, registry.template_loader()])
+    loaders = [app.jinja_loader, registry.template_loader()]  # (Flask's is None only without a template folder)
+    app.jinja_loader = jinja2.ChoiceLoader([loader for loader in loaders if loader is not None])
     app.jinja_env.globals["kinds"] = registry.kinds
     app.jinja_env.globals["kinds_with_pages"] = lambda: registry.having(OwnPages)  # their links in the header
     reading.register(app)  # the `reply` filter: replies as Markdown or JSON, or as written (?raw=1)

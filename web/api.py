@@ -198,7 +198,7 @@ def cancel(evaluation_id: str):
     store.get_evaluation(evaluation_id, with_result=False) or abort(404)
     if not get_runner().cancel(evaluation_id):
         return jsonify({"error": _("This evaluation is not running.")}), 409
-    return jsonify(evaluation_status(store.get_evaluation(evaluation_id, with_result=False))), 202
+    return jsonify(evaluation_status(store.get_evaluation(evaluation_id, with_result=False) or abort(404))), 202
 
 
 @bp.post("/evaluations/<evaluation_id>/resume")
@@ -224,7 +224,7 @@ def _restart(evaluation_id: str, rerun_failed: bool):
                                        "judge again for its failed judgments (rerun-failed), or start a new "
                                        "evaluation.")}), 409
         return jsonify({"error": _("This evaluation is still running.")}), 409
-    return jsonify(evaluation_status(store.get_evaluation(evaluation_id, with_result=False))), 202
+    return jsonify(evaluation_status(store.get_evaluation(evaluation_id, with_result=False) or abort(404))), 202
 
 
 @bp.get("/evaluations/<evaluation_id>/sessions")

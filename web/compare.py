@@ -50,8 +50,9 @@ def load_runs(ids: list[str]) -> list[dict]:
     if len(ids) > MAX_EVALUATIONS:
         raise CompareError(_("Compare at most %(n)s evaluations at a time.", n=MAX_EVALUATIONS))
     store = get_store()
-    records = {i: store.get_evaluation(i) for i in ids}
-    unknown = [i for i, record in records.items() if record is None]
+    found = {i: store.get_evaluation(i) for i in ids}
+    records = {i: record for i, record in found.items() if record is not None}
+    unknown = [i for i in found if i not in records]
     if unknown:
         raise CompareError(_("No evaluation has the id %(ids)s.", ids=", ".join(unknown)))
     kinds = {record["kind"] for record in records.values()}

@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import gzip
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from flask import (
@@ -149,8 +150,8 @@ def evaluation(evaluation_id: str):
 def result_context(record: dict) -> dict:
     """Everything a kind's result page is rendered with (for the page, its share twin and the offline report)."""
     kind = registry.scored(record["kind"])
-    context = {"evaluation": record, "upload": get_store().get_upload(record["upload_id"]), "kind": kind,
-               "status": evaluation_status(record), "result": record.get("result")}
+    context: dict[str, Any] = {"evaluation": record, "upload": get_store().get_upload(record["upload_id"]),
+                               "kind": kind, "status": evaluation_status(record), "result": record.get("result")}
     context.update(kind.result_context(record, request.args, get_site()))
     if context["result"]:
         context["figures"] = kind.figures(context["result"], record, request.args)

@@ -82,7 +82,12 @@ def paired(runs: list[dict], baseline: str) -> list[dict]:
     if not isinstance(kind, Paired):
         return []
     store, site = get_store(), get_site()
-    samples = {run["id"]: list(kind.paired_samples(store.get_evaluation(run["id"]), site)) for run in runs}
+    samples = {}
+    for run in runs:  # one result document in memory at a time
+        record = store.get_evaluation(run["id"])
+        if record is None:  # deleted since load_runs read it
+            raise PairedError(_("No evaluation has the id %(ids)s.", ids=run["id"]))
+        samples[run["id"]] = list(kind.paired_samples(record, site))
     others = {run_id: s for run_id, s in samples.items() if run_id != baseline}
     return paired_rows(kind, samples[baseline], others, metrics=metrics_of(runs))
 

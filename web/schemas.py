@@ -97,11 +97,11 @@ def evaluation_request() -> type[BaseModel]:
     so that a kind added later is in the contract too."""
     kinds = tuple(registry.having(Scored))
     if kinds not in _WITH_KINDS:
-        fields = {name: (kind.start_types.get(name, Any) | None,
-                         Field(None, description=f"{kind.name}: an option of this kind"))
-                  for kind in kinds for name in kind.start_fields}
+        fields: dict[str, Any] = {name: (kind.start_types.get(name, Any) | None,
+                                         Field(None, description=f"{kind.name}: an option of this kind"))
+                                  for kind in kinds for name in kind.start_fields}
         _WITH_KINDS[kinds] = create_model("EvaluationRequest", __base__=EvaluationRequest,
-                                          __doc__=EvaluationRequest.__doc__, **fields)  # type: ignore[call-overload]
+                                          __doc__=EvaluationRequest.__doc__, **fields)
     return _WITH_KINDS[kinds]
 
 

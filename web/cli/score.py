@@ -66,6 +66,10 @@ def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, 
     get_runner().run(evaluation["id"], on_progress=ProgressBar())
     click.echo("", err=True)
     record = get_store().get_evaluation(evaluation["id"])
+    if record is None:  # deleted by another process once it stopped
+        click.echo(_("error: %(message)s", message=_("No evaluation has the id %(ids)s.", ids=evaluation["id"])),
+                   err=True)
+        sys.exit(1)
     if record["status"] not in ("done", "incomplete"):
         click.echo(_("error: the evaluation ended %(status)s: %(message)s", status=record["status"],
                      message=record["error"] or ""), err=True)
@@ -107,10 +111,11 @@ def _attached(kind: Scored, upload: dict, values: dict) -> dict:
             path = Path(values[name])
             try:
                 with path.open("rb") as stream:
-                    values[name] = attach(stream, path.name, upload, name, get_store(), get_uploads(), options)["id"]
+                    attachment = attach(stream, path.name, upload, name, get_store(), get_uploads(), options)
             except InvalidUpload as exc:
                 _refused(path, exc)
-            for w in get_store().get_attachment(values[name])["warnings"]:
+            values[name] = attachment["id"]
+            for w in attachment["warnings"]:
                 click.echo(_("warning: %(message)s", message=w["message"]), err=True)
     return values
 
