@@ -386,9 +386,9 @@ def length_controlled_differences(
         raise ValueError("scores, lengths and methods must be 1-D sequences of the same length")
     import pandas as pd  # factorize: codes of a million labels without a Python object each
 
-    appearance, uniques = pd.factorize(methods if isinstance(methods, np.ndarray)
+    appearance, found = pd.factorize(methods if isinstance(methods, np.ndarray)
                                        else pd.Series(list(methods), dtype=object))
-    uniques = uniques.tolist()
+    uniques = found.tolist()
     if reference not in uniques:
         raise ValueError(f"reference method {reference!r} has no scores")
     others = [m for m in uniques if m != reference]

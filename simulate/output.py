@@ -16,7 +16,7 @@ from simulate.plan import USER, Conversation, Plan
 def dialogue_kind() -> RecordsDialogues:
     """The kind whose files a simulation writes (and whose uploads they become): the first registered one that
     records dialogues; LookupError when none does."""
-    found = registry.having(RecordsDialogues)
+    found: list[RecordsDialogues] = registry.having(RecordsDialogues)
     if not found:
         raise LookupError("no registered kind records dialogues (kinds.kind.RecordsDialogues)")
     return found[0]

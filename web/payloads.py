@@ -53,7 +53,8 @@ def upload_options(form: Mapping) -> dict:
 
 def start_options(values: Mapping) -> dict:
     """The kinds' start fields a form or a JSON body gives (a reference set, an annotation), as sent."""
-    fields = {field for kind in registry.having(Scored) for field in kind.start_fields}
+    scored: list[Scored] = registry.having(Scored)
+    fields = {field for kind in scored for field in kind.start_fields}
     return {k: values[k] for k in fields if k in values and values[k] not in ("", None)}
 
 

@@ -95,7 +95,8 @@ class EvaluationRequest(Request):
 def evaluation_request() -> type[BaseModel]:
     """EvaluationRequest with every registered kind's start fields (Kind.start_fields, typed by Kind.start_types),
     so that a kind added later is in the contract too."""
-    kinds = tuple(registry.having(Scored))
+    scored: list[Scored] = registry.having(Scored)
+    kinds = tuple(scored)
     if kinds not in _WITH_KINDS:
         fields: dict[str, Any] = {name: (kind.start_types.get(name, Any) | None,
                                          Field(None, description=f"{kind.name}: an option of this kind"))

@@ -84,9 +84,9 @@ def panel_records(per_judge: list[pd.DataFrame], dimensions: tuple[str, ...] = D
     """Records of the panel in the shape metrics.score_methods reads: per reply, one fine record (mean of the
     judges' totals and dimensions) and one binary record (majority verdict); the judgments that failed, did not
     parse or are pending are passed through so that the panel counts them too."""
-    per_judge = [as_records(frame) for frame in per_judge]
-    judged = [cells(records, dimensions) for records in per_judge]
-    records = [j for judge in per_judge for j in judge if not _valid(j)]
+    judges_records = [as_records(frame) for frame in per_judge]
+    judged = [cells(records, dimensions) for records in judges_records]
+    records = [j for judge in judges_records for j in judge if not _valid(j)]
     for key in sorted(set().union(*judged), key=str):
         idx, session_id, rnd, method = key
         mine = [c[key] for c in judged if key in c]

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -50,7 +50,7 @@ def judgment_frame(rows: Iterable[dict] | pd.DataFrame, size: int = 0,
     columns_of = columns(dimensions)
     values_of = columns_of[len(KEYS):]
     arrays = {c: np.empty(size, dtype=float if c in values_of else np.int32) for c in columns_of}  # int32: text codes too
-    codes: dict[str, dict[str, int]] = {c: {} for c in TEXT}
+    codes: dict[str, dict[Any, int]] = {c: {} for c in TEXT}  # a session id may be a number
     filled = 0
     while chunk := list(islice(rows, CHUNK)):
         end = filled + len(chunk)
@@ -65,13 +65,15 @@ def judgment_frame(rows: Iterable[dict] | pd.DataFrame, size: int = 0,
                 values = [found.setdefault(v, len(found)) for v in values]
             arrays[column][filled:end] = values  # None becomes NaN in the float columns
         filled = end
-    found_columns = {}
+    found_columns: dict[str, np.ndarray | pd.Categorical] = {}
     for column in columns_of:
         kept = arrays.pop(column)[:filled]
         if column in TEXT:
             categories = list(codes[column])
-            kept = pd.Categorical.from_codes(kept, categories).reorder_categories(sorted(categories))
-        found_columns[column] = kept
+            text = pd.Categorical.from_codes(np.asarray(kept, dtype=np.int32), pd.Index(categories))
+            found_columns[column] = text.reorder_categories(sorted(categories))
+        else:
+            found_columns[column] = kept
     return pd.DataFrame(found_columns, copy=False)  # the arrays as they are, not copied into one block
 
 

@@ -141,7 +141,8 @@ def score_command() -> click.Command:
               click.Option(["--token"], metavar="TOKEN",
                            help="With --server: an API token (psb_...); default: the PSB_TOKEN variable.")]
     seen = {p.name for p in params}
-    for kind in registry.having(Scored):
+    scored: list[Scored] = registry.having(Scored)
+    for kind in scored:
         params += [option for option in kind.cli_options if option.name not in seen]
         seen |= {option.name for option in kind.cli_options}
     return click.Command("score", callback=with_appcontext(_score), params=params, help=_score.__doc__)

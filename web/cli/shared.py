@@ -56,7 +56,8 @@ def panel(judge_models: tuple[str, ...], judges_file: Path | None) -> list | Non
 def check_kind_options(detected: Kind, kind_values: dict) -> None:
     """StartError for an option of another kind than the file's (--reference for a dialogue file)."""
     own = detected.cli_options if isinstance(detected, Scored) else ()
-    for other in registry.having(Scored):
+    scored: list[Scored] = registry.having(Scored)
+    for other in scored:
         for option in other.cli_options:
             if other is not detected and option not in own and kind_values.get(option.name):
                 raise StartError(_("%(option)s applies to %(kind)s uploads only.", option=option.opts[0],
