@@ -6,16 +6,16 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import cast
 
 import jinja2
 from flask import Flask
 from flask.json.provider import DefaultJSONProvider
-from flask_wtf.csrf import CSRFProtect  # type: ignore[import-untyped]
+from flask_wtf.csrf import CSRFProtect
 
 import translations
 from kinds import registry
 from kinds.host import Site
+from kinds.kind import OwnPages
 from kinds.readers import limits as hard_limits
 from pipeline import provenance
 from pipeline.evaluations import Evaluations
@@ -56,6 +56,12 @@ DEFAULT_UPLOAD_MB = 512
 csrf = CSRFProtect()
 
 
+class _JSON(DefaultJSONProvider):
+    """Flask's JSON, keys in the order given: method order is meaningful (display order, chosen by the user)."""
+
+    sort_keys = False
+
+
 def create_app(config: dict | None = None) -> Flask:
     """Build the Flask application with its store, job backends, blueprints and translations.
 
@@ -82,17 +88,20 @@ def create_app(config: dict | None = None) -> Flask:
         RATELIMIT_STORAGE_URI=os.environ.get("RATELIMIT_STORAGE_URI", "").strip() or None,  # sign-in attempts
         SECRET_KEY=os.environ.get("SECRET_KEY", "").strip() or None,  # else generated once, kept in the database
         SETTINGS_KEY=os.environ.get("SETTINGS_KEY", "").strip() or None,  # encrypts saved judge keys
+        PSB_KINDS=os.environ.get("PSB_KINDS", ""),  # kinds of modules that are not installed, as module:Class
     )
     app.config.update(config or {})
     hard_limits.current()  # a bad LIMIT_* setting stops the server here, naming the variable
+    # the kinds of installed packages (entry points) and of PSB_KINDS, before the store creates their tables: the web
+    # app, the CLI and the Celery workers all build their app here, so all see the same kinds
+    registry.load_installed(app.config["PSB_KINDS"] or "")
     if "AUTH" not in app.config:  # on / off / local (web/accounts.py)
         app.config["AUTH"] = accounts.auth_mode(os.environ.get("AUTH"), os.environ.get("HOST"))
     broker = _broker_url(app.config)
     if not app.config["RATELIMIT_STORAGE_URI"]:  # counted where every web process sees them
         app.config["RATELIMIT_STORAGE_URI"] = broker if broker and broker.startswith("redis") else "memory://"
 
-    # method order is meaningful (display order, chosen by the user)
-    cast(DefaultJSONProvider, app.json).sort_keys = False
+    app.json = _JSON(app)
     request_input.register(app)  # JSON bodies read like uploaded JSON; no NUL in addresses, queries and forms
     # a URL, else the SQLite file; with the tables the kinds keep
     store = Store(app.config.get("DATABASE_URL") or app.config["DATABASE"], registry.tables())
@@ -123,9 +132,10 @@ def create_app(config: dict | None = None) -> Flask:
     csrf.init_app(app)
     translations.init_app(app)
     # templates/ first, then each kind's own folder under its name ("dialogue/result.html")
-    app.jinja_loader = jinja2.ChoiceLoader([loader for loader in (app.jinja_loader, registry.template_loader())
-                                             if loader is not None])
+    loaders = [app.jinja_loader, registry.template_loader()]  # (Flask's is None only without a template folder)
+    app.jinja_loader = jinja2.ChoiceLoader([loader for loader in loaders if loader is not None])
     app.jinja_env.globals["kinds"] = registry.kinds
+    app.jinja_env.globals["kinds_with_pages"] = lambda: registry.having(OwnPages)  # their links in the header
     reading.register(app)  # the `reply` filter: replies as Markdown or JSON, or as written (?raw=1)
     app.jinja_env.filters["provenance_rows"] = provenance.rows  # a result's provenance as labelled fields
     app.register_blueprint(pages.bp)
@@ -140,7 +150,7 @@ def create_app(config: dict | None = None) -> Flask:
     manage.register(app, csrf)  # rename, tag and delete
     compare.register(app)
     row_diff.register(app)  # the row-level diff of two runs, also under share links
-    for kind in registry.kinds():  # pages a kind adds (mobility: reference sets); its API skips CSRF like ours
+    for kind in registry.having(OwnPages):  # pages a kind adds (mobility: reference sets); its API skips CSRF like ours
         for blueprint in kind.blueprints():
             app.register_blueprint(blueprint)
             if (blueprint.url_prefix or "").startswith("/api"):

@@ -97,7 +97,7 @@ def operation(summary: str, responses: Mapping[int, type[BaseModel] | None], **d
                 return jsonify({"error": exc.message, "problems": exc.problems}), 400
             return view(*args, **kwargs)
 
-        checked.contract = spec  # type: ignore[attr-defined]
+        checked.contract = spec  # type: ignore[attr-defined]  # an attribute of the function itself (contract_of)
         return checked
 
     return decorate

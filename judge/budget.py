@@ -116,7 +116,7 @@ class BudgetUnavailable(RuntimeError):
 
 def is_redis_url(url: str | None) -> bool:
     """Whether url is one redis-py connects to (redis://, rediss://, unix://)."""
-    return bool(url) and url.strip().lower().startswith(REDIS_SCHEMES)  # type: ignore[union-attr]
+    return bool(url and url.strip().lower().startswith(REDIS_SCHEMES))
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, Literal
 
 from judge.config import DEFAULT_BASE_URL, JudgeConfig
 from judge.prompt import Prompt, Verdict, verdict_from_answer
@@ -31,7 +31,7 @@ class CachedAnswers:
         canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
-    def lookup(self, prompt: Prompt, key: str, hit: dict | None | bool = False) -> Verdict | None:
+    def lookup(self, prompt: Prompt, key: str, hit: dict | None | Literal[False] = False) -> Verdict | None:
         """A cached verdict, or None; token counts and attempts are 0 because no call was made. `hit` is the cache
         entry when it was already read (None: read and not found), else it is read now."""
         if self.cache is None or not self.config.use_cache:
@@ -40,7 +40,7 @@ class CachedAnswers:
             hit = self.cache.get(key)
         if not hit:
             return None
-        verdict = verdict_from_answer(prompt.parse, hit.get("answer") or "", 0, 0)  # type: ignore[union-attr]
+        verdict = verdict_from_answer(prompt.parse, hit.get("answer") or "", 0, 0)
         if verdict.status != "ok":
             return None  # stored under an older parser: judge again
         verdict.cached = True

@@ -7,7 +7,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, SupportsFloat, SupportsIndex, SupportsInt
 
 from judge.retry import MAX_WAIT_S, safe_url
 from translations import _
@@ -29,9 +29,9 @@ def _as_text(name: str, value: object) -> str:
 def _as_int(name: str, value: object, minimum: int) -> int:
     """An integer setting >= minimum, from an int or its decimal string."""
     number = None
-    if not isinstance(value, bool):
+    if isinstance(value, (str, SupportsInt, SupportsIndex)) and not isinstance(value, bool):  # a number or its text
         try:
-            number = int(value.strip()) if isinstance(value, str) else int(value)  # type: ignore[call-overload]
+            number = int(value.strip()) if isinstance(value, str) else int(value)
         except (TypeError, ValueError):
             pass
     if number is None or (isinstance(value, float) and value != number) or number < minimum:
@@ -43,9 +43,9 @@ def _as_int(name: str, value: object, minimum: int) -> int:
 def _as_float(name: str, value: object, low: float, high: float, low_inclusive: bool) -> float:
     """A finite float setting in [low, high], or in (low, high] when low itself is not allowed."""
     number = math.nan
-    if not isinstance(value, bool):
+    if isinstance(value, (str, SupportsFloat, SupportsIndex)) and not isinstance(value, bool):  # a number or its text
         try:
-            number = float(value.strip()) if isinstance(value, str) else float(value)  # type: ignore[arg-type]
+            number = float(value.strip()) if isinstance(value, str) else float(value)
         except (TypeError, ValueError):
             pass
     too_low = number < low if low_inclusive else number <= low

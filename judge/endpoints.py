@@ -75,10 +75,11 @@ def check_name(name: object) -> str:
 
 def check_url(name: str, url: object) -> str:
     """An http(s) base URL, or ValueError naming the endpoint."""
-    if not isinstance(url, str) or not re.match(r"^https?://[^\s/]+\S*$", url.strip()):
+    normal = normalise_url(url) if isinstance(url, str) and re.match(r"^https?://[^\s/]+\S*$", url.strip()) else None
+    if normal is None:
         raise ValueError(_("The base URL of judge endpoint '%(name)s' must be an http:// or https:// URL, got "
                            "%(value)s", name=name, value=repr(url)))
-    return normalise_url(url)  # type: ignore[return-value]  # a str gives a str
+    return normal
 
 
 def parse(environ: Mapping[str, str]) -> dict[str, Endpoint]:

@@ -26,12 +26,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from common.lazy_modules import lazy
 from judge.cache import CachedAnswers
 from judge.config import DEFAULT_BASE_URL, PLACEHOLDER_API_KEY, JudgeConfig
-from judge.limiter import endpoint_limiter
+from judge.limiter import EndpointLimiter, endpoint_limiter
 from judge.prompt import Prompt, Verdict, answer_text, duplicate_verdict, verdict_from_response
 from judge.retry import MAX_WAIT_S, backoff_s, describe_error, is_retryable, retry_after_s
 from translations import ngettext
@@ -98,7 +98,7 @@ class Judge(CachedAnswers):
         return self.cache is not None and self.config.use_cache and hasattr(self.cache, "get_many")
 
     def _keyed(self, items: Iterable[tuple[object, Prompt]],
-               answered: dict[str, Verdict]) -> Iterator[tuple[object, Prompt, str, dict | None | bool]]:
+               answered: dict[str, Verdict]) -> Iterator[tuple[object, Prompt, str, dict | None | Literal[False]]]:
         """(tag, prompt, cache key, cache entry) per item. With a cache that has get_many, its entries are read
         LOOKAHEAD items at a time in one query (one query per item costs more than the rest of a cached judgment),
         and `answered`, the answers this run got since the previous read, is emptied at each read, which sees them.
@@ -231,6 +231,12 @@ class Judge(CachedAnswers):
         """Nothing to release: each run() opens and closes its own connections."""
 
 
+def _settle(future: asyncio.Future) -> None:
+    """Resolve a future with None unless it already is (a judgment's end may have come first)."""
+    if not future.done():
+        future.set_result(None)
+
+
 class _Calls:
     """The calls of one Judge.run(): its event loop, HTTP client and stop event.
 
@@ -283,8 +289,7 @@ class _Calls:
         stopping()
         while not self.finished:
             arrived = self._arrived = self.loop.create_future()
-            timer = self.loop.call_later(
-                _STOP_POLL_S, lambda: arrived.done() or arrived.set_result(None))  # type: ignore[func-returns-value]
+            timer = self.loop.call_later(_STOP_POLL_S, _settle, arrived)
             try:
                 self.loop.run_until_complete(arrived)
             finally:
@@ -300,6 +305,7 @@ class _Calls:
     async def _judge(self, prompt: Prompt, key: str) -> Verdict | None:
         """Attempts until an answer, a final failure or max_retries retries; None when the run stops first."""
         judge, task = self.judge, asyncio.current_task()
+        assert task is not None  # every judgment runs as a task of the loop (_Calls.start)
         body = judge._body(prompt)
         attempts = 0
         while True:
@@ -307,7 +313,7 @@ class _Calls:
                 if self.stop.is_set() or not await self._slot():
                     return None
                 attempts += 1
-                self.paid.add(task)  # type: ignore[arg-type]
+                self.paid.add(task)
                 error, started = None, time.monotonic()
                 try:
                     verdict = verdict_from_response(prompt.parse, await self.client.complete(body), attempts)
@@ -338,7 +344,7 @@ class _Calls:
         """A slot of the endpoint's limiter: at once when one is free, else waited for on a thread (the limiter
         blocks); False once the run stops."""
         limiter = self.judge._limiter
-        if getattr(limiter, "try_acquire", None) and limiter.try_acquire():  # type: ignore[union-attr]
+        if isinstance(limiter, EndpointLimiter) and limiter.try_acquire():  # (a RedisLimiter has no try_acquire)
             return True
         if self._waiter is None:
             self._waiter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge-slot")

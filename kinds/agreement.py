@@ -7,9 +7,10 @@ function returns a plain Python float, or None where the statistic is undefined,
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Sequence, TypedDict
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from kinds.stats import (
     DEFAULT_LEVEL,
@@ -21,6 +22,25 @@ from kinds.stats import (
 )
 
 LEVELS = ("interval", "nominal")
+# One rater's ratings, aligned by item: numbers or labels, None (or NaN) for an item it did not rate.
+Ratings = Sequence[object] | np.ndarray
+
+
+class Agreement(TypedDict):
+    """An agreement statistic with its cluster-bootstrap interval (bootstrap_agreement)."""
+
+    value: float | None  # None where the statistic is undefined
+    low: float | None  # the interval's bounds: None when it cannot be drawn (see bootstrap_agreement)
+    high: float | None
+    n: int  # the items at least two raters rated
+
+
+class LabelAgreement(TypedDict):
+    """Two raters' labels on the same items (label_agreement)."""
+
+    pairs: int
+    exact: float | None  # the share of equal labels; None without pairs
+    kappa: float | None  # Cohen's; None when undefined
 
 
 def _with_mask(values) -> tuple[np.ndarray, np.ndarray]:
@@ -94,9 +114,9 @@ def _paired(a, b) -> tuple[np.ndarray, np.ndarray]:
     return a[both], b[both]
 
 
-def cohen_kappa(a: Sequence, b: Sequence) -> float | None:
+def cohen_kappa(first: Ratings, second: Ratings) -> float | None:
     """Unweighted Cohen's kappa of two raters' labels over the items both rated; None if undefined."""
-    a, b = _paired(a, b)
+    a, b = _paired(first, second)
     n = a.size
     if n == 0:
         return None
@@ -110,7 +130,7 @@ def cohen_kappa(a: Sequence, b: Sequence) -> float | None:
     return as_float((observed - expected) / (1.0 - expected))
 
 
-def label_agreement(a: Sequence, b: Sequence) -> dict:
+def label_agreement(a: Sequence, b: Sequence) -> LabelAgreement:
     """Two raters' labels on the same items: {pairs, exact (share equal), kappa (Cohen's, None if undefined)}."""
     if len(a) != len(b):
         raise ValueError("both raters must label the same items")
@@ -127,14 +147,14 @@ def _rank_correlation(test, a, b) -> float | None:
     return as_float(test(a, b).statistic)
 
 
-def spearman(a: Sequence[float], b: Sequence[float]) -> float | None:
+def spearman(a: Ratings, b: Ratings) -> float | None:
     """Spearman's rho over the items both rated; None with fewer than 3 pairs or a constant side."""
     from scipy.stats import spearmanr  # slow to import: on first use
 
     return _rank_correlation(spearmanr, a, b)
 
 
-def kendall_tau(a: Sequence[float], b: Sequence[float]) -> float | None:
+def kendall_tau(a: Ratings, b: Ratings) -> float | None:
     """Kendall's tau-b over the items both rated; None with fewer than 3 pairs or a constant side."""
     from scipy.stats import kendalltau
 
@@ -160,7 +180,7 @@ def bootstrap_agreement(
     n_boot: int = DEFAULT_N_BOOT,
     level: float = DEFAULT_LEVEL,
     seed: int = 0,
-) -> dict:
+) -> Agreement:
     """Cluster bootstrap of stat(*columns): {value, low, high, n}, resampling whole clusters with replacement.
 
     columns holds one sequence of ratings per rater, aligned by item; clusters the cluster (session) of
@@ -177,16 +197,16 @@ def bootstrap_agreement(
     for c in cols:
         present += _with_mask(c)[1]
     value = as_float(stat(*cols))
-    out = {"value": value, "low": None, "high": None, "n": int(np.sum(present >= 2))}
+    out: Agreement = {"value": value, "low": None, "high": None, "n": int(np.sum(present >= 2))}
     codes = _label_codes(np.asarray(clusters)) if n_items else np.zeros(0, dtype=int)
     n_clusters = int(codes.max()) + 1 if n_items else 0
     if value is None or n_clusters < 2:
         return out
     replicates = [as_float(stat(*[c[idx] for c in cols])) for idx in _cluster_draws(codes, n_clusters, n_boot, seed)]
     defined = [r for r in replicates if r is not None]
-    if len(defined) * 2 < n_boot:
-        return out
-    out["low"], out["high"] = percentile_interval(defined, level)
+    interval = percentile_interval(defined, level) if len(defined) * 2 >= n_boot else None
+    if interval is not None:
+        out["low"], out["high"] = interval
     return out
 
 
@@ -201,12 +221,14 @@ _BLOCK = 64  # replicates computed at once by bootstrap_spearman (its matrices a
 
 
 def _interval_from(value: float | None, replicates: np.ndarray, n: int, n_clusters: int, n_boot: int,
-                   level: float) -> dict:
+                   level: float) -> Agreement:
     """The {value, low, high, n} of bootstrap_agreement from replicates (NaN where undefined)."""
-    out = {"value": value, "low": None, "high": None, "n": n}
-    defined = replicates[~np.isnan(replicates)] if value is not None and n_clusters >= 2 else np.zeros(0)
-    if value is not None and n_clusters >= 2 and len(defined) * 2 >= n_boot:
-        out["low"], out["high"] = percentile_interval(defined, level)
+    out: Agreement = {"value": value, "low": None, "high": None, "n": n}
+    drawn = value is not None and n_clusters >= 2
+    defined = replicates[~np.isnan(replicates)] if drawn else np.zeros(0)
+    interval = percentile_interval(defined, level) if drawn and len(defined) * 2 >= n_boot else None
+    if interval is not None:
+        out["low"], out["high"] = interval
     return out
 
 
@@ -222,16 +244,16 @@ def _per_cluster(codes: np.ndarray, n_clusters: int, values: np.ndarray) -> np.n
     return np.bincount(codes, weights=values, minlength=n_clusters)
 
 
-def bootstrap_alpha(ratings, clusters: Sequence, level: str = "interval", n_boot: int = DEFAULT_N_BOOT,
-                    ci_level: float = DEFAULT_LEVEL, seed: int = 0) -> dict:
+def bootstrap_alpha(ratings, clusters: ArrayLike, level: str = "interval", n_boot: int = DEFAULT_N_BOOT,
+                    ci_level: float = DEFAULT_LEVEL, seed: int = 0) -> Agreement:
     """bootstrap_agreement of krippendorff_alpha(ratings, level) for a units x raters matrix, vectorised."""
     arr, present = _with_mask(ratings)
-    clusters = np.asarray(clusters)
-    if arr.ndim != 2 or arr.shape[0] != clusters.size:
+    cluster_of = np.asarray(clusters)
+    if arr.ndim != 2 or arr.shape[0] != cluster_of.size:
         raise ValueError("ratings must be a units x raters matrix with one cluster per unit")
     value = krippendorff_alpha(ratings, level)
     m_u = present.sum(axis=1)
-    codes, n_clusters, weights = _cluster_weights(clusters, n_boot, seed)
+    codes, n_clusters, weights = _cluster_weights(cluster_of, n_boot, seed)
     n_units = int(np.sum(m_u >= 2))
     if weights is None or value is None:
         return _interval_from(value, np.zeros(0), n_units, n_clusters, n_boot, ci_level)
@@ -271,8 +293,8 @@ def bootstrap_alpha(ratings, clusters: Sequence, level: str = "interval", n_boot
     return _interval_from(value, replicates, n_units, n_clusters, n_boot, ci_level)
 
 
-def bootstrap_kappa(a: Sequence, b: Sequence, clusters: Sequence, n_boot: int = DEFAULT_N_BOOT,
-                    level: float = DEFAULT_LEVEL, seed: int = 0) -> dict:
+def bootstrap_kappa(a: Ratings, b: Ratings, clusters: ArrayLike, n_boot: int = DEFAULT_N_BOOT,
+                    level: float = DEFAULT_LEVEL, seed: int = 0) -> Agreement:
     """bootstrap_agreement of cohen_kappa over two raters' labels, vectorised."""
     a_arr, present_a = _with_mask(a)
     b_arr, present_b = _with_mask(b)
@@ -306,8 +328,8 @@ def _group_ranks(values: np.ndarray, codes: np.ndarray, n_clusters: int, weights
     return groups, ranks, sizes
 
 
-def bootstrap_spearman(a: Sequence[float], b: Sequence[float], clusters: Sequence, n_boot: int = DEFAULT_N_BOOT,
-                       level: float = DEFAULT_LEVEL, seed: int = 0) -> dict:
+def bootstrap_spearman(a: Ratings, b: Ratings, clusters: ArrayLike, n_boot: int = DEFAULT_N_BOOT,
+                       level: float = DEFAULT_LEVEL, seed: int = 0) -> Agreement:
     """bootstrap_agreement of spearman over the items both rated, vectorised: a replicate's rho is the weighted
     Pearson correlation of the average ranks its draws give each value."""
     a_arr, present_a = _with_mask(a)

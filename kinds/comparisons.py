@@ -15,9 +15,10 @@ As in :mod:`kinds.stats`, results are plain Python floats (or None where a numbe
 from __future__ import annotations
 
 import math
-from typing import Hashable, NamedTuple, Sequence
+from typing import Generic, Hashable, NamedTuple, Sequence, TypedDict, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from kinds.stats import DEFAULT_LEVEL, DEFAULT_N_BOOT, as_float, percentile_interval, resample_weights
 
@@ -25,15 +26,65 @@ VERDICTS = ("first", "second", "tie")
 OUTCOMES = ("A", "B", "tie")
 
 
+class Rate(TypedDict):
+    """A share with its bootstrap interval."""
+
+    rate: float | None  # None without outcomes
+    ci95: list[float] | None  # None with fewer than 2 clusters
+
+
+class WinRates(TypedDict):
+    """A's wins, ties and losses against B (win_rates)."""
+
+    win: Rate
+    tie: Rate
+    loss: Rate
+    n: int  # outcomes
+    clusters: int
+
+
+class Coefficient(TypedDict):
+    """A coefficient of a least-squares fit with its standard error and interval (None where not estimable)."""
+
+    estimate: float | None
+    se: float | None
+    ci95: list[float] | None
+
+
+class LengthCorrelation(TypedDict):
+    """How scores go with reply length (length_correlation)."""
+
+    pearson: float | None
+    spearman: float | None
+    n: int  # the pairs used
+
+
+M = TypeVar("M", bound=Hashable)  # what names a method
+
+
+class LengthControlled(TypedDict, Generic[M]):
+    """Each method's difference from the reference at equal length (length_controlled_differences)."""
+
+    differences: dict[M, Coefficient]  # every method but the reference
+    length_slope: Coefficient  # points per unit of length
+    adjusted_means: dict[M, float]  # each method's fitted score at the mean length ({} when not identifiable)
+    identifiable: bool  # whether the data tell length from method
+    reason: str | None  # why not: "collinear" or "constant_length"; None when identifiable
+    within_length_share: float | None  # within_group_share of the lengths; None when every length is the same
+    n: int
+    df: int  # residual degrees of freedom
+
+
 # --- multiple testing --------------------------------------------------------------------------
 
 
-def _present(p_values: Sequence[float | None]) -> list[int]:
-    present = [i for i, p in enumerate(p_values) if p is not None]
-    for i in present:
-        if not 0.0 <= p_values[i] <= 1.0:  # also rejects NaN
-            raise ValueError(f"p-value {p_values[i]!r} at position {i} is not in [0, 1]")
-    return present
+def _present(p_values: Sequence[float | None]) -> dict[int, float]:
+    """The p-values given (not None), by position, in order."""
+    present = {i: p for i, p in enumerate(p_values) if p is not None}
+    for i, p in present.items():
+        if not 0.0 <= p <= 1.0:  # also rejects NaN
+            raise ValueError(f"p-value {p!r} at position {i} is not in [0, 1]")
+    return {i: float(p) for i, p in present.items()}
 
 
 def holm(p_values: Sequence[float | None]) -> list[float | None]:
@@ -43,8 +94,8 @@ def holm(p_values: Sequence[float | None]) -> list[float | None]:
     adjusted: list[float | None] = [None] * len(p_values)
     running = 0.0
     # The k-th smallest (0-based) is multiplied by m - k; the running maximum keeps the step-down monotone.
-    for k, i in enumerate(sorted(present, key=lambda j: p_values[j])):
-        running = max(running, min(1.0, (m - k) * float(p_values[i])))
+    for k, i in enumerate(sorted(present, key=present.__getitem__)):
+        running = max(running, min(1.0, (m - k) * present[i]))
         adjusted[i] = running
     return adjusted
 
@@ -57,10 +108,10 @@ def benjamini_hochberg(p_values: Sequence[float | None]) -> list[float | None]:
     running = 1.0
     # The k-th smallest (1-based) is divided by k / m, written as statsmodels' fdrcorrection does so the floats agree
     # to the last bit; the running minimum from the largest down keeps the step-up monotone.
-    ranked = sorted(present, key=lambda j: p_values[j])
+    ranked = sorted(present, key=present.__getitem__)
     for k in range(m, 0, -1):
         i = ranked[k - 1]
-        running = min(running, float(p_values[i]) / (k / m))
+        running = min(running, present[i] / (k / m))
         adjusted[i] = running
     return adjusted
 
@@ -106,7 +157,7 @@ def win_rates(
     n_boot: int = DEFAULT_N_BOOT,
     level: float = DEFAULT_LEVEL,
     seed: int = 0,
-) -> dict:
+) -> WinRates:
     """Shares of A wins, ties and losses, each with a percentile bootstrap interval resampling clusters.
 
     outcomes are pair_outcome results ("A", "B", "tie") from A's point of view; clusters[i] names the
@@ -134,13 +185,12 @@ def win_rates(
         # Every resample holds at least one cluster, and every cluster at least one outcome: no division by 0.
         drawn = resample_weights(len(index), n_boot, seed) @ counts
         boot = drawn / drawn.sum(axis=1, keepdims=True)
-    result: dict = {}
-    for k, name in enumerate(("win", "tie", "loss")):
-        rate = float(counts[:, k].sum() / n) if n else None
-        result[name] = {"rate": rate, "ci95": None if boot is None else percentile_interval(boot[:, k], level)}
-    result["n"] = n
-    result["clusters"] = len(index)
-    return result
+
+    def rate(k: int) -> Rate:
+        return {"rate": float(counts[:, k].sum() / n) if n else None,
+                "ci95": None if boot is None else percentile_interval(boot[:, k], level)}
+
+    return {"win": rate(0), "tie": rate(1), "loss": rate(2), "n": n, "clusters": len(index)}
 
 
 # --- Bradley-Terry -----------------------------------------------------------------------------
@@ -260,17 +310,17 @@ def _pearson(x: np.ndarray, y: np.ndarray) -> float | None:
     return min(max(r, -1.0), 1.0)
 
 
-def length_correlation(scores: Sequence[float | None], lengths: Sequence[float | None]) -> dict:
+def length_correlation(scores: ArrayLike, lengths: ArrayLike) -> LengthCorrelation:
     """Pearson and Spearman correlation of scores with reply lengths: {"pearson", "spearman", "n"}.
 
     Pairs with a None (or NaN) score or length are left out and n counts the pairs used; a coefficient is None with
     fewer than 2 pairs or when either side is constant.
     """
-    if len(scores) != len(lengths):
+    x, y = np.array(lengths, dtype=float), np.array(scores, dtype=float)  # None becomes NaN
+    if len(y) != len(x):
         raise ValueError("scores and lengths must have the same length")
     from scipy.stats import rankdata  # slow to import: on first use
 
-    x, y = np.array(lengths, dtype=float), np.array(scores, dtype=float)  # None becomes NaN
     paired = ~(np.isnan(x) | np.isnan(y))
     x, y = x[paired], y[paired]
     return {
@@ -280,15 +330,15 @@ def length_correlation(scores: Sequence[float | None], lengths: Sequence[float |
     }
 
 
-def _coefficient(value: float | None, se: float | None, t_crit: float | None) -> dict:
-    ci = None if se is None or t_crit is None else [value - t_crit * se, value + t_crit * se]
+def _coefficient(value: float | None, se: float | None, t_crit: float | None) -> Coefficient:
+    ci = None if value is None or se is None or t_crit is None else [value - t_crit * se, value + t_crit * se]
     return {"estimate": value, "se": se, "ci95": ci}
 
 
 MIN_WITHIN_LENGTH_SHARE = 0.1  # below it the length's variance inflation factor exceeds 10: see within_group_share
 
 
-def within_group_share(values: Sequence[float], groups: Sequence[Hashable]) -> float | None:
+def within_group_share(values: ArrayLike, groups: Sequence[Hashable] | np.ndarray) -> float | None:
     """Share of the values' sum of squares about their mean that lies within groups: sum over groups of the squares
     about the group's mean, over the total; None when the values are constant.
 
@@ -309,13 +359,13 @@ def within_group_share(values: Sequence[float], groups: Sequence[Hashable]) -> f
 
 
 def length_controlled_differences(
-    scores: Sequence[float],
-    lengths: Sequence[float],
-    methods: Sequence[Hashable],
-    reference: Hashable,
+    scores: ArrayLike,
+    lengths: ArrayLike,
+    methods: Sequence[M] | np.ndarray,
+    reference: M,
     level: float = DEFAULT_LEVEL,
     min_within_share: float = MIN_WITHIN_LENGTH_SHARE,
-) -> dict:
+) -> LengthControlled[M]:
     """Each method's mean score minus the reference method's, with reply length regressed out.
 
     Fits by ordinary least squares score = b0 + sum_m d_m [method == m] + slope * length, the reference
@@ -336,9 +386,9 @@ def length_controlled_differences(
         raise ValueError("scores, lengths and methods must be 1-D sequences of the same length")
     import pandas as pd  # factorize: codes of a million labels without a Python object each
 
-    appearance, uniques = pd.factorize(methods if isinstance(methods, np.ndarray)
+    appearance, found = pd.factorize(methods if isinstance(methods, np.ndarray)
                                        else pd.Series(list(methods), dtype=object))
-    uniques = uniques.tolist()
+    uniques = found.tolist()
     if reference not in uniques:
         raise ValueError(f"reference method {reference!r} has no scores")
     others = [m for m in uniques if m != reference]
@@ -351,7 +401,7 @@ def length_controlled_differences(
     reason = "constant_length" if share is None else "collinear" if share < min_within_share else None
     estimates: list[float | None] = [None] * p
     ses: list[float | None] = [None] * p
-    adjusted: dict = {}
+    adjusted: dict[M, float] = {}
     if reason is None:
         X = np.column_stack([np.ones(n), *(labels == i for i in range(len(others))), length]).astype(float, copy=False)
         coef, _, rank, _ = np.linalg.lstsq(X, y, rcond=None)

@@ -1,26 +1,39 @@
 """The interface of a benchmark kind: everything the pipeline asks of one, in one place.
 
 A kind is a plug-in. The evaluations (pipeline/evaluations.py), the upload path (pipeline/ingest.py), the pages, the API, the exports, the
-share view, the compare view and the CLI only ever call the methods below; none of them names a kind. To add
-one, subclass `Kind` in a package of its own and register an instance in `kinds/registry.py`.
+share view, the compare view, the simulations and the CLI only ever call the methods below; none of them names a kind.
+Every kind subclasses `Kind`, the core all of them implement; what only some kinds do is a capability, a subclass of
+`Kind` a kind also derives from, which the core discovers with `isinstance` (never by the kind's name):
+
+- `Scored`: its uploads are evaluated (started, scored into a result document, shown, exported, compared); a kind
+  that is not (personas: the simulated users of a simulation) is uploaded, validated and shown only;
+- `Judged`: a scored kind whose evaluations call the judge (its judgment keys, prompts and parsers);
+- `Paired`: a scored kind whose runs pair sample by sample (paired differences, the row-level diff);
+- `OfflineReport`: a scored kind with its own self-contained report;
+- `TakesAttachments`: files attached to a stored upload (dialogue: another judge's scores);
+- `HoldsPersonas`: a simulation may take its simulated users from an upload of the kind;
+- `RecordsDialogues`: a judged kind whose files a simulation writes its conversations as;
+- `OwnPages`, `OwnCommands`: Flask pages and `flask --app app` commands of its own.
+
+`INTERFACE` lists them. A kind is registered by kinds/registry.py: the built-in ones by dotted name, those of installed
+packages by their entry point (group `personasteer.kinds`), others by the setting PSB_KINDS.
 
 The life of an upload, and which method answers each step:
 
-1. detect    `sniff(head, filename, path)`: is this file of the kind? (first kind in registry order wins)
-2. validate  `validate(stream, filename, options)` -> Report: streaming, problems located by line or path;
+1. detect    `Kind.sniff(head, filename, path)`: is this file of the kind? (first kind in registry order wins)
+2. validate  `Kind.validate(stream, filename, options)` -> Report: streaming, problems located by line or path;
              when another kind refuses a file, `upload_hint(head, filename, path)` says whether it looks like
              one of this kind's, and how to upload it
-   attach    `check_attachment(name, stream, filename, upload, options, site)` -> Report: a file attached to a
-             stored upload (one of `attachments`: dialogue's "scores", another judge's), checked against it
-3. start     `start(upload, request)` -> Plan: what an evaluation records (methods, settings, units of work)
-4. run       `plan(job)` -> judgment keys, `requests(job, pending)` -> (key, judge.Prompt) judge calls
-             (kinds with a judge), or `given_judgments(job)` -> (key, outcome) for an evaluation that brings its
-             judgments with it (imported scores), then `score(job)` -> the result document (every kind; a kind
-             without a judge has one pure step)
+   attach    `TakesAttachments.check_attachment(name, stream, filename, upload, options, site)` -> Report
+3. start     `Scored.start(upload, request)` -> Plan: what an evaluation records (methods, settings, units of work)
+4. run       `Judged.plan(job)` -> judgment keys, `Judged.requests(job, pending)` -> (key, judge.Prompt) judge calls,
+             or `Judged.given_judgments(job)` -> (key, outcome) for an evaluation that brings its judgments with it
+             (imported scores), then `Scored.score(job)` -> the result document (a kind without a judge has this one
+             pure step)
 5. show      `upload_context`, `result_context`, `figures`, `csv`, `downloads`, `views`, `compare`, with the
-             templates `<name>/upload.html`, `<name>/result.html`, `<name>/compare.html` in `template_folder`
-6. CLI       `cli_options` (click options added to `flask score`) and `cli_start` (their values -> options);
-             `cli_commands` (commands of its own, `flask --app app <command>`)
+             templates `<name>/upload.html`, `<name>/result.html`, `<name>/compare.html` in `templates()`
+6. CLI       `Scored.cli_options` (click options added to `flask score`) and `cli_start` (their values -> options);
+             `OwnCommands.cli_commands` (commands of its own, `flask --app app <command>`)
 
 What a kind uses of the app (the store, the stored files, the runner, its own tables `tables`) is typed in
 kinds/host.py, the one module of the app a kind imports besides this one and the shared ones.
@@ -31,7 +44,7 @@ import inspect
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable, ClassVar, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, ClassVar, Generic, Iterable, Iterator, Mapping, TypeVar
 
 import jinja2
 
@@ -40,7 +53,8 @@ from kinds.host import Site as Site
 from kinds.host import Store, Table
 from kinds.host import StoredFile as StoredFile
 from kinds.host import open_file as open_file
-from kinds.problems import Problem, Report
+from kinds.problems import Report
+from kinds.result_document import ResultDocument
 from translations import _
 
 if TYPE_CHECKING:
@@ -132,10 +146,37 @@ class Sample:
     links: Mapping[str, str] = field(default_factory=dict)
 
 
-class Kind(ABC):
-    """A benchmark kind. Class attributes describe it; methods are called by the pipeline (see the module)."""
+@dataclass(frozen=True)
+class DialogueRound:
+    """One round of a simulated conversation: what the simulated user said and each method's reply, by method."""
 
-    name: ClassVar[str]
+    number: int
+    user_message: str
+    replies: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Dialogue:
+    """A simulated user's conversation with the methods, as a simulation keeps it (`RecordsDialogues`): who the user
+    is (a persona's id, profile and personality) and its complete rounds, in order."""
+
+    persona_id: str
+    user_profile: str
+    user_personality: str
+    rounds: tuple[DialogueRound, ...]
+
+
+# The type of a kind's result document: a scored kind is a Scored[the TypedDict of its kinds/<name>/result.py] (or
+# Judged[...], Paired[...]). The core holds kinds as plain Scored (of any document): it reads documents back as JSON,
+# whose kind only their "kind" key tells.
+ResultT = TypeVar("ResultT", bound=ResultDocument)
+
+
+class Kind(ABC):
+    """A benchmark kind: what every kind is and does. Its files are detected, validated and kept as uploads, each with
+    its page (`<name>/upload.html`). Class attributes describe it; methods are called by the core (see the module)."""
+
+    name: ClassVar[str]  # the `kind` of uploads and evaluations, the folder of its templates
     label: ClassVar[Any]  # a lazy translated string, e.g. _l("Dialogue (persona alignment)")
     # the files it takes, for people (the drop zone, and the message of a file no kind reads): a lazy translated
     # string, e.g. _l(".jsonl, one session per line")
@@ -144,34 +185,13 @@ class Kind(ABC):
     # in its validation report's summary ("extension")
     extension: ClassVar[str] = ""
     upload_fields: ClassVar[tuple[str, ...]] = ()  # form/API fields read at upload, passed to validate()
-    # files that may be attached to a stored upload of this kind, by name (dialogue: "scores", the scores another
-    # judge gave its replies): each is checked by `check_attachment`, stored by content hash, and chosen for an
-    # evaluation by the start field of the same name (its id); the CLI option of that name attaches a file by path
-    attachments: ClassVar[tuple[str, ...]] = ()
-    attachment_fields: ClassVar[tuple[str, ...]] = ()  # form/API fields read with an attachment (dialogue: rubric)
-    start_fields: ClassVar[tuple[str, ...]] = ()  # form/API fields read when starting, in StartRequest.options
-    # the JSON type of a start field in the API's contract (docs/api.md), e.g. {"annotate": Flag}; unlisted: any
-    start_types: ClassVar[Mapping[str, Any]] = {}
     fallback: ClassVar[bool] = False  # detected last: the kind of any file no other kind claims
-    # whether <name>/report.html exists (its own self-contained report; otherwise the report is its result page)
-    offline_report: ClassVar[bool] = False
-    headline_label: ClassVar[Any] = ""  # what headline() gives, e.g. _l("Average AL")
-    # judge scores shown as their own columns in judgments.csv, in order (the others stay in its `scores` column);
-    # an evaluation's own may differ (`score_columns_of`)
-    score_columns: ClassVar[tuple[str, ...]] = ()
-    headline_digits: ClassVar[int] = 1  # decimals of the headline numbers in lists of evaluations
     # tables only this kind keeps (kinds/host.py's Table), created with the store's schema steps
     tables: ClassVar[tuple[Table, ...]] = ()
-    # the version of what this kind reads and how it scores it: raised when the file format or the result document
-    # changes, so that results of both can be told apart (the result's `provenance`)
-    format_version: ClassVar[int] = 1
-    # whether a simulation may take its simulated users from an upload of this kind (`personas` gives them)
-    holds_personas: ClassVar[bool] = False
-
-    # -- detect and validate -----------------------------------------------------------------------------
 
     def sniff(self, head: bytes, filename: str, path: Path | None) -> bool:
-        """Whether a file starting with `head` (BOM removed) is of this kind; `path` is the whole file."""
+        """Whether a file starting with `head` (BOM removed) is of this kind; `path` is the whole file. By default no
+        file is: the kind is chosen by name (or is the `fallback`)."""
         return False
 
     @abstractmethod
@@ -184,85 +204,64 @@ class Kind(ABC):
         it is the one message the upload gets); None when it does not. By default: what `sniff` claims."""
         return upload_as(self, recognised=True) if self.sniff(head, filename, path) else None
 
-    def check_attachment(self, name: str, stream: BinaryIO, filename: str, upload: dict, options: Mapping[str, str],
-                         site: Site) -> Report:
-        """Check a file attached to a stored upload of this kind (`name`: one of `attachments`; `options`: the
-        `attachment_fields` sent with it) against that upload, streaming; problems name a line and a field.
-        `report.summary` is kept with the attachment (its "extension" names the stored file's). By default every
-        file is refused: the kind takes none."""
-        return Report([Problem(None, "", _("Nothing can be attached to an upload of the kind %(label)s.",
-                                           label=self.label))])
+    def templates(self) -> jinja2.BaseLoader:
+        """Where this kind's templates are: by default the `templates` folder beside the kind's module."""
+        return jinja2.FileSystemLoader(Path(inspect.getfile(type(self))).parent / "templates")
 
-    def personas(self, stream: BinaryIO) -> Iterator[dict]:
-        """The simulated users of a validated upload of this kind (a kind that `holds_personas`), read through the
-        kinds' readers as `validate` reads the file, so that a BOM, CRLF line ends and blank lines read alike: dicts
-        of persona_id, user_profile, user_personality, scenario and opening (empty texts when absent). ValueError
-        at a line that does not read."""
-        return iter(())
+    def template(self, page: str) -> str:
+        """The template name of one of this kind's pages ("upload", "result", "compare", "report")."""
+        return f"{self.name}/{page}.html"
 
-    # -- start and run -----------------------------------------------------------------------------------
+    def upload_context(self, upload: dict, site: Site) -> dict:
+        """Extra values for `<name>/upload.html` (the upload's page: its summary and, for a scored kind, the form that
+        starts an evaluation)."""
+        return {}
 
-    def needs_judge(self, evaluation: dict) -> bool:
-        """Whether this evaluation calls the judge (then `plan` and `requests` give its calls)."""
-        return False
+
+class Scored(Kind, Generic[ResultT]):
+    """A kind whose uploads are evaluated: `start` plans an evaluation, `score` makes its result document (every
+    result carries `"kind": <name>`), and the result is shown (`<name>/result.html`), exported (`csv`, `downloads`),
+    listed (`headline`) and compared (`compare`, `<name>/compare.html`)."""
+
+    start_fields: ClassVar[tuple[str, ...]] = ()  # form/API fields read when starting, in StartRequest.options
+    # the JSON type of a start field in the API's contract (docs/api.md), e.g. {"annotate": Flag}; unlisted: any
+    start_types: ClassVar[Mapping[str, Any]] = {}
+    cli_options: ClassVar[tuple] = ()  # click.Option objects added to `flask score`
+    headline_label: ClassVar[Any] = ""  # what headline() gives, e.g. _l("Average AL")
+    headline_digits: ClassVar[int] = 1  # decimals of the headline numbers in lists of evaluations
+    # the version of what this kind reads and how it scores it: raised when the file format or the result document
+    # changes, so that results of both can be told apart (the result's `provenance`)
+    format_version: ClassVar[int] = 1
 
     @abstractmethod
     def start(self, upload: dict, request: StartRequest) -> Plan:
         """Check a request to evaluate an upload (StartError when it cannot be done) and plan the evaluation."""
         ...
 
-    def plan(self, job: Job) -> Iterable[tuple]:
-        """The judgment keys of an evaluation that uses a judge, as (index, session, round, method, mode); it may be
-        a generator (it is consumed in chunks, outside any transaction of the store)."""
-        return ()
-
-    def requests(self, job: Job, pending: set) -> Iterator[tuple[tuple, Prompt]]:
-        """Judge calls for the pending keys, as (key, judge.Prompt), built lazily."""
-        return iter(())
-
-    def all_requests(self, evaluation: dict, file: StoredFile, judges: list,
-                     store: Store | None = None) -> Iterator[tuple[tuple, Prompt]]:
-        """Every judge call an evaluation of `file` makes (`evaluation`: the "methods" and "settings" `start`
-        planned; `judges`: each judge's configuration), as (key, judge.Prompt), built as `requests` builds them but
-        before the evaluation exists (`store` only to read what its settings name): what an estimate counts and
-        measures. None by default."""
-        return iter(())
-
-    def given_judgments(self, job: Job) -> Iterable[tuple[tuple, dict]] | None:
-        """The judgments an evaluation brings with it instead of calling a judge (scores another judge gave,
-        imported), as (key, outcome): a key of `plan` without its session id (index, round, method, mode) and the
-        fields a judge's outcome is stored with (status "ok", total, verdict, scores). The runner plans and records
-        them, once, before `score`. None (the default) for an evaluation that brings none."""
-        return None
-
     @abstractmethod
-    def score(self, job: Job) -> dict:
-        """The result document, from the file and (for a judge) the judgments stored so far."""
+    def score(self, job: Job) -> ResultT:
+        """The result document, from the file and (for a judge) the judgments stored so far; its "kind" is the kind's
+        name."""
         ...
 
-    def prompt_templates(self, evaluation: dict, config: Any, store: Store | None = None) -> dict[str, tuple[str, str]]:
-        """The prompt templates the judge `config` (one of a panel's) is sent in this evaluation, by name ("fine"):
-        (prompt version, the template's text as filled in for each judgment); the result's provenance keeps the
-        SHA-256 of each text, so that runs with differently worded prompts can be told apart. `store` holds what the
-        evaluation's settings name (a dialogue rubric people added)."""
-        return {}
+    @abstractmethod
+    def csv(self, result: ResultT) -> tuple[tuple, Iterable[tuple]]:
+        """The result's main table as (header, rows): the `.csv` export."""
+        ...
+
+    @abstractmethod
+    def compare(self, runs: list[dict]) -> dict:
+        """The values of `<name>/compare.html` (as `cmp` there; "figures" are drawn) for finished runs, each a
+        dict of its "id", "label", "filename", "model" (run_label), "result" and "baseline" (true for the one run
+        every difference shown is measured from)."""
+        ...
 
     def provenance(self, job: Job) -> dict:
         """This kind's own part of the result's provenance, beside the common part (pipeline/provenance.py):
         "bootstrap" ({"seed", "replicates"} of its intervals) when it draws bootstrap intervals, "reference"
         ({"name", "sha256"}) when it scores against a reference set, "rubric" ({"id", "version", "sha256"}) when
         its judge asks under a rubric, "scores" ({"imported": true, "filename", "sha256"}) when its judgments were
-        imported from a file."""
-        return {}
-
-    # -- show --------------------------------------------------------------------------------------------
-
-    def templates(self) -> jinja2.BaseLoader:
-        """Where this kind's templates are: by default the `templates` folder beside the kind's module."""
-        return jinja2.FileSystemLoader(Path(inspect.getfile(type(self))).parent / "templates")
-
-    def upload_context(self, upload: dict, site: Site) -> dict:
-        """Extra values for `<name>/upload.html` (the page that starts an evaluation)."""
+        imported from a file. None of those by default."""
         return {}
 
     def result_context(self, record: dict, args: Mapping, site: Site) -> dict:
@@ -270,21 +269,11 @@ class Kind(ABC):
         (the view's state). A "result" value replaces the document shown (narrowed to some methods, say)."""
         return {}
 
-    def figures(self, result: dict, record: dict, args: Mapping) -> dict:
-        """Plotly figures (plain JSON) of the result shown, by name."""
+    def figures(self, result: ResultT, record: dict, args: Mapping) -> dict:
+        """Plotly figures (plain JSON) of the result shown, by name; none by default."""
         return {}
 
-    def score_columns_of(self, record: dict, store: Store | None = None) -> tuple[str, ...]:
-        """The judge scores of one evaluation (`record`, with or without its result; `store` to read what its
-        settings name) shown as their own columns in its judgments.csv, in order: by default `score_columns`."""
-        return self.score_columns
-
-    @abstractmethod
-    def csv(self, result: dict) -> tuple[tuple, Iterable[tuple]]:
-        """The result's main table as (header, rows): the `.csv` export."""
-        ...
-
-    def downloads(self, result: dict) -> dict[str, Callable[[], tuple[tuple, Iterable[tuple]]]]:
+    def downloads(self, result: ResultT) -> dict[str, Callable[[], tuple[tuple, Iterable[tuple]]]]:
         """More CSV tables of a result by name (served as `<name>.csv`), each a function giving (header, rows)."""
         return {}
 
@@ -294,10 +283,11 @@ class Kind(ABC):
         return {}
 
     def samples(self, record: dict, args: Mapping, site: Site) -> dict | None:
-        """A page of per-sample detail for the API (`/api/evaluations/<id>/sessions`), or None: no such thing."""
+        """A page of per-sample detail for the API (`/api/evaluations/<id>/sessions`), or None: no such thing (a 404,
+        the default)."""
         return None
 
-    def headline(self, result: dict) -> list[list]:
+    def headline(self, result: ResultT) -> list[list]:
         """The few numbers a list of evaluations shows for a result: [name, value] pairs (a method, an agent)."""
         return []
 
@@ -305,40 +295,162 @@ class Kind(ABC):
         """The methods or agents an evaluation measures (a row of `evaluation_list`), for lists; none by default."""
         return []
 
-    def run_label(self, result: dict) -> str:
+    def run_label(self, result: ResultT) -> str:
         """What a run was measured with (a judge model, a reference set), for compare and lists."""
         return "—"
 
+    def cli_start(self, values: Mapping[str, Any], site: Site) -> dict:
+        """The start options from this kind's CLI options (StartError on a bad value)."""
+        return {k: values[k] for k in self.start_fields if values.get(k) is not None}
+
+
+class Judged(Scored[ResultT]):
+    """A scored kind whose evaluations call the judge: `plan` gives the judgment keys, `requests` the judge calls
+    (each a `judge.Prompt` with the kind's own parser); the runner asks them, keeps every verdict, then `score`s.
+
+    A judgment key is (index, session, round, method, mode): the judgment's place in the upload (a sample's index and
+    id, a round within it: 0 or 1 when there is one), the method judged and the mode, the question asked, written by
+    `judge.mode_key(question, judge, sample)` ("fine", "fine@1" by a panel's second judge, "binary#2" the third
+    sample). The judge settings `StartRequest.judge_settings()` gives belong in `Plan.settings`, which the runner
+    reads the judge's configuration from."""
+
+    # judge scores shown as their own columns in judgments.csv, in order (the others stay in its `scores` column);
+    # an evaluation's own may differ (`score_columns_of`)
+    score_columns: ClassVar[tuple[str, ...]] = ()
+
+    def needs_judge(self, evaluation: dict) -> bool:
+        """Whether this evaluation calls the judge (then `plan` and `requests` give its calls): by default every one
+        does; a kind whose judge is optional (conversation's annotation) says which."""
+        return True
+
     @abstractmethod
-    def compare(self, runs: list[dict]) -> dict:
-        """The values of `<name>/compare.html` (as `cmp` there; "figures" are drawn) for finished runs, each a
-        dict of its "id", "label", "filename", "model" (run_label), "result" and "baseline" (true for the one run
-        every difference shown is measured from)."""
+    def plan(self, job: Job) -> Iterable[tuple]:
+        """The judgment keys of an evaluation that uses a judge, as (index, session, round, method, mode); it may be
+        a generator (it is consumed in chunks, outside any transaction of the store)."""
         ...
 
-    # headline metrics that pair sample by sample between runs; empty: runs of this kind compare unpaired
-    paired_metrics: ClassVar[tuple[Metric, ...]] = ()
+    @abstractmethod
+    def requests(self, job: Job, pending: set) -> Iterator[tuple[tuple, Prompt]]:
+        """Judge calls for the pending keys, as (key, judge.Prompt), built lazily, in the language of `job.config`
+        (a panel's judges are asked one after the other, each with its own keys)."""
+        ...
 
-    def paired_metrics_for(self, results: list[dict]) -> tuple[Metric, ...]:
+    @abstractmethod
+    def prompt_templates(self, evaluation: dict, config: Any, store: Store | None = None) -> dict[str, tuple[str, str]]:
+        """The prompt templates the judge `config` (one of a panel's) is sent in this evaluation, by name ("fine"):
+        (prompt version, the template's text as filled in for each judgment); the result's provenance keeps the
+        SHA-256 of each text, so that runs with differently worded prompts can be told apart. `store` holds what the
+        evaluation's settings name (a dialogue rubric people added)."""
+        ...
+
+    def given_judgments(self, job: Job) -> Iterable[tuple[tuple, dict]] | None:
+        """The judgments an evaluation brings with it instead of calling a judge (scores another judge gave,
+        imported), as (key, outcome): a key of `plan` without its session id (index, round, method, mode) and the
+        fields a judge's outcome is stored with (status "ok", total, verdict, scores). The runner plans and records
+        them, once, before `score`. None (the default) for an evaluation that brings none."""
+        return None
+
+    def score_columns_of(self, record: dict, store: Store | None = None) -> tuple[str, ...]:
+        """The judge scores of one evaluation (`record`, with or without its result; `store` to read what its
+        settings name) shown as their own columns in its judgments.csv, in order: by default `score_columns`."""
+        return self.score_columns
+
+
+class Paired(Scored[ResultT]):
+    """A scored kind whose runs pair sample by sample: the compare page's paired differences, `/api/compare`,
+    `paired.csv`, the row-level diff of two runs and `flask score --baseline`. Runs of other kinds compare unpaired
+    (their distributions side by side)."""
+
+    # the headline metrics that pair sample by sample between runs (required)
+    paired_metrics: ClassVar[tuple[Metric, ...]]
+
+    @abstractmethod
+    def paired_samples(self, record: dict, site: Site) -> Iterable[Sample]:
+        """The samples of a finished run, for paired differences and the row-level diff of two runs (a generator is
+        fine: it is read once)."""
+        ...
+
+    def paired_metrics_for(self, results: list[ResultT]) -> tuple[Metric, ...]:
         """The metrics these finished runs' result documents pair on (the first the default of a choice): by default
         `paired_metrics`; a kind whose metrics depend on how a run was scored (the dialogue kind's rubric) gives those
         every run has, on the same terms."""
         return self.paired_metrics
 
-    def paired_samples(self, record: dict, site: Site) -> Iterable[Sample]:
-        """The samples of a finished run, for paired differences and the row-level diff of two runs (a generator is
-        fine: it is read once). Only kinds with `paired_metrics` give any."""
-        return ()
-
     def paired_aggregates(self, pairs: list[tuple[Sample, Sample]]) -> list[dict]:
         """Paired differences of metrics that are not a mean over samples (AgentBench's OA, a weighted sum over
         tasks), from the aligned (baseline, other) samples: rows shaped like the per-sample metrics' rows (method,
-        metric, baseline_value, value, diff, ci95, p_value, n_pairs, test, mdd), before multiplicity correction."""
+        metric, baseline_value, value, diff, ci95, p_value, n_pairs, test, mdd), before multiplicity correction.
+        None by default."""
         return []
 
+
+class OfflineReport(Scored[ResultT]):
+    """A scored kind with a self-contained report of its own, `<name>/report.html` (others' report is their result
+    page, offline)."""
+
+    @abstractmethod
     def report_context(self, record: dict) -> dict:
-        """Values of `<name>/report.html`, for kinds with an offline report."""
+        """Values of `<name>/report.html` for a finished evaluation."""
+        ...
+
+
+class TakesAttachments(Kind):
+    """A kind whose stored uploads may have files attached (dialogue: "scores", the scores another judge gave its
+    replies): each is checked by `check_attachment`, stored by content hash, and chosen for an evaluation by the start
+    field of the same name (its id); the CLI option of that name attaches a file by path."""
+
+    attachments: ClassVar[tuple[str, ...]]  # the names of the files that may be attached (required)
+    attachment_fields: ClassVar[tuple[str, ...]] = ()  # form/API fields read with an attachment (dialogue: rubric)
+
+    @abstractmethod
+    def check_attachment(self, name: str, stream: BinaryIO, filename: str, upload: dict, options: Mapping[str, str],
+                         site: Site) -> Report:
+        """Check a file attached to a stored upload of this kind (`name`: one of `attachments`; `options`: the
+        `attachment_fields` sent with it) against that upload, streaming; problems name a line and a field.
+        `report.summary` is kept with the attachment (its "extension" names the stored file's)."""
+        ...
+
+
+class HoldsPersonas(Kind):
+    """A kind a simulation may take its simulated users from (personas files; dialogue files, their sessions'
+    users)."""
+
+    @abstractmethod
+    def personas(self, stream: BinaryIO) -> Iterator[dict]:
+        """The simulated users of a validated upload of this kind, read through the kinds' readers as `validate`
+        reads the file, so that a BOM, CRLF line ends and blank lines read alike: dicts of persona_id,
+        user_profile, user_personality, scenario and opening (empty texts when absent). ValueError at a line that
+        does not read."""
+        ...
+
+
+class RecordsDialogues(Judged[ResultT]):
+    """The judged kind whose files a simulation writes its conversations as (simulate/): they are uploaded as this
+    kind, and scored by it when the simulation asks."""
+
+    @abstractmethod
+    def dialogue_file(self, dialogues: Iterable[Dialogue]) -> bytes:
+        """A file of this kind holding these conversations, as `validate` reads it (its extension is `extension`)."""
+        ...
+
+    @abstractmethod
+    def all_requests(self, evaluation: dict, file: StoredFile, judges: list,
+                     store: Store | None = None) -> Iterator[tuple[tuple, Prompt]]:
+        """Every judge call an evaluation of `file` makes (`evaluation`: the "methods" and "settings" `start`
+        planned; `judges`: each judge's configuration), as (key, judge.Prompt), built as `requests` builds them but
+        before the evaluation exists (`store` only to read what its settings name): what a simulation's estimate
+        counts and measures."""
+        ...
+
+    def start_choices(self, site: Site) -> dict[str, list[tuple[str, str]]]:
+        """The values forms offer for some of this kind's start fields, by field: (value, label) pairs, the default
+        first (the simulation page's scoring fields use them). None by default."""
         return {}
+
+
+class OwnPages(Kind):
+    """A kind with Flask pages of its own beyond one evaluation's (mobility: its reference sets; dialogue: people's
+    ratings, reviews and its rubrics)."""
 
     nav: ClassVar[tuple] = ()  # (endpoint, label) links this kind adds to the header
     settings_nav: ClassVar[tuple] = ()  # (endpoint, label) links this kind adds to the settings page
@@ -346,33 +458,47 @@ class Kind(ABC):
     # administrator when accounts are on, as the judge settings' do (those under /settings already do)
     admin_paths: ClassVar[tuple[str, ...]] = ()
 
+    @abstractmethod
     def blueprints(self) -> list:
-        """Flask blueprints of pages this kind adds beyond one evaluation's (those under /api skip CSRF)."""
-        return []
+        """Flask blueprints of the kind's pages (those under /api skip CSRF)."""
+        ...
 
-    def start_choices(self, site: Site) -> dict[str, list[tuple[str, str]]]:
-        """The values forms offer for some of this kind's start fields, by field: (value, label) pairs, the default
-        first (the simulation page's scoring fields use them). None by default."""
-        return {}
 
-    # -- CLI ---------------------------------------------------------------------------------------------
+class OwnCommands(Kind):
+    """A kind with `flask --app app` commands of its own, beside `score`."""
 
-    cli_options: ClassVar[tuple] = ()  # click.Option objects added to `flask score`
-
+    @abstractmethod
     def cli_commands(self) -> list:
-        """Click commands (or groups) this kind adds to `flask --app app`, beside `score`; they run in the app's
-        context (`kinds.host.store()` is its store)."""
-        return []
+        """Click commands (or groups) this kind adds to `flask --app app`; they run in the app's context
+        (`kinds.host.store()` is its store)."""
+        ...
 
-    def cli_start(self, values: Mapping[str, Any], site: Site) -> dict:
-        """The start options from this kind's CLI options (StartError on a bad value)."""
-        return {k: values[k] for k in self.start_fields if values.get(k) is not None}
 
-    # -- helpers -----------------------------------------------------------------------------------------
+# The interface: the core every kind implements, then each capability a kind may declare, in the order the docs give.
+INTERFACE: tuple[type[Kind], ...] = (Kind, Scored, Judged, Paired, OfflineReport, TakesAttachments, HoldsPersonas,
+                                     RecordsDialogues, OwnPages, OwnCommands)
 
-    def template(self, page: str) -> str:
-        """The template name of one of this kind's pages ("upload", "result", "compare", "report")."""
-        return f"{self.name}/{page}.html"
+
+def capabilities(kind: Kind) -> list[str]:
+    """The names of the capabilities a kind declares (`INTERFACE` beyond `Kind`), in their order."""
+    return [cls.__name__ for cls in INTERFACE[1:] if isinstance(kind, cls)]
+
+
+def calls_judge(kind: Kind, evaluation: dict) -> bool:
+    """Whether an evaluation of a kind calls the judge: a `Judged` kind's that `needs_judge`."""
+    return isinstance(kind, Judged) and kind.needs_judge(evaluation)
+
+
+def attachment_names(kind: Kind) -> tuple[str, ...]:
+    """The names of the files that may be attached to an upload of a kind (`TakesAttachments`); none for another."""
+    return kind.attachments if isinstance(kind, TakesAttachments) else ()
+
+
+def missing_attributes(kind: Kind) -> list[str]:
+    """The class attributes the interface requires (those declared without a value) that a kind lacks, as
+    "<capability>.<name>"."""
+    return [f"{cls.__name__}.{name}" for cls in INTERFACE if isinstance(kind, cls)
+            for name in cls.__annotations__ if not hasattr(kind, name)]
 
 
 def upload_as(kind: Kind, recognised: bool) -> str:

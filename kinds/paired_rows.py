@@ -1,6 +1,6 @@
 """Two runs of one kind, sample by sample: which samples pair up (the same method and key in both runs).
 
-Kinds give their samples through `Kind.paired_samples`; the math of the differences is in kinds/paired_stats.py.
+Kinds give their samples through `Paired.paired_samples`; the math of the differences is in kinds/paired_stats.py.
 `paired_rows` makes the table of paired differences the compare page, the API, paired.csv and `flask score
 --baseline` show; `is_regression` is the CI gate's rule (docs/reviewing-and-comparing.md).
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from kinds.kind import Kind, Metric, Sample
+from kinds.kind import Metric, Paired, Sample
 from kinds.paired_stats import PairedScores, PairedVerdicts, paired_scores, paired_verdicts, with_adjusted
 from kinds.stats import DEFAULT_N_BOOT
 
@@ -70,10 +70,10 @@ def _scaled(figure, metric: Metric):
     return [v * metric.scale for v in figure] if isinstance(figure, list) else figure * metric.scale
 
 
-def paired_rows(kind: Kind, baseline: Iterable[Sample], runs: Mapping[str, Iterable[Sample]],
+def paired_rows(kind: Paired, baseline: Iterable[Sample], runs: Mapping[str, Iterable[Sample]],
                 n_boot: int = DEFAULT_N_BOOT, seed: int = SEED, metrics: tuple[Metric, ...] | None = None) -> list[dict]:
     """Every other run against the baseline: per run, per method both have, a row per paired metric (`metrics`, by
-    default the kind's `paired_metrics`; `Kind.paired_metrics_for` gives those of given runs), then the kind's
+    default the kind's `paired_metrics`; `Paired.paired_metrics_for` gives those of given runs), then the kind's
     `paired_aggregates`, with Holm and Benjamini-Hochberg p-values adjusted over all the rows."""
     baseline = list(baseline)
     rows = []

@@ -11,9 +11,10 @@ that needs several intervals over the same items can build the matrix once.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 DEFAULT_N_BOOT = 1000
 DEFAULT_SEED = 0  # of the kinds' bootstrap intervals (recorded in each result's provenance)
@@ -46,10 +47,10 @@ def as_float(value) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def ols(x: Sequence[float], y: Sequence[float]) -> Fit:
+def ols(xs: ArrayLike, ys: ArrayLike) -> Fit:
     """Least squares y = a + b x; slope/intercept None if < 2 distinct x, r2 None if SS_tot = 0."""
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
+    x = np.asarray(xs, dtype=float)
+    y = np.asarray(ys, dtype=float)
     if x.shape != y.shape or x.ndim != 1:
         raise ValueError("ols needs two 1-D sequences of the same length")
     if np.unique(x).size < 2:
@@ -65,7 +66,7 @@ def ols(x: Sequence[float], y: Sequence[float]) -> Fit:
     return Fit(slope, intercept, 1.0 - ss_res / ss_tot)
 
 
-def min_max_normalise(values: Sequence[float]) -> list[float]:
+def min_max_normalise(values: ArrayLike) -> list[float]:
     """Scale values to [0, 1] by (v - min) / (max - min); all 0.0 when max == min."""
     arr = np.asarray(values, dtype=float)
     if arr.size == 0:
@@ -99,7 +100,7 @@ def resample_weights(n: int, n_boot: int = DEFAULT_N_BOOT, seed: int = 0) -> np.
 
 
 def percentile_interval(
-    samples: Sequence[float], level: float = DEFAULT_LEVEL
+    samples: ArrayLike, level: float = DEFAULT_LEVEL
 ) -> list[float] | None:
     """Return the central percentile interval [lo, hi] of samples, None if there are none."""
     arr = np.asarray(samples, dtype=float)
@@ -130,7 +131,7 @@ def _weights_for(n: int, n_boot: int, seed: int, weights: np.ndarray | None) -> 
 
 
 def bootstrap_ci(
-    values: Sequence[float],
+    values: ArrayLike,
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = 0,
     level: float = DEFAULT_LEVEL,
@@ -216,8 +217,8 @@ def bootstrap_column_means_ci(
 
 
 def paired_difference(
-    a: Sequence[float],
-    b: Sequence[float],
+    first: ArrayLike,
+    second: ArrayLike,
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = 0,
     level: float = DEFAULT_LEVEL,
@@ -226,8 +227,8 @@ def paired_difference(
     """Mean of a[i] - b[i] with a bootstrap CI over pairs (significant when it excludes 0) and the p-value of a paired
     t-test (None with fewer than 2 pairs; 0 or 1 when every pair differs by the same amount), which
     multiple-comparison corrections need: a bootstrap p-value cannot go below 1 / n_boot."""
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
+    a = np.asarray(first, dtype=float)
+    b = np.asarray(second, dtype=float)
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError("paired_difference needs two 1-D sequences of the same length")
     if a.size == 0:

@@ -121,7 +121,7 @@ class _RedisChannel(kombu_redis.Channel):
         # reconnects; the sweep takes up what was running.
         if self.connection.client is None:
             raise redis.exceptions.ConnectionError("the connection to the broker was closed")
-        return super()._connparams(asynchronous)
+        return super()._connparams(asynchronous)  # type: ignore[misc]  # private to kombu: not in its stubs
 
 
 class RedisTransport(kombu_redis.Transport):
@@ -258,7 +258,8 @@ def init_app(app: Flask, broker_url: str, store: Store) -> Workers:
     celery = Celery(app.name, task_cls=FlaskTask)
     celery.config_from_object(app.config["CELERY"])
     celery.set_default()
-    celery.Worker = _unique_node_names(celery.Worker)
+    # Celery's Worker is a cached property an instance may replace (the stubs type it read-only)
+    setattr(celery, "Worker", _unique_node_names(celery.Worker))
     workers = Workers(
         celery, redis.Redis.from_url(app.config["CELERY"]["broker_url"]), store,
         lease_s=max(2.0, min(60.0, visibility_timeout(app.config) / 2)), sweep_s=sweep_interval(app.config),
@@ -272,7 +273,7 @@ def init_app(app: Flask, broker_url: str, store: Store) -> Workers:
 def _unique_node_names(worker: type) -> type:
     """The worker class, with `worker<pid>@<host>` as its default node name instead of Celery's `celery@<host>`, so
     that two workers started with the same command on one machine do not collide; another `-n NAME@%h` still wins."""
-    celery_default = host_format(default_nodename(None))  # what the command line passes when -n is not given
+    celery_default = host_format(default_nodename(""))  # what the command line passes when -n is not given
 
     class Worker(worker):
         def __init__(self, hostname: str | None = None, **kwargs: Any):
@@ -288,9 +289,9 @@ def _on_worker_process_init(**_kwargs: Any) -> None:
     """A child of the prefork pool (the worker's default) starts: the database connections it inherited belong to
     the parent, so its engine lets go of them without closing them and opens its own (SQLAlchemy's advice for
     multiprocessing). The Redis clients notice the fork themselves."""
-    from celery import current_app
+    from celery.app import app_or_default
 
-    workers = workers_of(current_app._get_current_object())
+    workers = workers_of(app_or_default())  # the current Celery app itself, not the proxy of celery.current_app
     engine = getattr(workers.store, "engine", None) if workers else None
     if engine is not None and hasattr(engine, "dispose"):
         engine.dispose(close=False)

@@ -17,7 +17,7 @@ import re
 import secrets
 import time
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from storage import blobs
 from translations import _
@@ -85,7 +85,7 @@ def start(store, files: str | Path | blobs.Blobs, filename: object, size: object
 def _described(store, files: blobs.Blobs, upload_id: str) -> tuple[dict, list[blobs.Entry]]:
     described = store.get_setting(f"chunked:{upload_id}") if _ID.match(upload_id or "") else None
     chain = _chain(files, upload_id) if described is not None else []
-    if not chain:
+    if described is None or not chain:
         raise ChunkError(404, _("No upload in progress has this id; start the upload again."))
     return described, chain
 
@@ -135,7 +135,8 @@ class _Joined(io.RawIOBase):
 
     def __init__(self, files: blobs.Blobs, keys: list[str]) -> None:
         super().__init__()
-        self.files, self.keys, self.current = files, list(keys), None
+        self.files, self.keys = files, list(keys)
+        self.current: io.BufferedIOBase | None = None
 
     def readable(self) -> bool:
         """Always."""
@@ -145,7 +146,8 @@ class _Joined(io.RawIOBase):
         """Bytes of the current part, going on to the next at its end."""
         while self.current is not None or self.keys:
             if self.current is None:
-                self.current = self.files.open(self.keys.pop(0))
+                # Blobs.open gives a BufferedReader (a local file, an S3 range reader): it has readinto
+                self.current = cast(io.BufferedIOBase, self.files.open(self.keys.pop(0)))
             count = self.current.readinto(buffer)
             if count:
                 return count

@@ -17,7 +17,7 @@ from typing import Callable, Iterable, Iterator, Mapping
 from judge import PLACEHOLDER_API_KEY, Judge, JudgeConfig, Verdict, judge_of, panel_settings
 from judge import batch as judge_batch
 from kinds import registry
-from kinds.kind import Job, JobFailed, Kind, Site
+from kinds.kind import Job, JobFailed, Judged, Scored, Site, calls_judge
 from pipeline import provenance
 from pipeline.ingest import stored_name
 from pipeline.job import pause
@@ -50,21 +50,21 @@ class Pipeline:
         self.results = blobs.at(results)
         self.environ = environ  # called at each run, so settings saved meanwhile (and the key) apply
 
-    def load(self, evaluation_id: str) -> tuple[Kind, Job] | None:
+    def load(self, evaluation_id: str) -> tuple[Scored, Job] | None:
         """The evaluation's kind and job (with its judge configuration when it calls the judge), or None after
         recording why it cannot run (its file is missing, its endpoint is gone, no judge is configured)."""
         evaluation = self.store.get_evaluation(evaluation_id, with_result=False)
         if evaluation is None:
             return None
         upload = self.store.get_upload(evaluation["upload_id"])
-        kind = registry.get(evaluation["kind"])
+        kind = registry.scored(evaluation["kind"])
         site = Site(self.store, self.uploads, stored_name)
         if upload is None or not site.file_of(upload).exists():
             self.store.set_status(evaluation_id, "failed",
                                   _("The uploaded file is missing from the uploads folder; upload it again."))
             return None
         job = Job(evaluation, upload, site.file_of(upload), site)
-        if kind.needs_judge(evaluation):
+        if calls_judge(kind, evaluation):
             job.judges = [self._judge_config(evaluation, settings)
                           for settings in panel_settings(evaluation["settings"])]
             if None in job.judges:
@@ -72,9 +72,9 @@ class Pipeline:
             job.config = job.judges[0]
         return kind, job
 
-    def plan(self, kind: Kind, job: Job, given: Iterable[tuple[tuple, dict]] = ()) -> None:
+    def plan(self, kind: Judged, job: Job, given: Iterable[tuple[tuple, dict]] = ()) -> None:
         """Record the evaluation's pending judgments, once (a resumed run skips this when it got to the end), and
-        the outcomes of those it brings with it (`given`: Kind.given_judgments)."""
+        the outcomes of those it brings with it (`given`: Judged.given_judgments)."""
         evaluation_id = job.evaluation["id"]
         if self.store.get_setting(f"planned:{evaluation_id}"):
             return
@@ -89,7 +89,7 @@ class Pipeline:
         self.store.set_total(evaluation_id, self.store.progress(evaluation_id)["total"])
         self.store.set_setting(f"planned:{evaluation_id}", True)
 
-    def judge(self, kind: Kind, job: Job, pending: set, should_stop: Callable[[], bool],
+    def judge(self, kind: Judged, job: Job, pending: set, should_stop: Callable[[], bool],
               on_progress: Callable[[dict], None] | None = None) -> None:
         """Judge the `pending` keys with the evaluation's judges (a panel's one after the other, each with its own
         endpoint's budget) and the shared cache, saving verdicts in batches (through the Batch API when the
@@ -109,7 +109,7 @@ class Pipeline:
                                                                    by_judge[number]),
                             judge, on_progress, should_stop)
 
-    def _judge_by_batch(self, kind: Kind, job: Job, pending: set, should_stop: Callable[[], bool],
+    def _judge_by_batch(self, kind: Judged, job: Job, pending: set, should_stop: Callable[[], bool],
                         on_progress: Callable[[dict], None] | None, number: int = 0) -> None:
         """Batch mode: submit the pending judgments of judge `number` once (the batches' state is stored with the
         evaluation, so a restarted run polls the same batches instead of paying twice), then poll and record
@@ -228,8 +228,8 @@ class Pipeline:
         if upload is None or not site.file_of(upload).exists():
             raise JobFailed(_("The uploaded file is missing from the uploads folder; upload it again."))
         job = Job(evaluation, upload, site.file_of(upload), site)
-        kind = registry.get(evaluation["kind"])
-        if kind.needs_judge(evaluation):
+        kind = registry.scored(evaluation["kind"])
+        if calls_judge(kind, evaluation):
             # The endpoints' URLs and keys are not needed to score: only the recorded settings.
             job.judges = [JudgeConfig(**{k: v for k, v in settings.items() if k in JUDGE_OVERRIDES},
                                       base_url=settings.get("base_url"), api_key=PLACEHOLDER_API_KEY)
@@ -239,11 +239,10 @@ class Pipeline:
         self.finish(evaluation_id, document, status=evaluation["status"], error=evaluation["error"])
         return document
 
-    def score(self, kind: Kind, job: Job) -> dict:
+    def score(self, kind: Scored, job: Job) -> dict:
         """The kind's result document of the job, with its provenance (pipeline/provenance.py) ending now; the
         judgments an evaluation brings with it instead of calling a judge (imported scores) are recorded first."""
-        given = kind.given_judgments(job)
-        if given is not None:
+        if isinstance(kind, Judged) and (given := kind.given_judgments(job)) is not None:
             self.plan(kind, job, given)
         document = kind.score(job)
         started = (self.store.get_evaluation(job.evaluation["id"], with_result=False) or {}).get("started_at")
@@ -256,7 +255,7 @@ class Pipeline:
         JUDGE_FAILED_RETRY_S again."""
         self._write_result_file(evaluation_id, document)
         self.store.set_result(evaluation_id, document, status=status,
-                              headline=registry.get(document["kind"]).headline(document), error=error,
+                              headline=registry.scored(document["kind"]).headline(document), error=error,
                               finished_at=(document.get("provenance") or {}).get("finished_at"))
         self.store.set_setting(f"retry:{evaluation_id}", None)
 

@@ -12,10 +12,11 @@ from typing import Callable, Mapping
 
 from kinds import registry
 from kinds.host import new_id
-from kinds.kind import Job, Kind, StartError, StartRequest
+from kinds.kind import Job, Judged, Scored, StartError, StartRequest, calls_judge
 from pipeline.evaluation_steps import Pipeline
 from pipeline.job import Block, Progress
 from pipeline.judge_requests import RequestError, check_judges
+from pipeline.refusals import not_scored
 from storage import blobs
 from storage.store import Store
 from translations import _
@@ -24,7 +25,7 @@ BLOCK_JUDGMENTS = 20_000  # judgments of a block one thread judges (memory does 
 SHARED_BLOCK_JUDGMENTS = 200  # judgments of a block when workers share them, about
 MAX_BLOCKS = 2000  # blocks per evaluation at most when shared (each block reads the upload's file once)
 
-Work = tuple[Kind, Job]  # what running an evaluation needs: its kind, and its job with its judges
+Work = tuple[Scored, Job]  # what running an evaluation needs: its kind, and its job with its judges
 
 
 def create_evaluation(store: Store, upload_id: str, methods: list[str] | None = None,
@@ -38,9 +39,12 @@ def create_evaluation(store: Store, upload_id: str, methods: list[str] | None = 
     upload = store.get_upload(upload_id or "")
     if upload is None:
         raise RequestError(_("Upload '%(id)s' does not exist. Upload the file first.", id=upload_id))
+    kind = registry.get(upload["kind"])
+    if not isinstance(kind, Scored):
+        raise RequestError(not_scored(kind))
     request = StartRequest(methods, options or {}, lambda: check_judges(judge, judges, environ), store)
     try:
-        plan = registry.get(upload["kind"]).start(upload, request)
+        plan = kind.start(upload, request)
     except StartError as exc:
         raise RequestError(str(exc)) from exc
     evaluation = {"id": new_id(), "upload_id": upload_id, "kind": upload["kind"], "methods": plan.methods,
@@ -120,7 +124,7 @@ class Evaluations:
         sessions with judgments pending: of about SHARED_BLOCK_JUDGMENTS judgments, the same blocks at every plan
         of the evaluation, when shared; else of about BLOCK_JUDGMENTS. Batch mode is one block: one Batch API run."""
         kind, job = work
-        if job.config is None:
+        if job.config is None or not isinstance(kind, Judged):
             return []
         self.pipeline.plan(kind, job)
         evaluation_id, batch = job.evaluation["id"], job.evaluation["settings"].get("batch")
@@ -155,7 +159,7 @@ class Evaluations:
         """Judge the pending judgments of sessions block[0]..block[1]."""
         kind, job = work
         pending = self.store.pending_keys(job.evaluation["id"], *block)
-        if pending:
+        if pending and isinstance(kind, Judged):  # a kind without a judge plans no block
             self.pipeline.judge(kind, job, pending, should_stop, on_progress)
 
     def all_done(self, job_id: str) -> bool:
@@ -176,7 +180,7 @@ class Evaluations:
 
     def _needs_judge(self, job_id: str) -> bool:
         evaluation = self.store.get_evaluation(job_id, with_result=False)
-        return evaluation is not None and registry.get(evaluation["kind"]).needs_judge(evaluation)
+        return evaluation is not None and calls_judge(registry.get(evaluation["kind"]), evaluation)
 
     def result(self, work: Work) -> dict:
         """The result document, with its provenance; JobFailed when the kind cannot score it."""

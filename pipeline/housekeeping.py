@@ -61,8 +61,9 @@ def evaluation_list(store: Store, kind: str | None = None, tag: str | None = Non
         if row["headline"] is None and row["status"] in ("done", "incomplete") and row["kind"] in registry.names():
             record = store.get_evaluation(row["id"])
             if record and record.get("result"):
-                row["headline"] = registry.get(row["kind"]).headline(record["result"])
-                store.set_headline(row["id"], row["headline"])
+                headline = registry.scored(row["kind"]).headline(record["result"])
+                row["headline"] = headline
+                store.set_headline(row["id"], headline)
         row["measured_with"] = measured_with(row)
     return rows
 

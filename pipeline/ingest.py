@@ -10,6 +10,7 @@ from typing import BinaryIO
 
 from kinds import registry
 from kinds.host import Site, attachment_key, new_id
+from kinds.kind import TakesAttachments
 from kinds.problems import Problem, Report
 from pipeline import refusals
 from storage import blobs
@@ -96,7 +97,7 @@ def attach(stream: BinaryIO, filename: str, upload: dict, name: str, store, file
     stored then)."""
     files = blobs.at(files)
     kind = registry.get(upload["kind"])
-    if name not in kind.attachments:
+    if not isinstance(kind, TakesAttachments) or name not in kind.attachments:
         message = _("Nothing named %(name)s can be attached to an upload of the kind %(label)s.", name=name,
                     label=kind.label)
         raise InvalidUpload(Report([Problem(None, "", message)], [], {}))

@@ -1,8 +1,8 @@
 """The `provenance` block of a result document: what produced its numbers, so that a run can be checked later.
 
 The common part is here (the product's version and commit, the uploaded file's SHA-256, each judge by its endpoint's
-name, the Python and library versions, the start and end times); the kind adds its own (`Kind.format_version`,
-`Kind.prompt_templates`, `Kind.provenance`: the bootstrap, a reference set, a rubric, the file of imported scores). Never a key nor a URL: a judge is named
+name, the Python and library versions, the start and end times); the kind adds its own (`Scored.format_version`,
+`Judged.prompt_templates`, `Scored.provenance`: the bootstrap, a reference set, a rubric, the file of imported scores). Never a key nor a URL: a judge is named
 by the endpoint the operator named (JUDGE_ENDPOINTS, "default"). `rows` flattens a block into labelled fields, for
 the result page and the compare page (`differences`).
 """
@@ -19,7 +19,7 @@ from typing import Any
 
 from common.version import product_version
 from judge import panel_settings
-from kinds.kind import Job, Kind
+from kinds.kind import Job, Judged, Scored
 from translations import _
 from translations import lazy_gettext as _l
 
@@ -65,10 +65,10 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def judges(kind: Kind, job: Job) -> list[dict]:
+def judges(kind: Scored, job: Job) -> list[dict]:
     """Each judge of the evaluation by its endpoint's name, its settings and the SHA-256 of each prompt template it
     is sent; [] for an evaluation without a judge."""
-    if not kind.needs_judge(job.evaluation):
+    if not isinstance(kind, Judged) or not kind.needs_judge(job.evaluation):
         return []
     settings = job.evaluation["settings"]
     configs = job.judges or [job.config]
@@ -85,7 +85,7 @@ def judges(kind: Kind, job: Job) -> list[dict]:
     return out
 
 
-def build(kind: Kind, job: Job, started_at: str | None, finished_at: str, environ=os.environ) -> dict:
+def build(kind: Scored, job: Job, started_at: str | None, finished_at: str, environ=os.environ) -> dict:
     """The provenance block of a result scored now (docs/result-documents.md)."""
     own = kind.provenance(job)
     return {"code": {"version": product_version(), "commit": commit(environ)},

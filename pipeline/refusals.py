@@ -1,15 +1,18 @@
 """What a refused upload is told when its problems are not its kind's to tell: a file that looks like another kind's,
-a binary file, a file no kind recognises. Each gets one message; any other file keeps its kind's problems."""
+a binary file, a file no kind recognises. Each gets one message; any other file keeps its kind's problems. And what an
+upload of a kind that is not scored is told when asked for an evaluation."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from kinds import registry
-from kinds.kind import Kind
+from kinds.kind import HoldsPersonas, Kind
 from kinds.problems import Problem, Report
 from kinds.readers.jsonl import UTF8_BOM, wrong_encoding
 from kinds.readers.text import has_json_line, is_binary, is_json_document
 from translations import _
+
+RUN_PAGE = "/simulations/new"  # where the personas of an upload are used: a simulation's Run page
 
 
 def explain(report: Report, kind: Kind, chosen: bool, head: bytes, filename: str, path: Path) -> Report:
@@ -73,3 +76,12 @@ def every_format() -> str:
     """What each registered kind takes, as the drop zone lists it: "Label: formats; ..." (the fallback first)."""
     kinds = sorted(registry.kinds(), key=lambda kind: not kind.fallback)
     return "; ".join(f"{kind.label}: {kind.formats}" if kind.formats else str(kind.label) for kind in kinds)
+
+
+def not_scored(kind: Kind) -> str:
+    """Why an upload of a kind that is not `Scored` gets no evaluation, and, when it holds personas, where it is used."""
+    if isinstance(kind, HoldsPersonas):
+        return _("An upload of the kind %(label)s is not scored: its personas are used to run a simulation, whose "
+                 "dialogue file is then scored. Start one on the Run page (%(page)s) with this file's personas.",
+                 label=kind.label, page=RUN_PAGE)
+    return _("An upload of the kind %(label)s is not scored.", label=kind.label)

@@ -15,12 +15,11 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from judge import cost, judge_labels, judge_of, panel_settings, prices
-from kinds import registry
 from kinds.host import Store
 from kinds.kind import StartError, StartRequest
 from pipeline.judge_requests import RequestError, check_judges, judge_config
 from simulate import prompts
-from simulate.output import KIND, Output, session
+from simulate.output import Output, dialogue_kind, session
 from simulate.personas import Persona
 from simulate.plan import USER, Conversation, Plan
 
@@ -117,7 +116,7 @@ def _judges(plan: Plan, settings: Mapping, environ: Mapping[str, str],
     method), as the dialogue kind plans (`start`, under the simulation's rubric) and builds (`all_requests`) them for
     a file of complete sessions; each session asks the same, as long at most as the one with the longest profile,
     personality and texts. And the reference of the rubric, when it is not the default."""
-    kind = registry.get(KIND)
+    kind = dialogue_kind()
     judge = check_judges(settings.get("judge") or None, settings.get("judges"), environ)
     names = [m.name for m in plan.methods]
     files = [names] if plan.protocol == "shared" else [[name] for name in names]
@@ -165,7 +164,7 @@ def _longest_file(plan: Plan, methods: list[str]) -> tuple[bytes, dict[str, int]
             kept[(0, k, name)] = {"status": "ok", "text": marker}
             sizes[marker] = plan.speaker(name).max_tokens * CHARS_PER_TOKEN
     found = session(Conversation(0, persona, tuple(methods), methods[0]), kept, plan.rounds)
-    return Output("estimate.jsonl", None, [found] if found else []).jsonl(), sizes
+    return Output("estimate.jsonl", None, [found] if found else []).content(), sizes
 
 
 def _measure(messages: list[dict], sizes: Mapping[str, int]) -> int:

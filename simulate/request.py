@@ -10,7 +10,7 @@ from typing import Any
 from judge import LANGUAGES, JudgeConfig
 from judge import endpoints as judge_endpoints
 from kinds import registry
-from kinds.kind import as_flag
+from kinds.kind import HoldsPersonas, as_flag
 from pipeline.judge_requests import RequestError, check_judges, judge_config
 from simulate import personas as persona_source
 from simulate.plan import PROTOCOLS, USER
@@ -96,9 +96,10 @@ def _personas(store, uploads: blobs.Blobs | None, request: Mapping) -> tuple[str
     if upload is None:
         raise RequestError(_("Upload '%(id)s' does not exist. Upload the file first.", id=upload_id))
     kind = registry.get(upload["kind"]) if upload["kind"] in registry.names() else None
-    if kind is None or not kind.holds_personas or uploads is None:
-        raise RequestError(_("Upload '%(id)s' is a %(kind)s upload; personas come from a personas file or a dialogue "
-                             "file.", id=upload_id, kind=upload["kind"]))
+    if not isinstance(kind, HoldsPersonas) or uploads is None:
+        raise RequestError(_("Upload '%(id)s' is a %(kind)s upload; personas come from an upload of one of these "
+                             "kinds: %(kinds)s.", id=upload_id, kind=upload["kind"],
+                             kinds=", ".join(k.name for k in registry.having(HoldsPersonas))))
     from pipeline.ingest import stored_name
 
     try:

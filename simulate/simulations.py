@@ -19,7 +19,7 @@ from pipeline.job import Backend, Block, Progress
 from pipeline.judge_requests import RequestError
 from simulate.engine import Engine
 from simulate.estimate import estimate
-from simulate.output import KIND, Output, outputs
+from simulate.output import Output, dialogue_kind, outputs
 from simulate.plan import Plan
 from simulate.request import settings_of, speaker_config
 from storage import blobs
@@ -187,7 +187,8 @@ class Simulations:
         for out in files:
             if out.sessions:
                 try:
-                    upload = ingest(io.BytesIO(out.jsonl()), out.filename, self.store, self.uploads, KIND)
+                    upload = ingest(io.BytesIO(out.content()), out.filename, self.store, self.uploads,
+                                    dialogue_kind().name)
                 except InvalidUpload as exc:
                     self.store.set_simulation_status(simulation_id, "failed", str(exc))
                     return

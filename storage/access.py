@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from sqlalchemy.exc import IntegrityError
 
-from storage.database import first_dict, now, text_query
+from storage.database import Database, first_dict, now, one_dict, text_query
 
 SHARE = "id, evaluation_id, token, created_at, revoked_at"
 USER = "id, name, password_hash, is_admin, created_at"
@@ -14,8 +14,8 @@ class Duplicate(Exception):
     """The name is taken (user names compare case-insensitively)."""
 
 
-class Access:
-    """The share links, users and API tokens section of the Store (a mixin over storage.database.Database)."""
+class Access(Database):
+    """The share links, users and API tokens section of the Store, on the connections of storage.database.Database."""
 
     # shares ------------------------------------------------------------------
     # Read-only links to one result (web/share.py). The token is stored as it is, not hashed: the result
@@ -23,7 +23,7 @@ class Access:
     def add_share(self, share_id: str, evaluation_id: str, token: str) -> dict:
         """Record a new share link of an evaluation; returns it."""
         with self._writing() as con:
-            return first_dict(con.execute(text_query(f"INSERT INTO shares (id, evaluation_id, token, created_at)"
+            return one_dict(con.execute(text_query(f"INSERT INTO shares (id, evaluation_id, token, created_at)"
                                            f" VALUES (:id, :eid, :token, :now) RETURNING {SHARE}"),
                                       {"id": share_id, "eid": evaluation_id, "token": token, "now": now()}))
 
@@ -51,7 +51,7 @@ class Access:
         """Insert a user; returns it (Duplicate when the name is taken, whatever its case)."""
         try:
             with self._writing() as con:
-                return first_dict(con.execute(text_query(f"INSERT INTO users (name, password_hash, is_admin, created_at)"
+                return one_dict(con.execute(text_query(f"INSERT INTO users (name, password_hash, is_admin, created_at)"
                                                f" VALUES (:name, :hash, :admin, :now) RETURNING {USER}"),
                                           {"name": name, "hash": password_hash, "admin": int(is_admin),
                                            "now": now()}))
@@ -83,7 +83,7 @@ class Access:
     def add_token(self, user_id: int, name: str, token_hash: str) -> dict:
         """Record an API token by its hash; returns the record."""
         with self._writing() as con:
-            return first_dict(con.execute(text_query(f"INSERT INTO api_tokens (user_id, name, token_hash, created_at)"
+            return one_dict(con.execute(text_query(f"INSERT INTO api_tokens (user_id, name, token_hash, created_at)"
                                            f" VALUES (:user_id, :name, :hash, :now) RETURNING {TOKEN}"),
                                       {"user_id": user_id, "name": name, "hash": token_hash, "now": now()}))
 

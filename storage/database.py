@@ -34,17 +34,18 @@ def database_unreachable(exc: BaseException) -> bool:
     """Whether an error says the database cannot be reached for now (a restart, a lost connection, SQLite's lock
     held too long) rather than a mistake in a query: worth trying again in a moment. Errors of queries run on the
     driver's cursor (`Store._lookup`, `Store._many`) come unwrapped, the others wrapped by SQLAlchemy."""
+    error: BaseException | None = exc
     if isinstance(exc, DBAPIError):
         if exc.connection_invalidated:
             return True
-        exc = exc.orig
-    if isinstance(exc, sqlite3.OperationalError):  # also "no such table" and the like: only these two are passing
-        return "database is locked" in str(exc) or "unable to open" in str(exc)
+        error = exc.orig
+    if isinstance(error, sqlite3.OperationalError):  # also "no such table" and the like: only these two are passing
+        return "database is locked" in str(error) or "unable to open" in str(error)
     try:
         import psycopg
     except ImportError:
         return False
-    return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
+    return isinstance(error, (psycopg.OperationalError, psycopg.InterfaceError))
 
 
 def now() -> str:
@@ -87,6 +88,11 @@ def dict_rows(result) -> list[dict]:
 def first_dict(result) -> dict | None:
     row = result.first()
     return None if row is None else dict(row._mapping)
+
+
+def one_dict(result) -> dict:
+    """The one row a statement gives (an INSERT ... RETURNING), as a dict."""
+    return dict(result.one()._mapping)
 
 
 def in_batches(rows: Iterable[dict]) -> Iterator[list[dict]]:
@@ -153,8 +159,8 @@ class Database:
 
     def close(self) -> None:
         """Close the pool's connections and this thread's own (the store opens new ones if used again)."""
-        driver = self._local and getattr(self._local, "driver", None)
-        if driver is not None:
+        driver = getattr(self._local, "driver", None)
+        if self._local is not None and driver is not None:
             del self._local.driver
             driver.close()
         self.engine.dispose()
@@ -179,6 +185,11 @@ class Database:
         with self._connection() as con:
             return first_dict(con.execute(text_query(sql), params or {}))
 
+    def _value(self, sql: str, params: dict | None = None) -> Any:
+        """The one value a query gives (a count)."""
+        with self._connection() as con:
+            return con.execute(text_query(sql), params or {}).scalar_one()
+
     def _write(self, sql: str, params: dict | None = None) -> int:
         with self._writing() as con:
             return con.execute(text_query(sql), params or {}).rowcount
@@ -194,12 +205,12 @@ class Database:
                 return self._fetch_one(con.cursor(), statement, params, names)
             finally:
                 con.close()
-        con = getattr(self._local, "driver", None)
-        if con is None:  # SQLite: as before, a connection per thread, kept open (made by the engine, then detached)
+        driver: Any = getattr(self._local, "driver", None)  # sqlite3's connection (the pool types it optional)
+        if driver is None:  # SQLite: as before, a connection per thread, kept open (made by the engine, then detached)
             pooled = self.engine.raw_connection()
             pooled.detach()
-            con = self._local.driver = pooled.dbapi_connection
-        return self._fetch_one(con.cursor(), statement, params, names)
+            driver = self._local.driver = pooled.dbapi_connection
+        return self._fetch_one(driver.cursor(), statement, params, names)
 
     @staticmethod
     def _fetch_one(cursor, statement: str, params: dict, names: tuple[str, ...] | None) -> dict | None:
@@ -214,7 +225,7 @@ class Database:
         """Run a statement once per row in `con`'s transaction, in batches, on the driver's cursor (as in `_lookup`:
         SQLAlchemy's executemany costs more per row than the database); returns the rows changed."""
         statement, names = self._compiled(sql)
-        cursor = con.connection.dbapi_connection.cursor()
+        cursor = con.connection.cursor()
         changed = 0
         try:
             for batch in in_batches(rows):

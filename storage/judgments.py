@@ -8,11 +8,11 @@ own out of `scores`.
 from __future__ import annotations
 
 import json
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from sqlalchemy.engine import Connection
 
-from storage.database import dict_rows, text_query, text_query_in
+from storage.database import Database, dict_rows, text_query, text_query_in
 
 RESULT_COLUMNS = ("status", "total", "verdict", "scores", "answer", "error",
                   "prompt_tokens", "completion_tokens", "cached", "attempts", "latency_ms", "retryable")
@@ -39,8 +39,8 @@ def judgment_dicts(result) -> list[dict]:
     return rows
 
 
-class Judgments:
-    """The judgments section of the Store (a mixin over storage.database.Database)."""
+class Judgments(Database):
+    """The judgments section of the Store, on the connections of storage.database.Database."""
 
     def add_pending(self, evaluation_id: str, rows: Iterable[tuple[int, str, int, str, str]]) -> int:
         """Insert pending judgments (session index, session id, round, method, mode); returns how many."""
@@ -81,7 +81,7 @@ class Judgments:
         """Write a batch of finished judgments ((key, fields) pairs) in one transaction."""
         # Tokens and attempts add up over re-runs: an unparsed answer was paid for even if asked again.
         sets = ", ".join(f"{c} = {c} + :{c}" if c in ACCUMULATED else f"{c} = :{c}" for c in RESULT_COLUMNS)
-        rows = [{**{c: fields.get(c, COUNTER_DEFAULTS.get(c)) for c in RESULT_COLUMNS}, "eid": evaluation_id,
+        rows: list[dict[str, Any]] = [{**{c: fields.get(c, COUNTER_DEFAULTS.get(c)) for c in RESULT_COLUMNS}, "eid": evaluation_id,
                  "s": key[0], "r": key[1], "m": key[2], "mode": key[3],
                  "scores": json.dumps(fields["scores"]) if fields.get("scores") else None} for key, fields in results]
         with self._writing() as con:

@@ -31,8 +31,9 @@ log = logging.getLogger(__name__)
 # DDL that differs between the databases. {id}: an integer key the database assigns (SQLite's AUTOINCREMENT, as
 # before, and PostgreSQL's identity both never reuse a number); {bigint}/{real}: 64-bit integers and floats;
 # {nocase}: the case-insensitive user names of step 1 (step 3 replaces them with an index on lower(name));
-# "ordering": a column `seq` that numbers a table's rows in the order they were inserted.
-DIALECTS = {
+# "ordering": a column `seq` that numbers a table's rows in the order they were inserted. Each is a word (str) but
+# "ordering", a tuple of statements; steps get them as a plain dict (kinds/host.py's Step.apply).
+DIALECTS: dict[str, dict[str, Any]] = {
     "sqlite": {
         "id": "INTEGER PRIMARY KEY AUTOINCREMENT", "bigint": "INTEGER", "real": "REAL", "nocase": " COLLATE NOCASE",
         "ordering": ("ALTER TABLE {table} ADD COLUMN seq INTEGER",

@@ -3,9 +3,9 @@ written as they complete so that a resumed run asks only what it lacks."""
 from __future__ import annotations
 
 import json
-from typing import Iterable
+from typing import Iterable, overload
 
-from storage.database import now, text_query, text_query_in
+from storage.database import Database, now, text_query, text_query_in
 
 SIMULATION = ("id, created_at, started_at, finished_at, run_started_at, run_done_at_start, status, error, settings,"
               " total, upload_ids, evaluation_ids")
@@ -16,6 +16,14 @@ UNFINISHED = ("queued", "running")
 _JSON = ("settings", "upload_ids", "evaluation_ids")
 
 
+@overload
+def _decoded(row: dict) -> dict: ...
+
+
+@overload
+def _decoded(row: None) -> None: ...
+
+
 def _decoded(row: dict | None) -> dict | None:
     if row is not None:
         for key in _JSON:
@@ -23,8 +31,8 @@ def _decoded(row: dict | None) -> dict | None:
     return row
 
 
-class Simulations:
-    """The simulations section of the Store (a mixin over storage.database.Database)."""
+class Simulations(Database):
+    """The simulations section of the Store, on the connections of storage.database.Database."""
 
     def add_simulation(self, simulation_id: str, settings: dict, total: int) -> None:
         """Record a queued simulation with its settings (which never hold an API key) and its number of turns."""
@@ -40,7 +48,7 @@ class Simulations:
     def list_simulations(self, limit: int = 100) -> list[dict]:
         """The newest simulations first."""
         rows = self._all(f"SELECT {SIMULATION} FROM simulations ORDER BY created_at DESC, id LIMIT :n", {"n": limit})
-        return [_decoded(row) for row in rows]  # type: ignore[misc]
+        return [_decoded(row) for row in rows]
 
     def unfinished_simulations(self) -> list[str]:
         """Ids of simulations that were queued or running (to resume after a restart), oldest first."""

@@ -7,10 +7,10 @@ by psycopg 3). Opening a store brings its schema up to date (storage/migrations.
 from __future__ import annotations
 
 import json
-from typing import Iterable
+from typing import Iterable, overload
 
 from storage.access import Access
-from storage.database import Database, dict_rows, now, text_query, text_query_in
+from storage.database import dict_rows, now, text_query, text_query_in
 from storage.judgments import Judgments
 from storage.simulations import Simulations
 
@@ -28,6 +28,14 @@ EVALUATION_HEAD = ("id, upload_id, kind, status, methods, settings, error, total
 EVALUATION = EVALUATION_HEAD + ", result"
 
 
+@overload
+def _decode(row: dict) -> dict: ...
+
+
+@overload
+def _decode(row: None) -> None: ...
+
+
 def _decode(row: dict | None) -> dict | None:
     if row is None:
         return None
@@ -37,7 +45,7 @@ def _decode(row: dict | None) -> dict | None:
     return row
 
 
-class Store(Judgments, Simulations, Access, Database):
+class Store(Judgments, Simulations, Access):
     """All database access, safe across threads and processes: uploads, evaluations, settings and the judge cache
     here; judgments (storage/judgments.py), simulations (storage/simulations.py), share links and accounts
     (storage/access.py); connections, the schema and a kind's own tables (storage/database.py).
@@ -84,8 +92,8 @@ class Store(Judgments, Simulations, Access, Database):
 
     def attachments_of_file(self, sha256: str, name: str) -> int:
         """How many attachments of this name are stored from the file with this hash."""
-        return int(self._one("SELECT COUNT(*) AS n FROM attachments WHERE sha256 = :sha AND name = :name",
-                             {"sha": sha256, "name": name})["n"])
+        return int(self._value("SELECT COUNT(*) FROM attachments WHERE sha256 = :sha AND name = :name",
+                               {"sha": sha256, "name": name}))
 
     def set_session_offsets(self, upload_id: str, rows: Iterable[tuple[int, str, int]]) -> None:
         """Record (index, session id, byte offset) of every session of an upload."""
@@ -178,7 +186,7 @@ class Store(Judgments, Simulations, Access, Database):
 
     def uploads_of_file(self, sha256: str) -> int:
         """How many uploads (of any kind) are stored from the file with this hash."""
-        return int(self._one("SELECT COUNT(*) AS n FROM uploads WHERE sha256 = :sha", {"sha": sha256})["n"])
+        return int(self._value("SELECT COUNT(*) FROM uploads WHERE sha256 = :sha", {"sha": sha256}))
 
     def unfinished_evaluations(self) -> list[str]:
         """Ids of evaluations that were queued or running (to resume after a restart)."""

@@ -3,7 +3,8 @@
 As datasette's tests/test_docs.py does for its plug-in hooks, each test collects what the code has and fails naming
 what the documentation lacks:
 
-- every method and class attribute of `kinds.kind.Kind` is described in docs/adding-a-kind.md;
+- every class of the kind interface (`kinds.kind.INTERFACE`: Kind and its capabilities), each of their methods and
+  class attributes is described in docs/adding-a-kind.md, and the example kind's code it shows is its files' code;
 - every environment variable the product's modules read has a row in docs/settings.md, and every row there is read;
 - every `flask --app app` command (and each of its options) is in docs/cli.md;
 - every relative link of README.md and docs/*.md reaches a file of the repository, and its #anchor a heading.
@@ -20,7 +21,7 @@ from pathlib import Path
 import click
 import pytest
 
-from kinds.kind import Kind
+from kinds.kind import INTERFACE
 from tests.doc_commands import DOCS, README, ROOT, pages
 
 README_MAX_LINES = 200  # the front page stays short; the manual is docs/
@@ -51,25 +52,46 @@ def test_the_readme_is_a_front_page():
 # --- (a) the Kind interface -----------------------------------------------------------------------------------
 
 KIND_PAGE = DOCS / "adding-a-kind.md"
-KIND_METHODS = sorted(name for name, member in vars(Kind).items()
+KIND_CLASSES = [cls.__name__ for cls in INTERFACE]
+KIND_METHODS = sorted(f"{cls.__name__}.{name}" for cls in INTERFACE for name, member in vars(cls).items()
                       if inspect.isfunction(member) and not name.startswith("_"))
-KIND_ATTRIBUTES = sorted(name for name in Kind.__annotations__ if not name.startswith("_"))
+KIND_ATTRIBUTES = sorted(f"{cls.__name__}.{name}" for cls in INTERFACE for name in cls.__annotations__
+                         if not name.startswith("_"))
+# The example's files the page shows whole, each after a comment naming it: <!-- the file PATH -->
+SHOWN_FILE = re.compile(r"^<!-- the file (\S+) -->\n```\w+\n(.*?)^```$", re.S | re.M)
 
 
 def test_the_kind_interface_is_found():
-    assert {"sniff", "validate", "start", "plan", "requests", "score", "csv", "compare", "cli_start"} <= set(
-        KIND_METHODS)
-    assert {"name", "label", "cli_options"} <= set(KIND_ATTRIBUTES)
+    assert KIND_CLASSES[:3] == ["Kind", "Scored", "Judged"] and "HoldsPersonas" in KIND_CLASSES
+    assert {"Kind.sniff", "Kind.validate", "Scored.start", "Judged.plan", "Judged.requests", "Scored.score",
+            "Scored.csv", "Scored.compare", "Scored.cli_start", "HoldsPersonas.personas"} <= set(KIND_METHODS)
+    assert {"Kind.name", "Kind.label", "Scored.cli_options", "Paired.paired_metrics"} <= set(KIND_ATTRIBUTES)
+
+
+@pytest.mark.parametrize("name", KIND_CLASSES)
+def test_every_class_of_the_interface_has_a_row(name):
+    assert f"| `{name}`" in _text(KIND_PAGE), f"{name} has no row in docs/adding-a-kind.md's table of the interface"
 
 
 @pytest.mark.parametrize("method", KIND_METHODS)
 def test_every_kind_method_is_documented(method):
-    assert f"`{method}(" in _text(KIND_PAGE), f"Kind.{method} is not described in docs/adding-a-kind.md"
+    name = method.split(".")[1]
+    assert f"`{name}(" in _text(KIND_PAGE), f"{method} is not described in docs/adding-a-kind.md"
 
 
 @pytest.mark.parametrize("attribute", KIND_ATTRIBUTES)
 def test_every_kind_attribute_is_documented(attribute):
-    assert f"| `{attribute}` |" in _text(KIND_PAGE), f"Kind.{attribute} has no row in docs/adding-a-kind.md"
+    owner, name = attribute.split(".")
+    assert f"| `{name}` | (`{owner}`" in _text(KIND_PAGE), f"{attribute} has no row in docs/adding-a-kind.md"
+
+
+def test_the_example_kinds_code_shown_is_its_files():
+    shown = dict(SHOWN_FILE.findall(_text(KIND_PAGE)))
+    assert set(shown) == {"tests/plugins/psb-answers/pyproject.toml", "tests/plugins/psb-answers/psb_answers/kind.py",
+                          *(f"tests/plugins/psb-answers/psb_answers/templates/{page}.html"
+                            for page in ("upload", "result", "compare"))}
+    for path, text in shown.items():
+        assert text == _text(ROOT / path), f"docs/adding-a-kind.md shows {path} other than it is: copy it again"
 
 
 # --- (b) environment settings ---------------------------------------------------------------------------------

@@ -38,6 +38,8 @@ RUN_ELSEWHERE = {
                                                         "files of its worked example",
     (DOCS / "benchmarks.md", "Benchmarks"): "tests/test_bench_scripts.py, at small sizes (the full runs take minutes "
                                             "each and are judged by hand)",
+    (DOCS / "adding-a-kind.md", "Trying the example"): "tests/kinds/test_installed_kind.py, into a folder of its own "
+                                                       "and with the local judge",
 }
 RUN_HERE = ((JUDGE, "The judge"), (CLI, "CLI"), (SECURITY, "Accounts and API tokens"),
             (SECURITY, "Headers, cookies and exports"), (LAYOUT, "Translations"),

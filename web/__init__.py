@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from flask import current_app
+from flask_wtf.csrf import CSRFProtect
 
 from kinds.host import site as get_site  # noqa: F401  (what the kinds' pages may read, for web/ too)
 from pipeline.evaluations import Evaluations
@@ -34,3 +35,8 @@ def get_uploads() -> Blobs:
 def get_results() -> Blobs:
     """Where result documents are kept: RESULTS_FOLDER or STORAGE_URL."""
     return current_app.extensions["results"]
+
+
+def get_csrf() -> CSRFProtect:
+    """The application's CSRF protection (Flask-WTF's init_app keeps it under "csrf")."""
+    return current_app.extensions["csrf"]

@@ -194,8 +194,8 @@ def verify_token(store: Store, token: str) -> dict | None:
     if not (token or "").startswith(TOKEN_PREFIX):
         return None
     record = store.active_token(_digest(token))
-    user = record and store.get_user(user_id=record["user_id"])
-    if not user:
+    user = store.get_user(user_id=record["user_id"]) if record else None
+    if not record or not user:
         return None
     last = record["last_used_at"]
     if last is None or datetime.now(timezone.utc) - datetime.fromisoformat(last) >= TOUCH_EVERY:

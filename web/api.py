@@ -6,6 +6,7 @@ from flask import Blueprint, abort, current_app, jsonify, request, url_for
 from common.contract import Error, Refused, operation
 from common.version import product_version
 from kinds import registry
+from kinds.kind import attachment_names
 from pipeline import chunked_uploads, housekeeping
 from pipeline.evaluations import create_evaluation
 from pipeline.ingest import InvalidUpload, ingest
@@ -137,7 +138,7 @@ def create_attachment(upload_id: str, name: str):
     """Attach a file (multipart `file`, or `source=upload` for the upload's own) to an upload as `name`, one of its
     kind's attachments (dialogue: `scores`, with `rubric`)."""
     upload = get_store().get_upload(upload_id) or abort(404)
-    if name not in registry.get(upload["kind"]).attachments:
+    if name not in attachment_names(registry.get(upload["kind"])):
         abort(404)
     try:
         attachment = attach_sent(upload, name, request.form, request.files)
@@ -151,7 +152,7 @@ def create_attachment(upload_id: str, name: str):
 def list_attachments(upload_id: str, name: str):
     """The files attached to an upload as `name`, oldest first."""
     upload = get_store().get_upload(upload_id) or abort(404)
-    if name not in registry.get(upload["kind"]).attachments:
+    if name not in attachment_names(registry.get(upload["kind"])):
         abort(404)
     return jsonify(get_store().attachments(upload_id, name))
 
@@ -198,7 +199,7 @@ def cancel(evaluation_id: str):
     store.get_evaluation(evaluation_id, with_result=False) or abort(404)
     if not get_runner().cancel(evaluation_id):
         return jsonify({"error": _("This evaluation is not running.")}), 409
-    return jsonify(evaluation_status(store.get_evaluation(evaluation_id, with_result=False))), 202
+    return jsonify(evaluation_status(store.get_evaluation(evaluation_id, with_result=False) or abort(404))), 202
 
 
 @bp.post("/evaluations/<evaluation_id>/resume")
@@ -224,7 +225,7 @@ def _restart(evaluation_id: str, rerun_failed: bool):
                                        "judge again for its failed judgments (rerun-failed), or start a new "
                                        "evaluation.")}), 409
         return jsonify({"error": _("This evaluation is still running.")}), 409
-    return jsonify(evaluation_status(store.get_evaluation(evaluation_id, with_result=False))), 202
+    return jsonify(evaluation_status(store.get_evaluation(evaluation_id, with_result=False) or abort(404))), 202
 
 
 @bp.get("/evaluations/<evaluation_id>/sessions")
@@ -232,7 +233,7 @@ def _restart(evaluation_id: str, rerun_failed: bool):
 def sessions(evaluation_id: str):
     """A page of per-sample detail (dialogue: messages, replies, scores and the judge's reasoning)."""
     evaluation = get_store().get_evaluation(evaluation_id, with_result=False) or abort(404)
-    page = registry.get(evaluation["kind"]).samples(evaluation, request.args, get_site())
+    page = registry.scored(evaluation["kind"]).samples(evaluation, request.args, get_site())
     return jsonify(page) if page is not None else abort(404)
 
 

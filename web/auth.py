@@ -9,6 +9,8 @@ default. Changing anything under ADMIN_PREFIXES (the judge settings) or under a 
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from flask import Blueprint, Flask, abort, current_app, g, jsonify, redirect, render_template, request, url_for
@@ -16,8 +18,9 @@ from flask_limiter import Limiter
 from flask_login import LoginManager, UserMixin, current_user, login_user, logout_user
 
 from kinds import registry
+from kinds.kind import OwnPages
 from translations import _
-from web import accounts, errors, get_store, share
+from web import accounts, errors, get_csrf, get_store, share
 
 PUBLIC_ENDPOINTS = frozenset({"static", "pages.plotly_js", "pages.set_language", "auth.login", "api.openapi_document",
                               *share.SHARED_ENDPOINTS.values(), "row_diff.shared_rows", "row_diff.shared_rows_csv"})
@@ -50,7 +53,7 @@ def register(app: Flask) -> None:
     limiter = Limiter(lambda: "address:" + (request.remote_addr or ""), app=app,
                       storage_uri=app.config["RATELIMIT_STORAGE_URI"])
     # One limiter per app, so its counts are too; two limits on sign-in, keyed by address and by name.
-    view = app.view_functions["auth.login"]
+    view: Callable[..., Any] = app.view_functions["auth.login"]  # Flask's type: a sync or an async view
     for key in (None, lambda: "name:" + request.form.get("name", "").strip().lower()):
         view = limiter.limit(app.config["LOGIN_RATE_LIMIT"], key_func=key, methods=["POST"],
                              error_message=lambda: _("Too many sign-in attempts. Wait a minute and try again."))(view)
@@ -105,7 +108,7 @@ def _is_admin_path(path: str) -> bool:
 def _is_kinds_admin_path(path: str) -> bool:
     """Whether a path is under one a kind declares its administrators' (`Kind.admin_paths`: dialogue's rubrics)."""
     return any(path == prefix or path.startswith(prefix + "/")
-               for kind in registry.kinds() for prefix in kind.admin_paths)
+               for kind in registry.having(OwnPages) for prefix in kind.admin_paths)
 
 
 def guard():
@@ -130,7 +133,7 @@ def guard():
     if _is_admin_path(request.path) and not current_user.is_admin:
         return _deny(403, _("Only an administrator can change the judge settings."))
     if request.path.startswith("/api/") and not g.get("auth_by_token") and current_app.config["WTF_CSRF_ENABLED"]:
-        current_app.extensions["csrf"].protect()  # the API skips CSRF for tokens, not for a browser's session
+        get_csrf().protect()  # the API skips CSRF for tokens, not for a browser's session
     return None
 
 

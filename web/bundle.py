@@ -32,7 +32,7 @@ def finished(ids: list[str]) -> list[dict]:
     if not ids or missing:
         raise BundleError(_("Pick finished evaluations to bundle; these have no result: %(ids)s.",
                             ids=", ".join(missing)) if missing else _("Pick the evaluations to bundle."))
-    return records
+    return [r for r in records if r is not None]  # all of them, now that none is missing
 
 
 def files(records: list[dict]) -> dict[str, str]:

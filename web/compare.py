@@ -16,7 +16,7 @@ from flask import Blueprint, Flask, Response, render_template, request
 from kinds import registry
 from kinds.figures import MAX_RUNS
 from kinds.host import csv_response
-from kinds.kind import list_arg
+from kinds.kind import Paired, list_arg
 from pipeline import provenance
 from translations import _, status_label
 from web import get_store, paired_view
@@ -50,8 +50,9 @@ def load_runs(ids: list[str]) -> list[dict]:
     if len(ids) > MAX_EVALUATIONS:
         raise CompareError(_("Compare at most %(n)s evaluations at a time.", n=MAX_EVALUATIONS))
     store = get_store()
-    records = {i: store.get_evaluation(i) for i in ids}
-    unknown = [i for i, record in records.items() if record is None]
+    found = {i: store.get_evaluation(i) for i in ids}
+    records = {i: record for i, record in found.items() if record is not None}
+    unknown = [i for i in found if i not in records]
     if unknown:
         raise CompareError(_("No evaluation has the id %(ids)s.", ids=", ".join(unknown)))
     kinds = {record["kind"] for record in records.values()}
@@ -70,7 +71,7 @@ def load_runs(ids: list[str]) -> list[dict]:
         upload = store.get_upload(record["upload_id"])
         record["filename"] = upload["filename"] if upload else result["input"]["filename"]
         runs.append({"id": evaluation_id, "short_id": evaluation_id[:SHORT_ID], "filename": record["filename"],
-                     "model": registry.get(record["kind"]).run_label(result),
+                     "model": registry.scored(record["kind"]).run_label(result),
                      "finished_at": record["finished_at"], "result": result})
     for run, label in zip(runs, run_labels([records[i] for i in ids])):
         run["label"] = label
@@ -90,7 +91,7 @@ def compare():
         return render_template("compare.html", candidates=_candidates(), chosen=[])
     try:
         runs = load_runs(ids)
-        kind = registry.get(runs[0]["result"]["kind"])
+        kind = registry.scored(runs[0]["result"]["kind"])
         baseline = paired_view.choose_baseline(ids, request.args)
         correction = paired_view.choose_correction(request.args)
         for run in runs:  # the one baseline every table of differences on the page measures from
@@ -99,7 +100,7 @@ def compare():
     except (CompareError, paired_view.PairedError) as exc:
         return render_template("compare.html", error=str(exc), candidates=_candidates(), chosen=ids), 400
     paired = {"ids": ids, "runs": runs, "baseline": baseline, "correction": correction,
-              "pairs_kind": bool(kind.paired_metrics), "rows": paired_view.paired(runs, baseline),
+              "pairs_kind": isinstance(kind, Paired), "rows": paired_view.paired(runs, baseline),
               "labels": {run["id"]: run["label"] for run in runs},
               "metric_labels": {m.name: m.label for m in paired_view.metrics_of(runs)}}
     return render_template("compare.html", cmp=data, figures=data.get("figures"), colours=data.get("colours", {}),

@@ -12,6 +12,7 @@ from common.downloads import attachment, download_stem
 from common.safe_csv import csv_line
 from kinds import registry
 from kinds.host import csv_response
+from kinds.kind import Judged, OfflineReport
 from web import get_store, pages, security_headers
 from web import schemas as S
 
@@ -52,14 +53,14 @@ def export_json(evaluation_id: str):
 def export_csv(evaluation_id: str):
     """The result's main table as CSV (UTF-8 with BOM so spreadsheet programs read Chinese correctly)."""
     result = _result_or_404(evaluation_id)
-    return csv_response(*registry.get(result["kind"]).csv(result), download_name(evaluation_id, ".csv"))
+    return csv_response(*registry.scored(result["kind"]).csv(result), download_name(evaluation_id, ".csv"))
 
 
 @bp.get("/evaluations/<evaluation_id>/<name>.csv")
 def export_download(evaluation_id: str, name: str):
     """One of the kind's other tables of a result as CSV (a conversation upload's annotations, say)."""
     result = _result_or_404(evaluation_id)
-    table = registry.get(result["kind"]).downloads(result).get(name) or abort(404)
+    table = registry.scored(result["kind"]).downloads(result).get(name) or abort(404)
     return csv_response(*table(), download_name(evaluation_id, f"-{name}.csv"))
 
 
@@ -67,7 +68,8 @@ def export_download(evaluation_id: str, name: str):
 def export_judgments(evaluation_id: str):
     """Every judgment as a CSV row (UTF-8 with BOM), streamed; the kind's score columns spread out of `scores`."""
     record = get_store().get_evaluation(evaluation_id, with_result=False) or abort(404)
-    spread = registry.get(record["kind"]).score_columns_of(record, get_store())
+    kind = registry.get(record["kind"])
+    spread = kind.score_columns_of(record, get_store()) if isinstance(kind, Judged) else ()
     rows = get_store().iter_judgments(evaluation_id)
 
     def lines():
@@ -103,12 +105,12 @@ def offline_css() -> str:
 def report_html(record: dict) -> tuple[str, str]:
     """The offline report of a finished evaluation and the policy to serve it with: the kind's own report template
     when it has one, else its result page as a share link shows it, with every link into the app left out."""
-    kind = registry.get(record["kind"])
+    kind = registry.scored(record["kind"])
     scripts = {"plotly_js": pages.plotly_file().read_text(encoding="utf-8"),
                "result_js": (STATIC / "js" / "result.js").read_text(encoding="utf-8")}
     meta_policy, header_policy = security_headers.report_policy(*scripts.values())  # its inline scripts only
     inline = {"css": offline_css(), "csp": meta_policy, **scripts}
-    if kind.offline_report:
+    if isinstance(kind, OfflineReport):
         body = render_template(kind.template("report"), evaluation=record, result=record["result"], **inline,
                                **kind.report_context(record))
     else:

@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import Flask
 from pydantic import BaseModel
-from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
 from pydantic_core import core_schema
 from werkzeug.routing import Rule
 
@@ -167,15 +167,15 @@ class _RequestSchema(GenerateJsonSchema):
         return json_schema
 
 
-def _schema(model: type[BaseModel], schemas: dict, mode: str) -> dict:
+def _schema(model: type[BaseModel], schemas: dict, mode: JsonSchemaMode) -> dict:
     """A model's JSON schema, its nested models moved to components."""
     generator = _RequestSchema if mode == "validation" else GenerateJsonSchema
-    schema = model.model_json_schema(ref_template=REF, mode=mode, schema_generator=generator)  # type: ignore[arg-type]
+    schema = model.model_json_schema(ref_template=REF, mode=mode, schema_generator=generator)
     schemas.update(schema.pop("$defs", {}))
     return schema
 
 
-def _ref(model: type[BaseModel], schemas: dict, mode: str) -> dict:
+def _ref(model: type[BaseModel], schemas: dict, mode: JsonSchemaMode) -> dict:
     """A reference to a model's schema in components (added there once)."""
     name = model.__name__
     if name not in schemas:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import gzip
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from flask import (
@@ -21,6 +22,7 @@ from flask import (
 
 from judge import JudgeConfig, test_connection
 from kinds import figures, registry
+from kinds.kind import attachment_names
 from kinds.problems import Report
 from pipeline import chunked_uploads, housekeeping
 from pipeline.evaluations import create_evaluation
@@ -77,7 +79,7 @@ def upload_detail(upload_id: str, error: str | None = None, status: int = 200, r
     the problems of one that was refused)."""
     record = get_store().get_upload(upload_id) or abort(404)
     kind = registry.get(record["kind"])
-    attachments = {name: get_store().attachments(upload_id, name) for name in kind.attachments}
+    attachments = {name: get_store().attachments(upload_id, name) for name in attachment_names(kind)}
     return render_template(kind.template("upload"), upload=record, kind=kind, error=error,
                            judge_problem=judge_problem(), defaults=effective_config(), endpoints=judge_endpoint_list(),
                            attachments=attachments, refused=refused,
@@ -89,7 +91,7 @@ def attach(upload_id: str, name: str):
     """The upload page's form that attaches a file (dialogue: another judge's scores); back to the page, which lists
     it, or shows its problems."""
     record = get_store().get_upload(upload_id) or abort(404)
-    if name not in registry.get(record["kind"]).attachments:
+    if name not in attachment_names(registry.get(record["kind"])):
         abort(404)
     try:
         attach_sent(record, name, request.form, request.files)
@@ -143,14 +145,14 @@ def evaluations():
 def evaluation(evaluation_id: str):
     """The result page; shows live progress until the evaluation ends. Its view state is in the query string."""
     record = get_store().get_evaluation(evaluation_id) or abort(404)
-    return render_template(registry.get(record["kind"]).template("result"), **result_context(record))
+    return render_template(registry.scored(record["kind"]).template("result"), **result_context(record))
 
 
 def result_context(record: dict) -> dict:
     """Everything a kind's result page is rendered with (for the page, its share twin and the offline report)."""
-    kind = registry.get(record["kind"])
-    context = {"evaluation": record, "upload": get_store().get_upload(record["upload_id"]), "kind": kind,
-               "status": evaluation_status(record), "result": record.get("result")}
+    kind = registry.scored(record["kind"])
+    context: dict[str, Any] = {"evaluation": record, "upload": get_store().get_upload(record["upload_id"]),
+                               "kind": kind, "status": evaluation_status(record), "result": record.get("result")}
     context.update(kind.result_context(record, request.args, get_site()))
     if context["result"]:
         context["figures"] = kind.figures(context["result"], record, request.args)
@@ -161,7 +163,7 @@ def result_context(record: dict) -> dict:
 def kind_view(evaluation_id: str, name: str):
     """One of the kind's own views of an evaluation (a session's detail, a task's samples), by name."""
     record = get_store().get_evaluation(evaluation_id) or abort(404)
-    view = registry.get(record["kind"]).views().get(name) or abort(404)
+    view = registry.scored(record["kind"]).views().get(name) or abort(404)
     template, context = view(record, request.args, get_site()) or abort(404)
     return render_template(template, evaluation=record, **context)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from kinds import registry
-from kinds.kind import Kind, Metric
+from kinds.kind import Kind, Metric, Paired
 from kinds.paired_rows import CORRECTIONS, paired_rows, regressions
 from translations import _
 from web import get_site, get_store
@@ -43,13 +43,16 @@ def choose_correction(args: Mapping) -> str:
 
 def metrics_of(runs: list[dict]) -> tuple[Metric, ...]:
     """The metrics the runs (as web/compare.py's load_runs gives them) pair on: their kind's for their results."""
-    return registry.get(runs[0]["result"]["kind"]).paired_metrics_for([run["result"] for run in runs])
+    kind = registry.get(runs[0]["result"]["kind"])
+    return kind.paired_metrics_for([run["result"] for run in runs]) if isinstance(kind, Paired) else ()
 
 
 def paired_metric(kind: Kind, name: str | None, results: list[dict]) -> str:
     """The metric named `name` (default: the first) among those runs with these result documents pair on
-    (`Kind.paired_metrics_for`); PairedError saying so when a run has it but they do not pair on it (dialogue runs
-    judged under different rubrics), listing the metrics otherwise."""
+    (`Paired.paired_metrics_for`); PairedError saying so when a run has it but they do not pair on it (dialogue runs
+    judged under different rubrics), listing the metrics otherwise; and when runs of the kind do not pair at all."""
+    if not isinstance(kind, Paired):
+        raise PairedError(_("Runs of this kind compare distributions, not samples: no paired differences."))
     metrics = kind.paired_metrics_for(results)
     try:
         return metric_of(kind, name, metrics)
@@ -61,12 +64,10 @@ def paired_metric(kind: Kind, name: str | None, results: list[dict]) -> str:
         raise
 
 
-def metric_of(kind: Kind, name: str | None, metrics: tuple[Metric, ...] | None = None) -> str:
+def metric_of(kind: Paired, name: str | None, metrics: tuple[Metric, ...] | None = None) -> str:
     """The paired metric named `name` among `metrics` (default: the kind's `paired_metrics`), by default the first;
     PairedError listing them otherwise."""
     names = [m.name for m in (kind.paired_metrics if metrics is None else metrics)]
-    if not kind.paired_metrics:
-        raise PairedError(_("Runs of this kind compare distributions, not samples: no paired differences."))
     if name is None:
         return names[0]
     if name not in names:
@@ -78,10 +79,15 @@ def metric_of(kind: Kind, name: str | None, metrics: tuple[Metric, ...] | None =
 def paired(runs: list[dict], baseline: str) -> list[dict]:
     """The paired rows of every other run against `baseline` (runs as web/compare.py's load_runs gives them)."""
     kind = registry.get(runs[0]["result"]["kind"])
-    if not kind.paired_metrics:
+    if not isinstance(kind, Paired):
         return []
     store, site = get_store(), get_site()
-    samples = {run["id"]: list(kind.paired_samples(store.get_evaluation(run["id"]), site)) for run in runs}
+    samples = {}
+    for run in runs:  # one result document in memory at a time
+        record = store.get_evaluation(run["id"])
+        if record is None:  # deleted since load_runs read it
+            raise PairedError(_("No evaluation has the id %(ids)s.", ids=run["id"]))
+        samples[run["id"]] = list(kind.paired_samples(record, site))
     others = {run_id: s for run_id, s in samples.items() if run_id != baseline}
     return paired_rows(kind, samples[baseline], others, metrics=metrics_of(runs))
 
@@ -91,7 +97,7 @@ def answer(runs: list[dict], baseline: str, correction: str = "holm", metric: st
     """The `/api/compare` answer: baseline, runs, paired rows and whether a row of `metric` is a regression."""
     kind = registry.get(runs[0]["result"]["kind"])
     rows = paired(runs, baseline)
-    chosen = paired_metric(kind, metric, [run["result"] for run in runs]) if kind.paired_metrics else None
+    chosen = paired_metric(kind, metric, [run["result"] for run in runs]) if isinstance(kind, Paired) else None
     return {"baseline": baseline,
             "runs": [{"id": run["id"], "label": run["label"], "filename": run["filename"], "model": run["model"],
                       "finished_at": run["finished_at"]} for run in runs],

@@ -5,6 +5,7 @@ from datetime import datetime, timezone
 from typing import Mapping
 
 from kinds import registry
+from kinds.kind import Scored, TakesAttachments
 from kinds.problems import Problem, Report
 from pipeline.ingest import InvalidUpload, attach
 from translations import _
@@ -32,7 +33,8 @@ def attach_sent(upload: dict, name: str, form: Mapping, files: Mapping) -> dict:
     """Attach the file a form or an API request sends (`file`; or, with `source=upload`, the upload's own file) to an
     upload as `name`, with the kind's attachment fields; its record, or InvalidUpload with the problems."""
     kind = registry.get(upload["kind"])
-    options = {k: form[k].strip()[:200] for k in kind.attachment_fields if isinstance(form.get(k), str) and form[k].strip()}
+    fields = kind.attachment_fields if isinstance(kind, TakesAttachments) else ()
+    options = {k: form[k].strip()[:200] for k in fields if isinstance(form.get(k), str) and form[k].strip()}
     if form.get("source") == "upload":
         with get_site().file_of(upload).open("rb") as stream:
             return attach(stream, upload["filename"], upload, name, get_store(), get_uploads(), options)
@@ -51,7 +53,8 @@ def upload_options(form: Mapping) -> dict:
 
 def start_options(values: Mapping) -> dict:
     """The kinds' start fields a form or a JSON body gives (a reference set, an annotation), as sent."""
-    fields = {field for kind in registry.kinds() for field in kind.start_fields}
+    scored: list[Scored] = registry.having(Scored)
+    fields = {field for kind in scored for field in kind.start_fields}
     return {k: values[k] for k in fields if k in values and values[k] not in ("", None)}
 
 

@@ -42,7 +42,7 @@ class StrictRequest(Request):
     prefix)."""
 
     @property
-    def json_module(self) -> Any:  # type: ignore[override]
+    def json_module(self) -> Any:
         """The strict reader (Flask hands each request the app's JSON provider, which the answers keep using)."""
         return _StrictJSON
 

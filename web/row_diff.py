@@ -21,7 +21,7 @@ from flask import Blueprint, Flask, render_template, request, url_for
 from kinds import registry, search
 from kinds import row_diff as logic
 from kinds.host import csv_response
-from kinds.kind import Metric
+from kinds.kind import Metric, Paired
 from kinds.paired_rows import align
 from translations import _
 from web import errors, get_site, get_store
@@ -88,12 +88,13 @@ class Pair:
         self.records: list[dict] = [r for r in records if r is not None]
         if len(self.records) < 2:  # deleted since load_runs read it
             raise CompareError(_("No evaluation has the id %(ids)s.", ids=", ".join(r["id"] for r in self.runs)))
-        self.kind = registry.get(self.records[0]["kind"])
-        self.metrics = self.kind.paired_metrics_for([run["result"] for run in self.runs])  # those both runs pair on
-        self.view_base = view_base
-        if not self.kind.paired_metrics:
+        kind = registry.get(self.records[0]["kind"])
+        if not isinstance(kind, Paired):
             raise CompareError(_("Evaluations of kind %(kind)s are not compared sample by sample: their runs share no "
-                                 "samples (the compare page compares their distributions).", kind=self.kind.label))
+                                 "samples (the compare page compares their distributions).", kind=kind.label))
+        self.kind = kind
+        self.metrics = kind.paired_metrics_for([run["result"] for run in self.runs])  # those both runs pair on
+        self.view_base = view_base
 
     def rows(self, query: dict) -> tuple[list[logic.Row], list[logic.Row]]:
         """Every row of the two runs for the query's metric and threshold, and those the filters keep, sorted."""

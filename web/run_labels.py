@@ -18,7 +18,7 @@ def _judge(record: dict) -> str:
     """The judge model(s) or reference set from the settings, else the kind's run_label of the result."""
     found = measured_with(record)
     if not found and record.get("result") and record.get("kind") in registry.names():
-        found = registry.get(record["kind"]).run_label(record["result"])
+        found = registry.scored(record["kind"]).run_label(record["result"])
     return found if found and found != "—" else ""
 
 

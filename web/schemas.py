@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel, create_model
 
 from common.contract import NOT_BLANK, Answer, Count, Flag, Request
 from kinds import registry
+from kinds.kind import Scored
 from pipeline.chunked_uploads import MAX_TOTAL_BYTES
 from simulate.request import MAX_METHODS, MAX_ROUNDS
 
@@ -94,13 +95,14 @@ class EvaluationRequest(Request):
 def evaluation_request() -> type[BaseModel]:
     """EvaluationRequest with every registered kind's start fields (Kind.start_fields, typed by Kind.start_types),
     so that a kind added later is in the contract too."""
-    kinds = tuple(registry.kinds())
+    scored: list[Scored] = registry.having(Scored)
+    kinds = tuple(scored)
     if kinds not in _WITH_KINDS:
-        fields = {name: (kind.start_types.get(name, Any) | None,
-                         Field(None, description=f"{kind.name}: an option of this kind"))
-                  for kind in kinds for name in kind.start_fields}
+        fields: dict[str, Any] = {name: (kind.start_types.get(name, Any) | None,
+                                         Field(None, description=f"{kind.name}: an option of this kind"))
+                                  for kind in kinds for name in kind.start_fields}
         _WITH_KINDS[kinds] = create_model("EvaluationRequest", __base__=EvaluationRequest,
-                                          __doc__=EvaluationRequest.__doc__, **fields)  # type: ignore[call-overload]
+                                          __doc__=EvaluationRequest.__doc__, **fields)
     return _WITH_KINDS[kinds]
 
 

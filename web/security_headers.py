@@ -51,7 +51,9 @@ def register(app: Flask) -> None:
     proxies = _count(app.config.get("TRUSTED_PROXIES", os.environ.get("TRUSTED_PROXIES", "0")), "TRUSTED_PROXIES")
     app.config["TRUSTED_PROXIES"] = proxies
     if proxies:
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
+        # how Flask's documentation adds WSGI middleware; its type hints declare wsgi_app a method, never assigned
+        app.wsgi_app = ProxyFix(  # type: ignore[method-assign]
+            app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
     app.after_request(add_headers)
 
 

@@ -10,10 +10,11 @@ from flask import Blueprint, abort, redirect, render_template, request, url_for
 from kinds import registry
 from kinds.figures import method_colours
 from kinds.host import csv_response
+from kinds.kind import HoldsPersonas
 from kinds.search import BadQuery, compile_pattern
 from pipeline.judge_requests import RequestError
 from simulate.estimate import estimate
-from simulate.output import KIND, outputs
+from simulate.output import dialogue_kind, outputs
 from simulate.plan import Plan
 from simulate.request import DEFAULTS, settings_of
 from simulate.transcripts import conversation_rounds, sample_rows
@@ -76,8 +77,8 @@ def _run_page(status: int = 200, **context):
     """The Run page with what its form needs."""
     return render_template("simulation_new.html", endpoints=judge_endpoint_list(), rows=range(METHOD_ROWS),
                            uploads=get_store().uploads_of_kinds(
-                               [kind.name for kind in registry.kinds() if kind.holds_personas]), form=request.form,
-                           defaults=DEFAULTS, rubrics=registry.get(KIND).start_choices(get_site()).get("rubric", []),
+                               [kind.name for kind in registry.having(HoldsPersonas)]), form=request.form,
+                           defaults=DEFAULTS, rubrics=dialogue_kind().start_choices(get_site()).get("rubric", []),
                            **context), status
 
 

@@ -102,7 +102,7 @@ def cancel(simulation_id: str):
     get_store().get_simulation(simulation_id) or abort(404)
     if not get_simulations().cancel(simulation_id):
         return jsonify({"error": _("This simulation is not running.")}), 409
-    return jsonify(simulation_status(get_store().get_simulation(simulation_id))), 202  # type: ignore[arg-type]
+    return jsonify(simulation_status(get_store().get_simulation(simulation_id) or abort(404))), 202
 
 
 @bp.post("/<simulation_id>/resume")
@@ -125,4 +125,4 @@ def _restart(simulation_id: str, rerun_failed: bool):
         if simulation["status"] in ("done", "incomplete"):
             return jsonify({"error": _("This simulation has finished: there is nothing left to resume.")}), 409
         return jsonify({"error": _("This simulation is still running.")}), 409
-    return jsonify(simulation_status(get_store().get_simulation(simulation_id))), 202  # type: ignore[arg-type]
+    return jsonify(simulation_status(get_store().get_simulation(simulation_id) or abort(404))), 202

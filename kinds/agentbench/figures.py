@@ -1,6 +1,7 @@
 """Plotly figures (plain JSON) and translated labels of an AgentBench result."""
 from __future__ import annotations
 
+from kinds.agentbench.result import AgentBenchResult, AgentScores
 from kinds.agentbench.tasks import STANDARD_TASKS, STATUS_GROUPS, WEIGHTS
 from kinds.figures import AXIS, LEGEND_BELOW, method_colours, polar
 from translations import _
@@ -23,7 +24,7 @@ def status_labels() -> dict[str, str]:
             "task_limit": _("Task Limit Exceeded")}
 
 
-def agent_status(agent: dict) -> dict[str, float] | None:
+def agent_status(agent: AgentScores) -> dict[str, float] | None:
     """An agent's status shares over all its tasks, each task weighted by its number of samples."""
     parts = [(t["status"], t["total"] or 0) for t in agent["tasks"].values() if t["status"]]
     weight = sum(total for _status, total in parts)
@@ -34,11 +35,11 @@ def agent_status(agent: dict) -> dict[str, float] | None:
     return {g: sum(status.get(g, 0.0) * total for status, total in parts) / weight for g in STATUS_GROUPS}
 
 
-def status_figure(result: dict) -> dict:
+def status_figure(result: AgentBenchResult) -> dict:
     """One horizontal stacked bar per agent: the share of its samples in each status group."""
     labels = status_labels()
-    shares = {name: agent_status(agent) for name, agent in result["agents"].items()}
-    names = [name for name, s in shares.items() if s]
+    shares = {name: s for name, agent in result["agents"].items() if (s := agent_status(agent))}
+    names = list(shares)
     traces = [{"type": "bar", "orientation": "h", "name": labels[g], "marker": {"color": STATUS_COLOURS[g]},
                "y": names, "x": [shares[n][g] for n in names],
                "hovertemplate": "%{y}: %{x:.1%}<extra>" + labels[g] + "</extra>"} for g in STATUS_GROUPS]
@@ -51,7 +52,7 @@ def status_figure(result: dict) -> dict:
     return {"data": traces, "layout": layout}
 
 
-def radar_figure(result: dict, models: list[dict]) -> dict:
+def radar_figure(result: AgentBenchResult, models: list[dict]) -> dict:
     """The eight standard tasks normalised by W_t: every agent (solid) and the chosen leaderboard models (dotted)."""
     labels = task_labels()
     theta = [labels[k] for k in STANDARD_TASKS] + [labels[STANDARD_TASKS[0]]]
@@ -62,7 +63,7 @@ def radar_figure(result: dict, models: list[dict]) -> dict:
                 "mode": "lines+markers", "line": {"color": colours[name], "dash": dash}, "connectgaps": False,
                 "hovertemplate": "%{theta}: %{r:.2f}<extra>" + name + "</extra>"}
 
-    traces = [trace(name, [(agent["tasks"].get(k) or {}).get("normalised") for k in STANDARD_TASKS], "solid")
+    traces = [trace(name, [_normalised(agent, k) for k in STANDARD_TASKS], "solid")
               for name, agent in result["agents"].items()]
     traces += [trace(m["model"], [m["scores"][k] / WEIGHTS[k] for k in STANDARD_TASKS], "dot") for m in models]
     layout = {"title": {"text": _("Score / W per task (1 = the average model of the paper)")},
@@ -72,6 +73,11 @@ def radar_figure(result: dict, models: list[dict]) -> dict:
     return {"data": traces, "layout": layout}
 
 
-def agentbench_figures(result: dict, models: list[dict]) -> dict:
+def _normalised(agent: AgentScores, task: str) -> float | None:
+    found = agent["tasks"].get(task)
+    return found["normalised"] if found else None
+
+
+def agentbench_figures(result: AgentBenchResult, models: list[dict]) -> dict:
     """All charts of an AgentBench result page."""
     return {"status": status_figure(result), "radar": radar_figure(result, models)}

@@ -51,6 +51,7 @@ from kinds.readers.zip import ZIP_MAGIC, ZipReader, member_name
 from translations import _
 
 _TREE_FILES = ("overall.json", "runs.jsonl", "error.jsonl")
+_Members = dict[str, tuple[str, zipfile.ZipInfo]]  # the outputs-tree files of one folder: name -> (member, info)
 _FAILED = object()
 
 
@@ -106,7 +107,7 @@ def _clean(name: str | None) -> str | None:
 
 def _summary(run: Run) -> dict:
     agents = sorted({t.agent for t in run.tasks})
-    keys = set()
+    keys: set[str] = set()
     for agent in agents:
         keys.update(task_keys([t for t in run.tasks if t.agent == agent]))
     return {"source": run.source, "agents": len(agents), "agent_names": agents, "tasks": ordered_tasks(keys),
@@ -351,9 +352,9 @@ def _read_zip(stream: BinaryIO, report: Report, agent: str | None, task: str | N
         return run
 
 
-def _tree_members(archive: zipfile.ZipFile) -> tuple[dict, list[str]]:
+def _tree_members(archive: zipfile.ZipFile) -> tuple[dict[tuple[str, ...], _Members], list[str]]:
     """{folder parts: {file name: (member name, info)}} of the outputs-tree files, and the other member names."""
-    folders: dict[tuple[str, ...], dict[str, tuple[str, zipfile.ZipInfo]]] = {}
+    folders: dict[tuple[str, ...], _Members] = {}
     other: list[str] = []
     for info in archive.infolist():
         name = member_name(info)
@@ -367,7 +368,7 @@ def _tree_members(archive: zipfile.ZipFile) -> tuple[dict, list[str]]:
     return folders, other
 
 
-def _candidates(folders: dict, other: list[str], report: Report, agent: str | None,
+def _candidates(folders: dict[tuple[str, ...], _Members], other: list[str], report: Report, agent: str | None,
                 task: str | None) -> list[_Candidate]:
     """Every overall.json with its agent and task (from the path, else the arguments); problems recorded."""
     if not folders and not other:
@@ -420,7 +421,7 @@ def _newest(candidates: list[_Candidate], report: Report) -> tuple[list[_Candida
     return winners, superseded
 
 
-def _read_candidate(reader: ZipReader, candidate: _Candidate, files: dict, report: Report,
+def _read_candidate(reader: ZipReader, candidate: _Candidate, files: _Members, report: Report,
                     limits: Limits) -> TaskResult | None:
     data = _read_member(reader, candidate.name, candidate.info, report)
     if data is None:

@@ -9,10 +9,10 @@ import click
 from kinds.agentbench import figures, paired_samples
 from kinds.agentbench.format import read_any
 from kinds.agentbench.leaderboard import SOURCE, leaderboard
-from kinds.agentbench.result import build_result
+from kinds.agentbench.result import AgentBenchResult, build_result
 from kinds.agentbench.tasks import STANDARD_TASKS, STATUS_GROUPS
 from kinds.agentbench.views import agent_page, samples_view
-from kinds.kind import Job, Kind, Plan, Sample, Site, StartRequest, list_arg, open_file, upload_as, upload_stem
+from kinds.kind import Job, Paired, Plan, Sample, Site, StartRequest, list_arg, open_file, upload_as, upload_stem
 from kinds.problems import Report
 from kinds.readers import zip as zips
 from translations import _
@@ -23,7 +23,7 @@ CSV_COLUMNS = ("agent", "task", "config_name", "split", "score", "normalised", "
 DEFAULT_MODELS = ("gpt-4", "gpt-3.5-turbo")
 
 
-class AgentBenchKind(Kind):
+class AgentBenchKind(Paired[AgentBenchResult]):
     """overall.json, a ZIP of outputs/, the analysis' result.json or summary.csv; no judge, one scoring step."""
 
     name = "agentbench"
@@ -65,7 +65,7 @@ class AgentBenchKind(Kind):
         """One scoring step over the whole upload."""
         return Plan([upload_stem(upload)], {})
 
-    def score(self, job: Job) -> dict:
+    def score(self, job: Job) -> AgentBenchResult:
         """Per-task scores, status breakdowns and OA."""
         names = job.upload["summary"].get("names") or {}
         with open_file(job.path) as f:
@@ -85,11 +85,11 @@ class AgentBenchKind(Kind):
                 "chosen": [m["model"] for m in models], "source": SOURCE,
                 "agent_page": agent_page(record.get("result"), args)}
 
-    def figures(self, result: dict, record: dict, args: Mapping) -> dict:
+    def figures(self, result: AgentBenchResult, record: dict, args: Mapping) -> dict:
         """Task scores against the chosen leaderboard models, and status breakdowns."""
         return figures.agentbench_figures(result, chosen_models(args))
 
-    def csv(self, result: dict) -> tuple[tuple, list[tuple]]:
+    def csv(self, result: AgentBenchResult) -> tuple[tuple, list[tuple]]:
         """One row per agent x task, with the agent's OA."""
         rows = []
         for agent, a in result["agents"].items():
@@ -118,7 +118,7 @@ class AgentBenchKind(Kind):
         """The agents found, once scored (their names are the headline's)."""
         return [name for name, _score in evaluation.get("headline") or []]
 
-    def headline(self, result: dict) -> list[list]:
+    def headline(self, result: AgentBenchResult) -> list[list]:
         """Each agent's overall score."""
         return [[name, agent["oa"]] for name, agent in result["agents"].items()]
 

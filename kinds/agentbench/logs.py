@@ -5,6 +5,7 @@ import json
 import math
 import zipfile
 from collections.abc import Iterator
+from typing import TypeGuard
 
 from kinds.agentbench.tasks import Log
 from kinds.kind import open_file
@@ -146,9 +147,9 @@ def _message(turn, log: Log) -> dict:
     return {"role": role if isinstance(role, str) else None, "content": text, "cut": cut}
 
 
-def is_number(value: object) -> bool:
+def is_number(value: object) -> TypeGuard[float]:
     """True for an int or float (not bool) that is finite."""
-    return type(value) in (int, float) and math.isfinite(value)
+    return (type(value) is int or type(value) is float) and math.isfinite(value)
 
 
 def _is_scalar(value) -> bool:

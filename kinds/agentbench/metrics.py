@@ -25,9 +25,10 @@ def normalised_score(score: float | None, weight: float | None) -> float | None:
 
 def overall_score(scores: Mapping[str, float | None]) -> float | None:
     """AgentBench OA: mean over the eight standard tasks of score / WEIGHTS; None unless all eight are given."""
-    if any(scores.get(task) is None for task in STANDARD_TASKS):
+    given = {task: score for task in STANDARD_TASKS if (score := scores.get(task)) is not None}
+    if len(given) < len(STANDARD_TASKS):
         return None
-    return sum(scores[task] / WEIGHTS[task] for task in STANDARD_TASKS) / len(STANDARD_TASKS)
+    return sum(given[task] / WEIGHTS[task] for task in STANDARD_TASKS) / len(STANDARD_TASKS)
 
 
 def oa_split(results: Iterable[TaskResult]) -> str:

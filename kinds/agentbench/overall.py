@@ -51,7 +51,7 @@ def task_result(value, file: str, agent: str, config_name: str, report: Report,
     elif custom is not None and standard is None:
         warn("custom", _("'custom' should be an object, found %(found)s; it is ignored.", found=describe(custom)))
     if standard is not None:
-        ok = _read_metric(value, result, problem, warn) and ok
+        ok = _read_metric(value, result, standard, problem, warn) and ok
     return result if ok else None
 
 
@@ -101,7 +101,7 @@ def _read_validation(value: dict, result: TaskResult, problem, warn) -> bool:
             ok = False
         elif status:
             result.statuses[status] = float(fraction)
-        else:
+        elif group is not None:
             groups[group] = float(fraction)
     if not ok:
         return False
@@ -142,9 +142,9 @@ def _warn_fractions(result: TaskResult, warn) -> None:
                                      "finished when overall.json was written.", share=f"{running:.1%}"))
 
 
-def _read_metric(value: dict, result: TaskResult, problem, warn) -> bool:
-    path, factor = MAIN_METRICS[result.standard]
-    node = value
+def _read_metric(value: dict, result: TaskResult, standard: str, problem, warn) -> bool:
+    path, factor = MAIN_METRICS[standard]
+    node: object = value
     for part in path.split("."):
         if not isinstance(node, dict) or part not in node:
             problem(path, _("%(path)s is missing; it holds the main metric of task %(task)s.",

@@ -91,7 +91,10 @@ def samples(record: dict, site: Site) -> Iterator[Sample]:
     agents: Mapping = result.get("agents") or {}
     if not agents:
         return
-    path = site.file_of(site.store.get_upload(record["upload_id"]))
+    upload = site.store.get_upload(record["upload_id"])
+    if upload is None:
+        return
+    path = site.file_of(upload)
     for agent, doc in agents.items():
         for task, entry in (doc.get("tasks") or {}).items():
             if task not in STANDARD_TASKS or not entry.get("samples"):

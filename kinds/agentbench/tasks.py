@@ -111,8 +111,9 @@ class Run:
 def task_key(config_name: str) -> tuple[str | None, str | None]:
     """(standard key, split) of an AgentBench task config name: "dbbench-dev" -> ("db", "dev"); others (None, split)."""
     name = config_name.strip().lower()
-    base, _sep, split = name.rpartition("-")
-    if split not in SPLITS:
+    base, _sep, suffix = name.rpartition("-")
+    split: str | None = suffix
+    if suffix not in SPLITS:
         base, split = name, None
     return CONFIG_BASES.get(base), split
 
@@ -132,7 +133,8 @@ def task_keys(tasks: list[TaskResult]) -> dict[str, TaskResult]:
             preferred[result.standard] = result
     keyed: dict[str, TaskResult] = {}
     for result in tasks:
-        key = result.standard if preferred.get(result.standard) is result else result.config_name
+        key = (result.standard if result.standard and preferred.get(result.standard) is result
+               else result.config_name)
         candidate, n = key, 1
         while candidate in keyed:  # only when a config name equals a standard key already in use
             n += 1

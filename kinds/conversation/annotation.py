@@ -12,18 +12,42 @@ The numbers are kinds.conversation.metrics (labelled_hallucination, judge_means,
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator, TypedDict
 
 from judge import Prompt
+from kinds.agreement import LabelAgreement
 from kinds.conversation import prompts
 from kinds.conversation.format import SOURCES, Conversation
-from kinds.conversation.metrics import annotation_agreement, judge_means, labelled_hallucination
+from kinds.conversation.metrics import JudgeMeans, annotation_agreement, judge_means, labelled_hallucination
 from kinds.conversation.prompts import ANNOTATION_SCALES, ConversationContext
 
 METHOD = "assistant"  # the `method` column of annotation judgments
 ANNOTATE = "annotate"  # their `mode` column
 QUESTIONNAIRE_FIELDS = {"detail": "Detail", "diversity": "Diversity", "utility": "Availability"}
 FLAG = "hallucination"
+
+
+class AnnotatedConversation(TypedDict):
+    """One conversation's annotation beside what people said of it."""
+
+    index: int  # its position in the upload
+    path: str
+    source: str  # "agent" or "human"
+    task: str
+    status: str  # the judgment's: "ok", "unparsed", "failed" or "pending"
+    scores: dict[str, Any] | None  # the judge's scales and FLAG, when its answer was parsed
+    error: str | None  # why the judgment failed or did not parse
+    questionnaire: dict[str, int | None]  # people's answer mapped to 0-2 per scale (QUESTIONNAIRE_FIELDS)
+    labelled_hallucination: int | None  # metrics.labelled_hallucination
+
+
+class AnnotationSummary(TypedDict):
+    """The `annotation` block but its judge: what the judge said, per source and per conversation."""
+
+    by_source: dict[str, JudgeMeans]  # "agent" and "human"
+    agreement: dict[str, LabelAgreement]  # each scale against the questionnaire, FLAG against the labels
+    counts: dict[str, int]  # conversations by judgment status ("ok", "unparsed", "failed", "pending")
+    conversations: list[AnnotatedConversation]
 
 
 def context(conv: Conversation) -> ConversationContext:
@@ -49,10 +73,10 @@ def _scores(judgment: dict) -> dict | None:
     return (judgment.get("scores") or None) if judgment["status"] == "ok" else None
 
 
-def summarise(conversations: list[Conversation], judgments: list[dict]) -> dict:
+def summarise(conversations: list[Conversation], judgments: list[dict]) -> AnnotationSummary:
     """The `annotation` block: means per source, agreement with people, and one row per conversation."""
     by_index = {j["session_idx"]: j for j in judgments}
-    rows = []
+    rows: list[AnnotatedConversation] = []
     for idx, conv in enumerate(conversations):
         judgment = by_index.get(idx, {"status": "pending"})
         rows.append({"index": idx, "path": conv.path, "source": conv.source, "task": conv.task,

@@ -1,6 +1,7 @@
 """Plotly figures (plain JSON) of a conversation result: simulated against real users."""
 from __future__ import annotations
 
+from kinds.conversation.result import ConversationResult
 from kinds.figures import base_layout, count_axis, plain
 from translations import _
 
@@ -27,7 +28,7 @@ def term_labels() -> dict[str, str]:
     }
 
 
-def turns_figure(result: dict) -> dict:
+def turns_figure(result: ConversationResult) -> dict:
     """How many conversations have each number of turns, per source."""
     labels = source_labels()
     traces = [{"type": "bar", "name": labels[source], "marker": {"color": COLOURS[source]},
@@ -35,12 +36,12 @@ def turns_figure(result: dict) -> dict:
               for source, rows in result["by_turns"].items() if rows]
     layout = {**base_layout(_("Conversations by number of turns"), _("Turns"), _("Conversations"), [0, 1]),
               "barmode": "group"}
-    most = max((y for trace in traces for y in trace["y"]), default=1)
+    most = max((row["conversations"] for rows in result["by_turns"].values() for row in rows), default=1)
     layout["yaxis"] = {**count_axis(most), "title": layout["yaxis"]["title"]}
     return {"data": traces, "layout": layout}
 
 
-def intents_figure(result: dict) -> dict:
+def intents_figure(result: ConversationResult) -> dict:
     """The share of each user intent, per source."""
     labels, terms = source_labels(), term_labels()
     names = sorted({label for shares in result["intents"].values() for label in shares})
@@ -52,7 +53,7 @@ def intents_figure(result: dict) -> dict:
     return {"data": traces, "layout": layout}
 
 
-def satisfaction_figure(result: dict) -> dict:
+def satisfaction_figure(result: ConversationResult) -> dict:
     """Mean per-turn satisfaction by assistant turn number, per source that has it."""
     labels = source_labels()
     traces = [{"type": "scatter", "mode": "lines+markers", "name": labels[source],
@@ -65,7 +66,7 @@ def satisfaction_figure(result: dict) -> dict:
     return {"data": traces, "layout": layout}
 
 
-def conversation_figures(result: dict) -> dict:
+def conversation_figures(result: ConversationResult) -> dict:
     """All charts of a conversation result page."""
     return {"turns": turns_figure(result), "intents": intents_figure(result),
             "satisfaction": satisfaction_figure(result)}

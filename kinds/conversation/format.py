@@ -374,7 +374,7 @@ def _conversation(value, label: str, line: int | None, path: str, report: Report
         problem("task", _("the task is missing: add 'task' (for example \"travel planning\") or keep the "
                           "dataset's task folders in a ZIP."))
         ok = False
-    if not ok:
+    if not ok or source is None or task is None:
         return None
     rating = value.get("rating")
     ratings = {}
@@ -402,8 +402,10 @@ def _questionnaire(items) -> dict[str, int]:
     for item in items:
         if not isinstance(item, dict):
             continue
-        options = QUESTIONNAIRE.get(item.get("summary"))
-        answer = item.get("option")
-        if options is not None and isinstance(answer, str) and answer.strip() in options:
-            out[item["summary"]] = options[answer.strip()]
+        summary, answer = item.get("summary"), item.get("option")
+        if not isinstance(summary, str) or not isinstance(answer, str):  # a list, say, is no field's name
+            continue
+        options = QUESTIONNAIRE.get(summary)
+        if options is not None and answer.strip() in options:
+            out[summary] = options[answer.strip()]
     return out

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import BinaryIO, Iterable, Iterator, Mapping
+from typing import BinaryIO, Final, Iterable, Iterator, Mapping
 
 import click
 
@@ -12,11 +12,12 @@ from kinds.conversation import annotation, figures, paired_samples, views
 from kinds.conversation.format import Conversation, holds_conversations, read_any
 from kinds.conversation.prompts import ANNOTATION_PROMPT_VERSION, ANNOTATION_SCALES
 from kinds.conversation.prompts import template as annotation_template
-from kinds.conversation.result import build_result
+from kinds.conversation.result import Annotation, ConversationResult, build_result
 from kinds.host import Store
 from kinds.kind import (
     Job,
-    Kind,
+    Judged,
+    Paired,
     Plan,
     Sample,
     Site,
@@ -32,10 +33,10 @@ from kinds.readers.zip import ZIP_MAGIC
 from translations import _
 from translations import lazy_gettext as _l
 
-FIDELITY_COLUMNS = ("turns", "user_message_length", "intents")
+FIDELITY_COLUMNS: Final = ("turns", "user_message_length", "intents")
 
 
-class ConversationKind(Kind):
+class ConversationKind(Judged[ConversationResult], Paired[ConversationResult]):
     """RecLLMSim conversations (JSON, JSONL or a ZIP of the dataset's folders): statistics and simulator fidelity,
     and optionally the judge's annotation of every conversation."""
 
@@ -104,7 +105,7 @@ class ConversationKind(Kind):
         """The annotation prompt in the judge's language."""
         return {"annotation": (ANNOTATION_PROMPT_VERSION, annotation_template(config.language))}
 
-    def score(self, job: Job) -> dict:
+    def score(self, job: Job) -> ConversationResult:
         """Statistics of each source and, when annotated, the judge's ratings beside the people's."""
         conversations = self._conversations(job)
         evaluation, upload = job.evaluation, job.upload
@@ -136,31 +137,32 @@ class ConversationKind(Kind):
 
     def result_context(self, record: dict, args: Mapping, site: Site) -> dict:
         """The tasks found in any source, and the sources' names."""
-        result = record.get("result")
+        result: ConversationResult | None = record.get("result")
         tasks = sorted({task for s in result["sources"].values() for task in s["by_task"]}) if result else []
         return {"tasks": tasks, "source_labels": figures.source_labels(), "terms": figures.term_labels()}
 
-    def figures(self, result: dict, record: dict, args: Mapping) -> dict:
+    def figures(self, result: ConversationResult, record: dict, args: Mapping) -> dict:
         """Turns, intents and satisfaction of people and simulated users."""
         return figures.conversation_figures(result)
 
-    def csv(self, result: dict) -> tuple[tuple, list[tuple]]:
+    def csv(self, result: ConversationResult) -> tuple[tuple, list[tuple]]:
         """Simulator fidelity, over all tasks and per task."""
         fidelity = result["fidelity"]
         return ("task", *FIDELITY_COLUMNS), [(task, *(f[k] for k in FIDELITY_COLUMNS))
                                              for task, f in {"all": fidelity, **fidelity["by_task"]}.items()]
 
-    def downloads(self, result: dict) -> dict:
+    def downloads(self, result: ConversationResult) -> dict:
         """`annotations.csv` of an annotated result."""
         return {"annotations": lambda: annotation_table(result["annotation"])} if result.get("annotation") else {}
 
-    def headline(self, result: dict) -> list[list]:
+    def headline(self, result: ConversationResult) -> list[list]:
         """How far simulated users' intents are from real users' (JS divergence, bits)."""
         return [["", result["fidelity"]["intents"]]]
 
-    def run_label(self, result: dict) -> str:
+    def run_label(self, result: ConversationResult) -> str:
         """The annotating judge's model, if any."""
-        return (result.get("annotation") or {}).get("judge", {}).get("model") or "—"
+        annotated = result.get("annotation")
+        return (annotated["judge"].get("model") if annotated else None) or "—"
 
     def compare(self, runs: list[dict]) -> dict:
         """Simulator fidelity and, where annotated, the judge's ratings side by side."""
@@ -171,7 +173,7 @@ class ConversationKind(Kind):
         return {"annotate": True} if values.get("annotate") else {}
 
 
-def annotation_table(block: dict) -> tuple[tuple, list[tuple]]:
+def annotation_table(block: Annotation) -> tuple[tuple, list[tuple]]:
     """The judge's annotation of each conversation beside the people's own answers."""
     header = ("conversation", "source", "task", "status", *ANNOTATION_SCALES, "hallucination",
               *(f"questionnaire_{field}" for field in annotation.QUESTIONNAIRE_FIELDS.values()),

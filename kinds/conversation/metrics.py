@@ -10,15 +10,55 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypedDict
 
 from kinds import stats
-from kinds.agreement import label_agreement
+from kinds.agreement import LabelAgreement, label_agreement
 from kinds.conversation.format import Conversation, intent_label
 
 LENGTH_BINS = 20  # equal bins over the joint range of user-message lengths (fidelity)
 
 _HALLUCINATION_VALUES = {"是": True, "否": False, "yes": True, "no": False, "true": True, "false": False}
+
+
+class TurnGroup(TypedDict):
+    """The conversations of one number of turns (by_turns)."""
+
+    turns: int
+    conversations: int
+    ratings: dict[str, float]  # their mean of each rating field
+
+
+class SatisfactionAt(TypedDict):
+    """The mean satisfaction at one assistant turn number (1-based), over the turns that give one."""
+
+    turn: int
+    mean: float
+    n: int
+
+
+class Satisfaction(TypedDict):
+    """Mean per-turn satisfaction overall and per assistant turn number."""
+
+    mean: float
+    n: int
+    by_turn: list[SatisfactionAt]
+
+
+class Fidelity(TypedDict):
+    """Jensen-Shannon divergences (bits) of simulated from real users; None where a side has no data."""
+
+    turns: float | None
+    user_message_length: float | None
+    intents: float | None
+
+
+class JudgeMeans(TypedDict):
+    """How many conversations the judge annotated, and its mean of each scale over them (None: none annotated)."""
+
+    annotated: int
+    means: dict[str, float | None]
 
 
 # --- per turn ----------------------------------------------------------------------------------
@@ -65,7 +105,7 @@ def satisfaction(turn: dict) -> float | None:
 
 # --- per source ----------------------------------------------------------------------------------
 
-def by_turns(conversations: list[Conversation]) -> list[dict]:
+def by_turns(conversations: list[Conversation]) -> list[TurnGroup]:
     """Per number of turns (len(history) // 2): how many conversations have it, and their mean of each rating."""
     groups: dict[int, list[Conversation]] = {}
     for conv in conversations:
@@ -97,7 +137,7 @@ def hallucination_rate(conversations: list[Conversation]) -> float | None:
     return sum(known) / len(known) if known else None
 
 
-def mean_satisfaction(conversations: list[Conversation]) -> dict | None:
+def mean_satisfaction(conversations: list[Conversation]) -> Satisfaction | None:
     """Mean per-turn satisfaction overall and per assistant turn number (1-based), None without any."""
     by_turn: dict[int, list[float]] = {}
     for conv in conversations:
@@ -117,7 +157,7 @@ def mean_satisfaction(conversations: list[Conversation]) -> dict | None:
 
 # --- fidelity of simulated to real users -----------------------------------------------------------
 
-def fidelity(agent: list[Conversation], human: list[Conversation]) -> dict:
+def fidelity(agent: list[Conversation], human: list[Conversation]) -> Fidelity:
     """The three divergences of simulated from real users: turns, user_message_length, intents."""
     return {"turns": turns_jsd(agent, human), "user_message_length": user_message_length_jsd(agent, human),
             "intents": intents_jsd(agent, human)}
@@ -152,14 +192,15 @@ def labelled_hallucination(conv: Conversation) -> int | None:
     return int(any(known)) if known else None
 
 
-def judge_means(rows: list[dict], scales: Iterable[str]) -> dict:
+def judge_means(rows: Sequence[Mapping[str, Any]], scales: Iterable[str]) -> JudgeMeans:
     """How many conversations the judge annotated, and the mean of each of its `scales` over them."""
     scored = [r["scores"] for r in rows if r["scores"]]
     means = {scale: (sum(s[scale] for s in scored) / len(scored) if scored else None) for scale in scales}
     return {"annotated": len(scored), "means": means}
 
 
-def annotation_agreement(rows: list[dict], scales: Iterable[str], flag: str) -> dict:
+def annotation_agreement(rows: Sequence[Mapping[str, Any]], scales: Iterable[str],
+                         flag: str) -> dict[str, LabelAgreement]:
     """Exact agreement and Cohen's kappa (kinds.agreement.label_agreement) of the judge with people: each of
     `scales` against the questionnaire answer, `flag` against the labelled hallucination; pairs with both only."""
     out = {}

@@ -31,6 +31,8 @@ def _last_turn(history: list) -> str | None:
 def samples(record: dict, site: Site) -> Iterator[Sample]:
     """One sample per conversation of the run's upload: method its source, key and cluster its path."""
     upload = site.store.get_upload(record["upload_id"])
+    if upload is None:
+        return
     with open_file(site.file_of(upload)) as stream:
         _report, conversations = read_any(stream, upload["filename"])
     rows = ((record.get("result") or {}).get("annotation") or {}).get("conversations") or []

@@ -14,6 +14,8 @@ from kinds.kind import Site, open_file
 def listing(record: dict, args: Mapping, site: Site) -> tuple[str, dict] | None:
     """`conversations?q=&source=&task=&status=&sort=&desc=&page=`: the conversations as a table (table.py)."""
     upload = site.store.get_upload(record["upload_id"])
+    if upload is None:
+        return None
     annotated = bool(record["settings"].get("annotate"))
     judgments = site.store.judgments(record["id"]) if annotated else []
     rows = table.with_annotation(table.summaries(site, upload), judgments, annotated)
@@ -33,6 +35,8 @@ def transcript(record: dict, args: Mapping, site: Site) -> tuple[str, dict] | No
         return None
     store = site.store
     upload = store.get_upload(record["upload_id"])
+    if upload is None:
+        return None
     found = store.session_offsets(record["upload_id"], index, 1) if index >= 0 else []
     if found and found[0]["idx"] == index:
         path = found[0]["session_id"]

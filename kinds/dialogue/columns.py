@@ -9,6 +9,7 @@ from typing import Mapping
 from flask_babel import lazy_gettext as _l
 
 from kinds.dialogue import result_rubric
+from kinds.dialogue.result_rubric import RubricBlock
 from kinds.kind import list_arg
 
 # The methods table's metric columns, then the by-round table's (each method's AL(k), BAR(k) and dimensions), in page
@@ -35,7 +36,7 @@ def available(yesno: Mapping | None = None, by_round_dimensions: bool = False) -
     return found + ([DIMENSIONS] if by_round_dimensions else [])
 
 
-def chosen(args: Mapping, rubric: dict | None = None, by_round_dimensions: bool = False) -> dict:
+def chosen(args: Mapping, rubric: RubricBlock | None = None, by_round_dimensions: bool = False) -> dict:
     """The columns shown of those `available` under a rubric (result_rubric's block, the default's when None):
     every one unless `cols` is in the query (the chooser's form always sends it, empty when every box is unticked);
     `param` is the `cols` value that keeps this choice in a link, None when all are shown, and each choice's

@@ -3,18 +3,24 @@ below three dimensions), and the same curves of several evaluations overlaid (on
 evaluation). The dimensions, their labels and the yes/no question are the result's rubric's (result_rubric.py)."""
 from __future__ import annotations
 
+from typing import Any, Literal
+
 from kinds.dialogue import result_rubric
+from kinds.dialogue.metrics import CurvePoint, MethodScores
+from kinds.dialogue.pairwise_mode import PairRates
+from kinds.dialogue.result import DialogueResult
 from kinds.figures import LEGEND, LEGEND_BELOW, base_layout, legend_height, method_colours, plain, polar, run_style
 from translations import _
 
 MIN_RADAR = 3  # dimensions a radar needs to draw an area; fewer are drawn as bars
+Curve = Literal["al_curve", "binary_curve"]  # a method's per-round curves
 
 
-def curve_figure(result: dict, key: str, title: str, y_title: str, colours: dict[str, str]) -> dict:
+def curve_figure(result: DialogueResult, key: Curve, title: str, y_title: str, colours: dict[str, str]) -> dict:
     """Line chart of a per-round curve (AL(k) or BAR(k)) for every method, with its 95% band."""
     traces = []
     for name, m in result["methods"].items():
-        points = m[key]
+        points = m[key] or []  # BAR(k) is drawn only when the rubric asks a yes/no question
         traces.extend(_band(points, name, colours[name]))
         traces.append({"type": "scatter", "mode": "lines+markers", "name": name, "line": {"color": colours[name]},
                        "legendgroup": name,
@@ -30,30 +36,30 @@ def _rgba(colour: str, alpha: float) -> str:
     return f"rgba({r},{g},{b},{alpha})"
 
 
-def _band(points: list[dict], name: str, colour: str) -> list[dict]:
+def _band(points: list[CurvePoint], name: str, colour: str) -> list[dict]:
     """The 95% interval of a curve as a shaded band (an upper edge, then a lower edge filled up to it)."""
-    with_ci = [p for p in points if p.get("ci95")]
+    with_ci = [(p["round"], ci) for p in points if (ci := p.get("ci95"))]
     if not with_ci:
         return []
-    x = [p["round"] for p in with_ci]
+    x = [k for k, _ci in with_ci]
     edge = {"type": "scatter", "mode": "lines", "line": {"width": 0}, "legendgroup": name, "showlegend": False,
             "hoverinfo": "skip"}
-    return [{**edge, "x": x, "y": [p["ci95"][1] for p in with_ci]},
-            {**edge, "x": x, "y": [p["ci95"][0] for p in with_ci], "fill": "tonexty",
+    return [{**edge, "x": x, "y": [ci[1] for _k, ci in with_ci]},
+            {**edge, "x": x, "y": [ci[0] for _k, ci in with_ci], "fill": "tonexty",
              "fillcolor": _rgba(colour, 0.15)}]
 
 
-def radar_figure(result: dict, colours: dict[str, str]) -> dict:
+def radar_figure(result: DialogueResult, colours: dict[str, str]) -> dict:
     """The dimension means of every method, each on 0-100 from its own scale: a radar, or grouped bars when the
     rubric has fewer than MIN_RADAR dimensions (a radar of one or two axes draws no area)."""
     rubric = result_rubric.of(result)
     dimensions = rubric["dimensions"]
     labels = result_rubric.dimension_labels(rubric)
     theta = [labels[d["key"]] for d in dimensions]
-    layout = {"title": {"text": _("Dimension scores (0-100)")}, "legend": LEGEND_BELOW,
-              "margin": {"l": 90, "r": 90, "t": 60, "b": 40}, "paper_bgcolor": "#fff",
-              "font": {"family": "system-ui, sans-serif"}}
-    traces = []
+    layout: dict[str, Any] = {"title": {"text": _("Dimension scores (0-100)")}, "legend": LEGEND_BELOW,
+                              "margin": {"l": 90, "r": 90, "t": 60, "b": 40}, "paper_bgcolor": "#fff",
+                              "font": {"family": "system-ui, sans-serif"}}
+    traces: list[dict[str, Any]] = []
     for name, m in result["methods"].items():
         values = [result_rubric.normalised(m["dimensions"].get(d["key"]), d) for d in dimensions]
         if len(dimensions) < MIN_RADAR:
@@ -71,9 +77,10 @@ def radar_figure(result: dict, colours: dict[str, str]) -> dict:
     return {"data": traces, "layout": layout}
 
 
-def length_figure(result: dict, colours: dict[str, str]) -> dict:
+def length_figure(result: DialogueResult, colours: dict[str, str]) -> dict:
     """Fine score against reply length, a sample of each shown method's judgments."""
-    points = (result.get("length_bias") or {}).get("points") or {}
+    bias = result.get("length_bias")
+    points = (bias.get("points") if bias else None) or {}
     traces = [{"type": "scatter", "mode": "markers", "name": m, "x": [p[0] for p in points[m]],
                "y": [p[1] for p in points[m]], "marker": {"color": colours.get(m), "size": 5, "opacity": 0.6}}
               for m in result["methods"] if points.get(m)]
@@ -83,7 +90,7 @@ def length_figure(result: dict, colours: dict[str, str]) -> dict:
     return {"data": traces, "layout": layout}
 
 
-def agreement_figure(result: dict) -> dict:
+def agreement_figure(result: DialogueResult) -> dict:
     """Heatmap of Spearman's rho between every two judges of a panel (fine scores), the value in each cell."""
     labels = result["judges"]
     rho = {(p["a"], p["b"]): p["spearman"]["value"] for p in result["agreement"]["pairs"]}
@@ -98,7 +105,7 @@ def agreement_figure(result: dict) -> dict:
                        "paper_bgcolor": "#fff", "font": {"family": "system-ui, sans-serif"}}}
 
 
-def win_rate_figure(result: dict) -> dict:
+def win_rate_figure(result: DialogueResult) -> dict:
     """Win, tie and loss rates of every pair of methods in pairwise mode (the panel's, or the one judge's) as
     stacked bars, with the 95% interval of the win rate."""
     pairwise = result["pairwise"]
@@ -108,13 +115,13 @@ def win_rate_figure(result: dict) -> dict:
     traces = []
     for key, label, colour in (("win", _("Win"), "#2ca02c"), ("tie", _("Tie"), "#c7c7c7"), ("loss", _("Loss"), "#d62728")):
         trace = {"type": "bar", "orientation": "h", "name": label, "y": names, "marker": {"color": colour},
-                 "x": [100 * p[key]["rate"] for p in rows], "hovertemplate": "%{y}: %{x:.1f}%<extra>" + label + "</extra>"}
+                 "x": [100 * _rates(p)[key] for p in rows],
+                 "hovertemplate": "%{y}: %{x:.1f}%<extra>" + label + "</extra>"}
         if key == "win":
+            errors = [_win_error(p) for p in rows]
             trace["error_x"] = {"type": "data", "symmetric": False, "color": "#333",
-                                "array": [100 * (p["win"]["ci95"][1] - p["win"]["rate"]) if p["win"]["ci95"] else 0
-                                          for p in rows],
-                                "arrayminus": [100 * (p["win"]["rate"] - p["win"]["ci95"][0]) if p["win"]["ci95"] else 0
-                                               for p in rows]}
+                                "array": [above for above, _below in errors],
+                                "arrayminus": [below for _above, below in errors]}
         traces.append(trace)
     layout = base_layout(_("Pairwise preference: first method's win, tie and loss rates"), _("Share of comparisons (%)"),
                          "", [0, 100])
@@ -126,7 +133,18 @@ def win_rate_figure(result: dict) -> dict:
     return {"data": traces, "layout": layout}
 
 
-def dialogue_figures(result: dict, colours: dict[str, str] | None = None) -> dict:
+def _rates(pair: PairRates) -> dict[str, float]:
+    """A pair's win, tie and loss rates (a pair with outcomes has each)."""
+    return {"win": pair["win"]["rate"] or 0.0, "tie": pair["tie"]["rate"] or 0.0, "loss": pair["loss"]["rate"] or 0.0}
+
+
+def _win_error(pair: PairRates) -> tuple[float, float]:
+    """How far the win rate's interval reaches above and below it, in %; 0 without an interval."""
+    ci, rate = pair["win"]["ci95"], pair["win"]["rate"] or 0.0
+    return (100 * (ci[1] - rate), 100 * (rate - ci[0])) if ci else (0, 0)
+
+
+def dialogue_figures(result: DialogueResult, colours: dict[str, str] | None = None) -> dict:
     """All charts of a dialogue result page (colours by method, so a subset keeps the full result's colours); no
     BAR(k) when the rubric asks no yes/no question."""
     colours = colours or method_colours(list(result["methods"]))
@@ -143,13 +161,14 @@ def dialogue_figures(result: dict, colours: dict[str, str] | None = None) -> dic
     }
 
 
-def overlay_figure(runs: list[dict], colours: dict[str, str], key: str, title: str, y_title: str) -> dict:
+def overlay_figure(runs: list[dict], colours: dict[str, str], key: Curve, title: str, y_title: str) -> dict:
     """One line per (evaluation, method) of a per-round curve (`al_curve` or `binary_curve`)."""
     traces = []
     for position, run in enumerate(runs):
         style = run_style(position)
-        for name, m in run["result"]["methods"].items():
-            points = m[key]
+        methods: dict[str, MethodScores] = run["result"]["methods"]
+        for name, m in methods.items():
+            points = m[key] or []
             traces.append({
                 "type": "scatter", "mode": "lines+markers", "name": plain(f"{name} · {run['label']}"),
                 "legendgroup": run["id"], "meta": {"evaluation_id": run["id"], "method": name},

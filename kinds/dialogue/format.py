@@ -7,12 +7,12 @@ carry `user_message` and `responses` ({method: reply}); ALOE rounds carry `user`
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from kinds.kind import open_file
+from kinds.kind import Dialogue, StoredFile, open_file
 from kinds.problems import Problem, Report, describe, short_json
 from kinds.readers.jsonl import iter_lines
 from kinds.readers.limits import SETTINGS, Limits, current
@@ -112,6 +112,15 @@ def iter_sessions(stream: BinaryIO, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
         raise ValueError(_no_sessions_message())
 
 
+def dialogue_lines(dialogues: Iterable[Dialogue]) -> bytes:
+    """A dialogue file of conversations (a simulation's): a session per line, PersonaSteer's shape, in UTF-8."""
+    return "".join(json.dumps({"session_id": d.persona_id, "user_profile": d.user_profile,
+                               "user_personality": d.user_personality,
+                               "rounds": [{"round": r.number, "user_message": r.user_message,
+                                           "responses": dict(r.replies)} for r in d.rounds]},
+                              ensure_ascii=False) + "\n" for d in dialogues).encode("utf-8")
+
+
 def parse_session(obj: object, line: int = 1) -> Session:
     """Normalise one parsed line of a validated file; raise ValueError on a problem."""
     state = _FileState()
@@ -153,6 +162,7 @@ def _finish(state: _FileState) -> None:
                 "%(num)s sessions do not number their rounds 1, 2, 3, ... (the first, line %(first)s, has rounds "
                 "%(rounds)s); AL(k) at a missing k counts only the sessions that have that round.",
                 count, first=state.gapped_line, rounds=state.gapped_rounds)))
+    file_format: str | None
     if len(state.formats) == 1:
         file_format = next(iter(state.formats))
     else:
@@ -193,6 +203,8 @@ def _read_session(obj: object, line: int, state: _FileState) -> Session | None:
         state.no_personality += 1
     rounds = _rounds(obj, line, state)
     if state.errors != errors_before:
+        return None
+    if session_id is None or profile is None or personality is None or rounds is None:  # each None with an error
         return None
     return Session(session_id, profile, personality, rounds)
 
@@ -329,6 +341,8 @@ def _round(rnd: dict, index: int, previous: int, line: int, path: str, state: _F
         responses_path = path + (".assistant" if aloe else ".responses")
         _check_methods(responses, number or index + 1, line, responses_path, state)
     if state.errors != errors_before:
+        return None
+    if number is None or message is None or responses is None:  # each None with an error
         return None
     return Round(number, message, responses)
 
@@ -474,7 +488,8 @@ def _method_path(responses_path: str, name: str) -> str:
     return f"{responses_path}[{json.dumps(name, ensure_ascii=False)}]"
 
 
-def iter_sessions_with_offsets(path: str | Path, idx: int = 0, offset: int = 0) -> Iterator[tuple[int, int, Session]]:
+def iter_sessions_with_offsets(path: str | Path | StoredFile, idx: int = 0,
+                               offset: int = 0) -> Iterator[tuple[int, int, Session]]:
     """(index, byte offset, session) for every session of an already validated dialogue file, from session number
     `idx`, which starts at byte `offset` (as iter_sessions_with_offsets gave them)."""
     with open_file(path) as f:
@@ -489,7 +504,7 @@ def iter_sessions_with_offsets(path: str | Path, idx: int = 0, offset: int = 0) 
             idx += 1
 
 
-def read_session(path: str | Path, offset: int) -> Session:
+def read_session(path: str | Path | StoredFile, offset: int) -> Session:
     """The session stored on the line starting at a byte offset."""
     with open_file(path) as f:
         f.seek(offset)

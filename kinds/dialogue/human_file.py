@@ -13,9 +13,10 @@ import io
 import json
 import math
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO
 
 from kinds.dialogue import result_rubric
+from kinds.dialogue.result_rubric import RubricBlock
 from kinds.problems import Problem, Report, describe, short_json
 from kinds.readers import json_text
 from kinds.readers import limits as hard_limits
@@ -26,24 +27,24 @@ KEYS = ("session_id", "round", "method")
 TOTAL = (0.0, 100.0)  # the headline's range
 
 
-def ratings(rubric: dict) -> tuple[str, ...]:
+def ratings(rubric: RubricBlock) -> tuple[str, ...]:
     """The ratings a file may give under a rubric (result_rubric's block): total, binary when it asks a yes/no
     question, then its dimension keys."""
     return ("total", *(("binary",) if result_rubric.has_binary(rubric) else ()), *result_rubric.keys(rubric))
 
 
-def ranges(rubric: dict) -> dict[str, tuple[float, float]]:
+def ranges(rubric: RubricBlock) -> dict[str, tuple[float, float]]:
     """The range of each numeric rating under a rubric: the total's 0-100, each dimension's scale."""
     return {"total": TOTAL, **{d["key"]: (d["min"], d["max"]) for d in rubric["dimensions"]}}
 
 
-def read(stream: BinaryIO, filename: str, cells: set[tuple[str, int]], methods: list[str],
-         rubric: dict | None = None) -> tuple[Report, list[dict]]:
+def read(stream: IO[bytes], filename: str, cells: set[tuple[str, int]], methods: list[str],
+         rubric: RubricBlock | None = None) -> tuple[Report, list[dict]]:
     """Check a ratings file against an evaluation (its (session id, round) pairs and methods) and its rubric
     (result_rubric's block, the default's when None); the report and, when it has no errors, the rows ({line,
     session_id, round, method, total, verdict, and each dimension's rating under its key})."""
-    rubric = rubric or result_rubric.default_block()
-    names, scales = ratings(rubric), ranges(rubric)
+    block = rubric or result_rubric.default_block()
+    names, scales = ratings(block), ranges(block)
     report = Report()
     raw = stream.read(MAX_BYTES + 1)
     if len(raw) > MAX_BYTES:

@@ -295,7 +295,7 @@ def verdict(value: object) -> int | None:
     if type(value) is bool:
         return int(value)
     if type(value) in (int, float) and value in (0, 1):
-        return int(value)  # type: ignore[call-overload]
+        return int(value)
     return VERDICTS.get(value.strip().lower()) if type(value) is str else None
 
 

@@ -8,14 +8,51 @@ reply is the majority of its samples (a tie is left out). kinds/agreement.py doe
 from __future__ import annotations
 
 from itertools import combinations
+from typing import NotRequired, TypedDict
 
 import numpy as np
 
-from kinds.agreement import bootstrap_alpha, bootstrap_kappa, bootstrap_spearman, kendall_tau
+from kinds.agreement import Agreement, bootstrap_alpha, bootstrap_kappa, bootstrap_spearman, kendall_tau
+from kinds.dialogue.metrics import MethodScores
 from kinds.dialogue.prompts import DIMENSIONS
 from kinds.stats import DEFAULT_N_BOOT
 
 N_BOOT = DEFAULT_N_BOOT  # replicates of each interval, as the metrics' intervals
+
+
+class JudgePair(TypedDict):
+    """How far two judges of a panel agree."""
+
+    a: str
+    b: str
+    spearman: Agreement  # of their fine totals
+    kappa: Agreement | None  # Cohen's, of their verdicts; None when the rubric asks no yes/no question
+    method_tau: float | None  # Kendall's tau of the methods' AVG by each
+
+
+class JudgesAgreement(TypedDict):
+    """How far a panel's judges agree (the `agreement` block but people's figures)."""
+
+    krippendorff_alpha: dict[str, Agreement]  # over all judges: "total", "binary" (with a yes/no question), each dimension
+    pairs: list[JudgePair]
+    significant: dict[str, list[list[str]]]  # each judge's significant comparisons after Holm: [a, b, metric]
+
+
+class MethodConsistency(TypedDict):
+    """How much one judge's repeated samples of a method's replies vary."""
+
+    fine_sd: float | None  # the mean standard deviation (n-1) of the fine total, over replies with two samples or more
+    fine_replies: int
+    flip_rate: float | None  # the share of replies whose verdict flips between samples
+    binary_replies: int
+    dimension_sd: NotRequired[dict[str, float | None]]  # each dimension's, on its scale; rubrics other than the default
+
+
+class Consistency(TypedDict):
+    """Self-consistency of each judge asked several times."""
+
+    samples: int  # how many times each judgment was asked
+    by_judge: dict[str, dict[str, MethodConsistency]]  # judge -> method -> figures
 
 
 def vote(binary: float | None) -> int | None:
@@ -32,9 +69,9 @@ def _column(cells: dict, units: list, field: str) -> np.ndarray:
     return np.array([np.nan if v is None else v for v in values], dtype=float)
 
 
-def judges_agreement(labels: list[str], judge_cells: list[dict], method_docs: dict[str, dict],
-                     significant: dict[str, list], dimensions: tuple[str, ...] = DIMENSIONS, binary: bool = True,
-                     n_boot: int = N_BOOT) -> dict:
+def judges_agreement(labels: list[str], judge_cells: list[dict], method_docs: dict[str, dict[str, MethodScores]],
+                     significant: dict[str, list[list[str]]], dimensions: tuple[str, ...] = DIMENSIONS,
+                     binary: bool = True, n_boot: int = N_BOOT) -> JudgesAgreement:
     """Alpha over all judges, Spearman and kappa per pair of judges, and whether they rank the methods alike
     (Kendall's tau of the methods' AVG, and the method differences each judge finds significant after Holm).
 
@@ -48,7 +85,7 @@ def judges_agreement(labels: list[str], judge_cells: list[dict], method_docs: di
     alpha = {field: bootstrap_alpha(np.column_stack(cols), sessions, "nominal" if field == "binary" else "interval",
                                     n_boot=n_boot)
              for field, cols in columns.items()}
-    pairs = []
+    pairs: list[JudgePair] = []
     for i, j in combinations(range(len(labels)), 2):
         avgs = [[method_docs[label][m]["avg"] for m in method_docs[labels[0]]] for label in (labels[i], labels[j])]
         pairs.append({
@@ -62,14 +99,14 @@ def judges_agreement(labels: list[str], judge_cells: list[dict], method_docs: di
 
 
 def consistency(labels: list[str], judge_cells: list[dict], methods: list[str], samples: int,
-                dimensions: tuple[str, ...] = ()) -> dict:
+                dimensions: tuple[str, ...] = ()) -> Consistency:
     """Self-consistency of each judge asked `samples` times: per method, the mean standard deviation (n-1) of the
     fine total over replies with at least two parsed samples, and the share of replies whose verdict flips
     between samples (of those with at least two); with `dimensions`, also the mean standard deviation of each
     dimension's score, on its own scale ("dimension_sd")."""
-    out: dict = {"samples": samples, "by_judge": {}}
+    out: Consistency = {"samples": samples, "by_judge": {}}
     for label, cells in zip(labels, judge_cells):
-        per_method = {}
+        per_method: dict[str, MethodConsistency] = {}
         for method in methods:
             mine = [c for (_idx, _sid, _rnd, m), c in cells.items() if m == method]
             spreads = [float(np.std(c["totals"], ddof=1)) for c in mine if len(c["totals"]) >= 2]

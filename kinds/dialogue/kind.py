@@ -11,6 +11,7 @@ import click
 from common.contract import Flag
 from judge import JudgeConfig, Prompt, mode_key, panel_settings, sample_version, split_mode
 from kinds import search
+from kinds.agreement import Agreement
 from kinds.dialogue import (
     columns,
     figures,
@@ -26,10 +27,13 @@ from kinds.dialogue import (
     views,
 )
 from kinds.dialogue import tables as dialogue_tables
-from kinds.dialogue.format import Session, iter_sessions, iter_sessions_with_offsets, validate
+from kinds.dialogue.format import Session, dialogue_lines, iter_sessions, iter_sessions_with_offsets, validate
+from kinds.dialogue.human_agreement import ScoreAgreement, VerdictAgreement
+from kinds.dialogue.metrics import MethodScores
 from kinds.dialogue.pairwise_mode import (
     PAIR_MODES,
     PAIRWISE_PROMPT_VERSION,
+    Pairwise,
     pair_method,
     pair_prompt,
     pair_template,
@@ -37,20 +41,28 @@ from kinds.dialogue.pairwise_mode import (
 )
 from kinds.dialogue.prompts import MODES, DialogueContext
 from kinds.dialogue.records import CHUNK, STORED, judgment_frame, reply_lengths
-from kinds.dialogue.result import build_result
+from kinds.dialogue.result import AgreementBlock, DialogueResult, JudgeScores, build_result
+from kinds.dialogue.result_rubric import RubricBlock
 from kinds.figures import method_colours
 from kinds.host import Store
 from kinds.kind import (
+    Dialogue,
+    HoldsPersonas,
     Job,
     JobFailed,
-    Kind,
     Metric,
+    OfflineReport,
+    OwnCommands,
+    OwnPages,
+    Paired,
     Plan,
+    RecordsDialogues,
     Sample,
     Site,
     StartError,
     StartRequest,
     StoredFile,
+    TakesAttachments,
     as_flag,
     upload_as,
 )
@@ -68,9 +80,8 @@ CSV_BINARY = ("binary_rate", "ci95_binary_rate_low", "ci95_binary_rate_high", "b
 CSV_COUNTS = ("sessions", "judged", "unparsed", "failed")
 
 
-def csv_columns(result: dict) -> tuple[str, ...]:
+def csv_columns(rubric: RubricBlock) -> tuple[str, ...]:
     """The metric columns of a result's methods CSV, after its rubric."""
-    rubric = result_rubric.of(result)
     return (*CSV_COLUMNS, *(CSV_BINARY if result_rubric.has_binary(rubric) else ()), *result_rubric.keys(rubric),
             *CSV_COUNTS)
 
@@ -139,34 +150,72 @@ def _rubric_value(rubric: Rubric) -> str:
     return rubric.id if rubric.builtin else rubric.sha256
 
 
-def _agreement_table(agreement: dict) -> tuple[tuple, list[tuple]]:
+def _methods_table(methods: dict[str, MethodScores], rubric: RubricBlock) -> tuple[tuple, list[tuple]]:
+    """One row per method of its metrics (csv_columns: each CSV_COLUMNS's, the yes/no question's when the rubric asks
+    one, each dimension's), as the methods CSV has them."""
+    columns = csv_columns(rubric)
+    rows = []
+    for name, m in methods.items():
+        avg_low, avg_high = m["ci95"]["avg"] or (None, None)
+        rate_low, rate_high = m["ci95"]["binary_rate"] or (None, None)
+        flat = {**m, **m["dimensions"], "ci95_avg_low": avg_low, "ci95_avg_high": avg_high,
+                "ci95_binary_rate_low": rate_low, "ci95_binary_rate_high": rate_high}
+        rows.append((name, *(flat.get(c) for c in columns)))
+    return ("method", *columns), rows
+
+
+def _judges_table(result: DialogueResult, by_judge: dict[str, JudgeScores]) -> tuple[tuple, list[tuple]]:
+    """Each judge's methods table, then the panel's, under the panel's rubric: `judges.csv`."""
+    rubric = result_rubric.of(result)
+    header, rows = _methods_table(result["methods"], rubric)
+    own = [(label, *row) for label, doc in by_judge.items() for row in _methods_table(doc["methods"], rubric)[1]]
+    return ("judge", *header), own + [("panel", *row) for row in rows]
+
+
+def _figure(agreement: Agreement) -> tuple:
+    """An agreement figure's (value, low, high, n) cells."""
+    return agreement["value"], agreement["low"], agreement["high"], agreement["n"]
+
+
+def _statistics(figures: ScoreAgreement | VerdictAgreement) -> list[tuple[str, Agreement]]:
+    """A rater's figures against people on one score, by statistic, in the result's order."""
+    if "kappa" in figures:
+        return [("kappa", figures["kappa"]), ("alpha", figures["alpha"])]
+    return [("spearman", figures["spearman"]), ("alpha", figures["alpha"])]
+
+
+def _agreement_table(agreement: AgreementBlock) -> tuple[tuple, list[tuple]]:
     """Every agreement figure (between a panel's judges, and with people) as (statistic, score, raters, value, low,
-    high, n) rows."""
-    figure = ("value", "low", "high", "n")
-    rows = [("krippendorff_alpha", field, "all judges", *(a[k] for k in figure))
+    high, n) rows; a pair of judges has no kappa when the rubric asks no yes/no question."""
+    header = ("statistic", "score", "raters", "value", "ci95_low", "ci95_high", "n")
+    rows = [("krippendorff_alpha", field, "all judges", *_figure(a))
             for field, a in agreement.get("krippendorff_alpha", {}).items()]
     for p in agreement.get("pairs", []):
         judges = f"{p['a']} | {p['b']}"
-        rows += [("spearman", "total", judges, *(p["spearman"][k] for k in figure)),
-                 ("cohen_kappa", "binary", judges, *(p["kappa"][k] for k in figure)),
+        rows += [("spearman", "total", judges, *_figure(p["spearman"])),
+                 *([("cohen_kappa", "binary", judges, *_figure(p["kappa"]))] if p["kappa"] else []),
                  ("kendall_tau_method_avg", "avg", judges, p["method_tau"], None, None, None)]
-    human = agreement.get("human") or {"by_rater": {}, "ranking": {"kendall_tau": {}}}
+    human = agreement.get("human")
+    if not human:
+        return header, rows
     for label, f in human["by_rater"].items():
         raters = f"people | {label}"
-        scores = [("total", f.get("total")), ("binary", f.get("binary")), *f["dimensions"].items()]
-        rows += [(statistic, score, raters, *(value[k] for k in figure))
-                 for score, figures in scores if figures for statistic, value in figures.items()]
-        if label in human["ranking"]["kendall_tau"]:
-            rows.append(("kendall_tau_method_mean", human["ranking"]["by"], raters,
-                         human["ranking"]["kendall_tau"][label], None, None, None))
-    return ("statistic", "score", "raters", "value", "ci95_low", "ci95_high", "n"), rows
+        scores: list[tuple[str, ScoreAgreement | VerdictAgreement | None]] = [
+            ("total", f.get("total")), ("binary", f.get("binary")), *f.get("dimensions", {}).items()]
+        rows += [(statistic, score, raters, *_figure(value))
+                 for score, figures in scores if figures for statistic, value in _statistics(figures)]
+        ranking = human["ranking"]
+        if label in ranking["kendall_tau"]:
+            rows.append(("kendall_tau_method_mean", ranking["by"], raters, ranking["kendall_tau"][label], None, None,
+                         None))
+    return header, rows
 
 
-def _pairwise_table(pairwise: dict) -> tuple[tuple, list[tuple]]:
+def _pairwise_table(pairwise: Pairwise) -> tuple[tuple, list[tuple]]:
     """Pairwise mode's figures: per judge (and panel) and pair, the win / tie / loss rates with their intervals."""
     blocks = [*pairwise["judges"].items(), *([("panel", pairwise["panel"])] if pairwise.get("panel") else [])]
     rows = [(label, p["a"], p["b"], *(x for k in ("win", "tie", "loss") for x in (p[k]["rate"], *(p[k]["ci95"] or
-                                                                                                   [None, None]))),
+                                                                                                   (None, None)))),
              p["position_consistency"], p["n"], block["bradley_terry"]["strengths"].get(p["a"]),
              block["bradley_terry"]["strengths"].get(p["b"]))
             for label, block in blocks for p in block["pairs"]]
@@ -175,7 +224,8 @@ def _pairwise_table(pairwise: dict) -> tuple[tuple, list[tuple]]:
     return header, rows
 
 
-class DialogueKind(Kind):
+class DialogueKind(RecordsDialogues[DialogueResult], Paired[DialogueResult], OfflineReport[DialogueResult],
+                   TakesAttachments, HoldsPersonas, OwnPages, OwnCommands):
     """PersonaSteer / ALOE / RLPA style JSONL: sessions of rounds, one reply per method per round."""
 
     name = "dialogue"
@@ -184,7 +234,6 @@ class DialogueKind(Kind):
     headline_label = _l("Average AL")
     extension = ".jsonl"
     fallback = True  # any file no other kind claims is read as dialogue JSONL, whose problems say what is wrong
-    offline_report = True
     format_version = 2  # 2: the length_bias block says whether the file tells reply length from method
     score_columns = prompts.DIMENSIONS  # the default rubric's; an evaluation's own are its rubric's keys
     tables = (*dialogue_tables.TABLES, rubric_store.TABLE)  # people's ratings and reviews, the rubrics people add
@@ -208,7 +257,6 @@ class DialogueKind(Kind):
                                 help="Dialogue: also compare every two methods' replies at each round, in both "
                                      "orders (win rates and a Bradley-Terry ranking)."))
 
-    holds_personas = True  # a simulation may replay the users of a dialogue file
     nav = (("rubrics.page", _l("Rubrics")),)
     settings_nav = (("rubrics.page", _l("Rubrics: the judging protocols (add, view, download, delete)")),)
     admin_paths = rubric_routes.ADMIN_PATHS  # adding and deleting a rubric, as changing the judge settings
@@ -224,11 +272,9 @@ class DialogueKind(Kind):
 
     def check_attachment(self, name: str, stream: BinaryIO, filename: str, upload: dict, options: Mapping[str, str],
                          site: Site) -> Report:
-        """A scores file (imported.py): every reply it names is the upload's and scored once under the rubric
-        named (`rubric`, else the default one, or bare totals), and every reply of the methods it scores has its
-        scores."""
-        if name != imported.NAME:
-            return super().check_attachment(name, stream, filename, upload, options, site)
+        """A scores file (imported.py, the one attachment): every reply it names is the upload's and scored once
+        under the rubric named (`rubric`, else the default one, or bare totals), and every reply of the methods it
+        scores has its scores."""
         return imported.check(stream, filename, upload, options, site)
 
     def personas(self, stream: BinaryIO) -> Iterator[dict]:
@@ -237,6 +283,10 @@ class DialogueKind(Kind):
         for session in iter_sessions(stream):
             yield {"persona_id": session.session_id, "user_profile": session.user_profile,
                    "user_personality": session.user_personality, "scenario": "", "opening": ""}
+
+    def dialogue_file(self, dialogues: Iterable[Dialogue]) -> bytes:
+        """A session per conversation (its persona's id as session_id), JSON Lines."""
+        return dialogue_lines(dialogues)
 
     def needs_judge(self, evaluation: dict) -> bool:
         """Every dialogue evaluation is judged, but those of scores imported from another judge."""
@@ -351,7 +401,7 @@ class DialogueKind(Kind):
     def _imported(job: Job, scores: dict) -> Iterator[tuple[tuple, dict]]:
         attachment = job.store.get_attachment(scores["id"])
         file = job.site.file_of_attachment(attachment) if attachment else None
-        if file is None or not file.exists():
+        if attachment is None or file is None or not file.exists():
             raise JobFailed(_("The scores file %(file)s of this evaluation is no longer kept; attach it again.",
                               file=scores["filename"]))
         rubric = rubric_store.of_evaluation(job.store, job.evaluation)
@@ -359,7 +409,7 @@ class DialogueKind(Kind):
         yield from imported.outcomes(file, attachment["filename"], None if rubric == rubric_store.BARE_TOTALS
                                      else rubric, indexes, job.evaluation["methods"], job.evaluation["settings"]["modes"])
 
-    def score(self, job: Job) -> dict:
+    def score(self, job: Job) -> DialogueResult:
         """The dialogue result document from everything judged (or imported) so far."""
         evaluation_id = job.evaluation["id"]
         rubric = rubric_store.of_evaluation(job.store, job.evaluation)
@@ -397,11 +447,11 @@ class DialogueKind(Kind):
         context = {"colours": method_colours(record["methods"]),
                    **result_rubric.page_values(result_rubric.of_record(record, site.store))}
         if record.get("result"):
-            full = record["result"]
+            full: DialogueResult = record["result"]
             overrides = args.get("overrides") == "1" and "overrides" in full  # people's overrides applied
             if overrides:
                 full = {**full, "methods": full["overrides"]["methods"]}
-            chosen = views.chosen_methods(full, args)
+            chosen = views.chosen_methods(list(full["methods"]), args)
             result = views.with_methods(full, chosen)
             tables = views.result_tables(result)
             context["overrides_applied"] = overrides
@@ -412,48 +462,35 @@ class DialogueKind(Kind):
                            failures=views.failures(record, site.store), **tables)
         return context
 
-    def figures(self, result: dict, record: dict, args: Mapping) -> dict:
+    def figures(self, result: DialogueResult, record: dict, args: Mapping) -> dict:
         """Curves and radar, each method in the colour it has in the whole result."""
         return figures.dialogue_figures(result, method_colours(record["methods"]))
 
-    def csv(self, result: dict) -> tuple[tuple, list[tuple]]:
+    def csv(self, result: DialogueResult) -> tuple[tuple, list[tuple]]:
         """One row per method: every metric with its confidence intervals, the yes/no question's when its rubric
         asks one, and each dimension's mean under its key."""
-        columns = csv_columns(result)
-        rows = []
-        for name, m in result["methods"].items():
-            ci_avg = m["ci95"]["avg"] or [None, None]
-            ci_bin = m["ci95"]["binary_rate"] or [None, None]
-            flat = {**m, **m["dimensions"], "ci95_avg_low": ci_avg[0], "ci95_avg_high": ci_avg[1],
-                    "ci95_binary_rate_low": ci_bin[0], "ci95_binary_rate_high": ci_bin[1]}
-            rows.append((name, *(flat.get(c) for c in columns)))
-        return ("method", *columns), rows
+        return _methods_table(result["methods"], result_rubric.of(result))
 
     def score_columns_of(self, record: dict, store: Store | None = None) -> tuple[str, ...]:
         """The dimension keys of the evaluation's rubric, in its order."""
         return result_rubric.keys(result_rubric.of_record(record, store))
 
-    def downloads(self, result: dict) -> dict:
+    def downloads(self, result: DialogueResult) -> dict:
         """`comparisons.csv`: every pairwise method difference with its interval, p-value and Holm's correction;
         with a panel `judges.csv` (each judge's metrics) and `agreement.csv` (every agreement figure)."""
         header = ("a", "b", "metric", "diff", "ci95_low", "ci95_high", "significant", "sessions", "p_value", "p_holm",
                   "significant_holm")
         tables = {"comparisons": lambda: (header, [
-            tuple((c.get("ci95") or [None, None])[0 if k == "ci95_low" else 1] if k.startswith("ci95") else c.get(k)
+            tuple((c.get("ci95") or (None, None))[0 if k == "ci95_low" else 1] if k.startswith("ci95") else c.get(k)
                   for k in header) for c in result["comparisons"]])}
-        if result.get("by_judge"):
-            tables["judges"] = lambda: self._judges_table(result)
-        if result.get("agreement"):
-            tables["agreement"] = lambda: _agreement_table(result["agreement"])
-        if result.get("pairwise"):
-            tables["pairwise"] = lambda: _pairwise_table(result["pairwise"])
+        by_judge, agreement, pairwise = result.get("by_judge"), result.get("agreement"), result.get("pairwise")
+        if by_judge:
+            tables["judges"] = lambda: _judges_table(result, by_judge)
+        if agreement:
+            tables["agreement"] = lambda: _agreement_table(agreement)
+        if pairwise:
+            tables["pairwise"] = lambda: _pairwise_table(pairwise)
         return tables
-
-    def _judges_table(self, result: dict) -> tuple[tuple, list[tuple]]:
-        header, rows = self.csv(result)
-        rubric = {"rubric": result_rubric.of(result)}  # each judge's metrics, under the panel's rubric
-        own = [(label, *row) for label, doc in result["by_judge"].items() for row in self.csv({**doc, **rubric})[1]]
-        return ("judge", *header), own + [("panel", *row) for row in rows]
 
     def blueprints(self) -> list:
         """Attaching people's ratings to an evaluation, reviewing single judgments, and the rubrics: pages and API."""
@@ -488,7 +525,10 @@ class DialogueKind(Kind):
     @staticmethod
     def _grid_view(record: dict, args: Mapping, site: Site) -> tuple[str, dict] | None:
         methods = record["methods"]
-        path = site.file_of(site.store.get_upload(record["upload_id"]))
+        upload = site.store.get_upload(record["upload_id"])
+        if upload is None:
+            return None
+        path = site.file_of(upload)
         rubric = result_rubric.of_record(record, site.store)
         context = {"colours": method_colours(methods), "methods": methods, "shown": methods, "toggles": [],
                    "error": None, "rows": [], "page": 1, **result_rubric.page_values(rubric),
@@ -504,7 +544,7 @@ class DialogueKind(Kind):
         context["rows"], context["page"], context["pages"] = triage.page_of(rows, args, path, site.store,
                                                                             record["upload_id"], methods, keys)
         context["count"] = len(rows)
-        context["shown"] = views.chosen_methods({"methods": methods}, args)  # the columns shown: `methods=A,B`
+        context["shown"] = views.chosen_methods(methods, args)  # the columns shown: `methods=A,B`
         context["toggles"] = views.method_toggles(methods, context["shown"])
         return "dialogue/grid.html", context
 
@@ -518,6 +558,8 @@ class DialogueKind(Kind):
         if stored is None:
             return None
         upload = site.store.get_upload(record["upload_id"])
+        if upload is None:
+            return None
         job = Job(record, upload, site.file_of(upload), site,
                   config=replace(JudgeConfig(), language=record["settings"].get("language") or JudgeConfig().language))
         asked = next((prompt for found, prompt in self.requests(job, {key}) if found == key),
@@ -546,7 +588,7 @@ class DialogueKind(Kind):
         """One sample per judged reply (session, round, method): its score, verdict and dimensions, its text."""
         return paired_samples.paired_samples(record, site)
 
-    def paired_metrics_for(self, results: list[dict]) -> tuple[Metric, ...]:
+    def paired_metrics_for(self, results: list[DialogueResult]) -> tuple[Metric, ...]:
         """AVG, the yes/no rate and each dimension when the runs share a rubric (the one asks a yes/no question);
         AVG only, the 0-100 headline every rubric has, when they were judged under different rubrics."""
         return paired_samples.metrics_for(results)
@@ -559,11 +601,11 @@ class DialogueKind(Kind):
         """The methods scored."""
         return list(evaluation.get("methods") or [])
 
-    def headline(self, result: dict) -> list[list]:
+    def headline(self, result: DialogueResult) -> list[list]:
         """Each method's average AL."""
         return [[name, method["avg"]] for name, method in result["methods"].items()]
 
-    def run_label(self, result: dict) -> str:
+    def run_label(self, result: DialogueResult) -> str:
         """The judge model, or a panel's models; the file of imported scores."""
         scores = result["judge"].get("imported")
         if scores:
@@ -576,7 +618,7 @@ class DialogueKind(Kind):
 
     def report_context(self, record: dict) -> dict:
         """Figures and tables of the offline report."""
-        result = record["result"]
+        result: DialogueResult = record["result"]
         colours = method_colours(record["methods"])
         return {"figures": figures.dialogue_figures(result, colours), "colours": colours,
                 **views.result_tables(result)}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from itertools import combinations
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 import numpy as np
 
@@ -25,13 +26,102 @@ from kinds import stats
 from kinds.comparisons import holm
 from kinds.dialogue.prompts import DIMENSIONS
 
-pd = lazy("pandas")  # loaded when a dialogue result is first scored, not when the app starts
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy("pandas")  # loaded when a dialogue result is first scored, not when the app starts
 
 REQUIRED_COLUMNS = ("session", "round", "method", "mode", "status")
 HOLM_ALPHA = 0.05  # family-wise error rate of the pairwise method differences of one metric
 
 
-def curve_statistics(rounds: list[int], values: list[float]) -> dict:
+class CurvePoint(TypedDict):
+    """One round k of a curve: the mean over the sessions that have round k, and their number."""
+
+    round: int
+    value: float
+    n: int
+    # AL(k)'s and BAR(k)'s: the 95% bootstrap interval over sessions (None with fewer than 2); the dimension curves'
+    # points have none
+    ci95: NotRequired[list[float] | None]
+
+
+class NormalisedPoint(TypedDict):
+    """One round of a min-max normalised curve."""
+
+    round: int
+    value: float
+
+
+class CurveStatistics(TypedDict):
+    """What a curve says (curve_statistics); None where a number does not exist."""
+
+    avg: float | None
+    slope: float | None
+    intercept: float | None
+    r2: float | None
+    normalised: list[float]  # the curve min-max normalised to [0, 1]
+    n_ir: float | None  # the normalised curve's slope
+    n_r2: float | None
+
+
+class Intervals(TypedDict):
+    """95% bootstrap intervals over sessions (None with fewer than 2)."""
+
+    avg: list[float] | None
+    binary_rate: list[float] | None
+
+
+class MethodScores(TypedDict):
+    """One method's metrics (docs/metrics.md#dialogue); a figure that does not exist is None."""
+
+    al_curve: list[CurvePoint]  # AL(k): the mean fine score by round
+    avg: float | None  # AVG: the mean of AL(k)
+    slope: float | None
+    intercept: float | None
+    r2: float | None
+    n_al_curve: list[NormalisedPoint]
+    n_ir: float | None
+    n_r2: float | None
+    binary_curve: list[CurvePoint] | None  # BAR(k); None when the rubric asks no yes/no question
+    # the yes/no question's figures (None when the rubric asks none): the rate of all verdicts x 100, then those of
+    # BAR(k) as curve_statistics gives them
+    binary_rate: float | None
+    binary_avg: float | None
+    binary_slope: float | None
+    binary_intercept: float | None
+    binary_r2: float | None
+    binary_n_ir: float | None
+    binary_n_r2: float | None
+    dimensions: dict[str, float | None]  # each dimension of the rubric: its mean, on its own scale
+    ci95: Intervals
+    sessions: int  # sessions with a valid judgment
+    judged: int  # valid judgments: fine and binary, then each
+    judged_fine: int
+    judged_binary: int
+    unparsed: int  # answers that did not parse, or parsed to an invalid value
+    failed: int
+    pending: int
+    dimension_curves: NotRequired[dict[str, list[CurvePoint]]]  # each dimension's mean by round; rubrics other
+    # than the default only
+
+
+class Comparison(TypedDict):
+    """The paired difference a - b of two methods' per-session means, over the sessions both have."""
+
+    a: str
+    b: str
+    metric: str  # "fine" (the fine score), or "binary" (the keep-chatting rate, x 100)
+    diff: float | None
+    ci95: list[float] | None  # bootstrap over the sessions
+    significant: bool  # the interval excludes 0
+    sessions: int
+    p_value: float | None  # paired t-test
+    p_holm: float | None  # after Holm's correction over the pairs of methods of this metric
+    significant_holm: bool  # p_holm <= HOLM_ALPHA
+
+
+def curve_statistics(rounds: list[int], values: list[float]) -> CurveStatistics:
     """Summarise a curve: mean, OLS slope/intercept/R2, min-max normalised curve, its slope/R2."""
     fit = stats.ols(rounds, values)
     normalised = stats.min_max_normalise(values)
@@ -87,13 +177,13 @@ def _session_matrix(cells: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return sums, counts
 
 
-def round_curve(cells: pd.Series, scale: float) -> tuple[list[dict], dict]:
+def round_curve(cells: pd.Series, scale: float) -> tuple[list[CurvePoint], CurveStatistics]:
     """AL(k) (scale 1, fine cells) or BAR(k) (scale 100, binary cells): per round k, the mean over sessions of the
     (session, round) cells with their number, and the curve_statistics of those means."""
     by_round = cells.groupby(level="round").agg(["mean", "count"])
     rounds = [int(k) for k in by_round.index]
     values = [float(v) * scale for v in by_round["mean"]]
-    points = [
+    points: list[CurvePoint] = [
         {"round": k, "value": v, "n": int(n)} for k, v, n in zip(rounds, values, by_round["count"])
     ]
     return points, curve_statistics(rounds, values)
@@ -103,7 +193,8 @@ class _WeightCache:
     """Bootstrap weight matrices by number of sessions, built once per scoring call."""
 
     def __init__(self, n_boot: int, seed: int):
-        self.n_boot, self.seed, self._cache = n_boot, seed, {}
+        self.n_boot, self.seed = n_boot, seed
+        self._cache: dict[int, np.ndarray] = {}
 
     def get(self, n: int) -> np.ndarray | None:
         if n < 2:
@@ -119,7 +210,7 @@ def bootstrap_mean_ci(sums: np.ndarray, counts: np.ndarray, scale: float, weight
     return None if ci is None else [v * scale for v in ci]
 
 
-def add_round_cis(points: list[dict], sums: np.ndarray, counts: np.ndarray, scale: float,
+def add_round_cis(points: list[CurvePoint], sums: np.ndarray, counts: np.ndarray, scale: float,
                   weights: _WeightCache) -> None:
     """Give every curve point its 95% bootstrap interval over sessions (None with fewer than 2)."""
     w = weights.get(sums.shape[0])
@@ -156,7 +247,7 @@ class _Judgments:
 
 
 def _method_result(j: _Judgments, weights: _WeightCache, dimensions: tuple[str, ...], binary: bool = True,
-                   dimension_curves: bool = False) -> dict:
+                   dimension_curves: bool = False) -> MethodScores:
     al_curve, al = round_curve(j.fine_cells, 1.0)
     bar_curve, bar = round_curve(j.binary_cells, 100.0)
 
@@ -174,7 +265,7 @@ def _method_result(j: _Judgments, weights: _WeightCache, dimensions: tuple[str, 
 
     status = j.rows["status"]
     sessions = set(j.fine["session"]) | set(j.binary["session"])
-    document = {
+    document: MethodScores = {
         "al_curve": al_curve,
         "avg": al["avg"],
         "slope": al["slope"],
@@ -214,11 +305,11 @@ def binary_rate(binary_cells: pd.Series) -> float:
 
 
 def method_comparisons(per_method: dict, methods: list[str], weights: _WeightCache,
-                       metrics: tuple[str, ...] = ("fine", "binary")) -> list[dict]:
+                       metrics: tuple[str, ...] = ("fine", "binary")) -> list[Comparison]:
     """Per pair of methods (a, b) and metric (fine, and binary when the rubric asks a yes/no question): the mean
     difference a - b of per-session means over the sessions both have, its bootstrap CI, its paired t-test p-value
     and that p-value after Holm's correction."""
-    out = []
+    out: list[Comparison] = []
     for a, b in combinations(methods, 2):
         for metric in metrics:
             left, right = per_method[a][metric], per_method[b][metric]
@@ -238,6 +329,8 @@ def method_comparisons(per_method: dict, methods: list[str], weights: _WeightCac
                     "significant": result.significant,
                     "sessions": result.n,
                     "p_value": result.p_value,
+                    "p_holm": None,  # set below, once the family is known
+                    "significant_holm": False,
                 }
             )
     # Holm's correction over the method pairs of each metric: with many methods some CIs exclude 0 by chance.
@@ -257,7 +350,7 @@ def score_methods(
     dimensions: tuple[str, ...] = DIMENSIONS,
     binary: bool = True,
     dimension_curves: bool = False,
-) -> tuple[dict, list]:
+) -> tuple[dict[str, MethodScores], list[Comparison]]:
     """Score judgments into per-method metrics (docs/result-documents.md) and pairwise comparisons; `dimensions` are
     the rubric's keys, `binary` whether it asks a yes/no question (without one the binary figures are null and only
     the fine scores are compared), `dimension_curves` whether each dimension's mean by round is given too."""
@@ -265,7 +358,8 @@ def score_methods(
     frame = _frame(records, value_columns)
     valid_all = _valid_mask(frame)
     weights = _WeightCache(n_boot, seed)
-    results, session_means = {}, {}
+    results: dict[str, MethodScores] = {}
+    session_means = {}
     columns = frame[list(REQUIRED_COLUMNS + value_columns)]
     for name in methods:  # one method's rows at a time: a copy of a method's judgments, not of all of them
         mine = (frame["method"] == name).to_numpy()

@@ -12,7 +12,7 @@ every rubric makes (their dimensions, scales and questions are not the same thin
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from urllib.parse import urlencode
 
 from judge import judge_labels
@@ -20,6 +20,7 @@ from kinds.dialogue import result_rubric
 from kinds.dialogue.format import iter_sessions_with_offsets
 from kinds.dialogue.panel import by_judge, cells, panel_records
 from kinds.dialogue.records import CHUNK, STORED, judgment_frame
+from kinds.dialogue.result_rubric import HasRubric
 from kinds.kind import Metric, Sample, Site
 from translations import lazy_gettext as _l
 
@@ -37,7 +38,7 @@ METRICS = (  # under the default rubric
 )
 
 
-def metrics_for(results: list[dict]) -> tuple[Metric, ...]:
+def metrics_for(results: Sequence[HasRubric]) -> tuple[Metric, ...]:
     """The metrics runs with these result documents pair on: AVG, the yes/no rate (when their rubric asks a yes/no
     question) and each dimension (labelled in the page's language) when they share a rubric; AVG only otherwise."""
     if not result_rubric.same_rubric(results):
@@ -64,8 +65,11 @@ def paired_samples(record: dict, site: Site) -> Iterator[Sample]:
     rubric = result_rubric.of_record(record, site.store)
     dimensions = result_rubric.keys(rubric)
     questions = ("fine", "binary") if result_rubric.has_binary(rubric) else ("fine",)
+    upload = site.store.get_upload(record["upload_id"])
+    if upload is None:
+        return
     judged = reply_cells(record, site, dimensions)
-    path = site.file_of(site.store.get_upload(record["upload_id"]))
+    path = site.file_of(upload)
     for idx, _offset, session in iter_sessions_with_offsets(path):
         for rnd in session.rounds:
             for method, reply in rnd.responses.items():

@@ -14,9 +14,10 @@ import json
 import re
 from collections import defaultdict
 from itertools import combinations
+from typing import NotRequired, TypedDict
 
 from judge import LANGUAGES, Prompt, split_mode
-from kinds.comparisons import bradley_terry, pair_outcome, position_consistent, win_rates
+from kinds.comparisons import WinRates, bradley_terry, pair_outcome, position_consistent, win_rates
 from kinds.dialogue.prompts import DialogueContext
 from kinds.stats import DEFAULT_N_BOOT, DEFAULT_SEED
 from translations import _
@@ -133,13 +134,46 @@ def _pair_fields(text: str) -> tuple[dict | None, str | None]:
     return {"verdict": verdict}, None
 
 
-def _summary(outcomes: list[tuple[str, str, str, int, bool]], methods: list[str], n_boot: int, seed: int) -> dict:
+class PairRates(WinRates):
+    """Method a against method b: a's win, tie and loss rates (clusters: sessions)."""
+
+    a: str
+    b: str
+    position_consistency: float | None  # the share of its outcomes judged the same in both orders; None without any
+
+
+class Strengths(TypedDict):
+    """A Bradley-Terry fit of the outcomes (kinds.comparisons.bradley_terry)."""
+
+    strengths: dict[str, float]  # summing to 1
+    ranking: list[str]  # strongest first
+    converged: bool
+
+
+class PairwiseSummary(TypedDict):
+    """One judge's pairwise outcomes (or a panel's, pooled)."""
+
+    pairs: list[PairRates]  # every pair of methods, in the methods' order
+    position_consistency: float | None  # over all outcomes
+    outcomes: int
+    bradley_terry: Strengths
+
+
+class Pairwise(TypedDict):
+    """The `pairwise` block of a dialogue result."""
+
+    judges: dict[str, PairwiseSummary]  # each judge's
+    panel: NotRequired[PairwiseSummary]  # every judge's outcomes pooled; a panel only
+
+
+def _summary(outcomes: list[tuple[str, str, str, int, bool]], methods: list[str], n_boot: int,
+             seed: int) -> PairwiseSummary:
     """Win, tie and loss rates per pair (clusters: sessions), position consistency and Bradley-Terry strengths,
     from (a, b, outcome for a, session, position consistent) tuples."""
     by_pair: dict[tuple[str, str], list] = defaultdict(list)
     for a, b, outcome, session, consistent in outcomes:
         by_pair[(a, b)].append((outcome, session, consistent))
-    rows = []
+    rows: list[PairRates] = []
     for a, b in pairs(methods):
         found = by_pair.get((a, b), [])
         rates = win_rates([o for o, _s, _c in found], [s for _o, s, _c in found], n_boot=n_boot, seed=seed)
@@ -153,7 +187,7 @@ def _summary(outcomes: list[tuple[str, str, str, int, bool]], methods: list[str]
 
 
 def pairwise_result(judgments: list[dict], methods: list[str], labels: list[str], n_boot: int = DEFAULT_N_BOOT,
-                    seed: int = DEFAULT_SEED) -> dict:
+                    seed: int = DEFAULT_SEED) -> Pairwise:
     """The `pairwise` block of a dialogue result: per judge (and for a panel, all judges' outcomes pooled) the
     win / tie / loss rates of each pair with 95% cluster-bootstrap intervals over sessions, the share of pairs
     judged the same way in both orders, and a Bradley-Terry ranking of the methods. Each (session, round, pair,
@@ -170,7 +204,7 @@ def pairwise_result(judgments: list[dict], methods: list[str], labels: list[str]
             first, swapped = VERDICTS[verdicts["pair_ab"]], VERDICTS[verdicts["pair_ba"]]
             by_judge[judge].append((a, b, pair_outcome(first, swapped), session,
                                     position_consistent(first, swapped)))
-    document = {"judges": {label: _summary(by_judge[n], methods, n_boot, seed) for n, label in enumerate(labels)}}
+    document: Pairwise = {"judges": {label: _summary(by_judge[n], methods, n_boot, seed) for n, label in enumerate(labels)}}
     if len(labels) > 1:
         document["panel"] = _summary([o for n in range(len(labels)) for o in by_judge[n]], methods, n_boot, seed)
     return document

@@ -12,13 +12,17 @@ disagree) counts as 0.5, half a "keep chatting", rather than favouring either si
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from common.lazy_modules import lazy
 from judge import split_mode
 from kinds.dialogue.prompts import DIMENSIONS, MODES
 from kinds.dialogue.records import as_records, judgment_frame
 
-pd = lazy("pandas")
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy("pandas")
 
 def by_judge(frame: pd.DataFrame, judges: int) -> list[pd.DataFrame]:
     """Each judge's dialogue judgments (fine and binary, every sample; records.judgment_frame), their mode the
@@ -80,9 +84,9 @@ def panel_records(per_judge: list[pd.DataFrame], dimensions: tuple[str, ...] = D
     """Records of the panel in the shape metrics.score_methods reads: per reply, one fine record (mean of the
     judges' totals and dimensions) and one binary record (majority verdict); the judgments that failed, did not
     parse or are pending are passed through so that the panel counts them too."""
-    per_judge = [as_records(frame) for frame in per_judge]
-    judged = [cells(records, dimensions) for records in per_judge]
-    records = [j for judge in per_judge for j in judge if not _valid(j)]
+    judges_records = [as_records(frame) for frame in per_judge]
+    judged = [cells(records, dimensions) for records in judges_records]
+    records = [j for judge in judges_records for j in judge if not _valid(j)]
     for key in sorted(set().union(*judged), key=str):
         idx, session_id, rnd, method = key
         mine = [c[key] for c in judged if key in c]

@@ -11,14 +11,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from common.lazy_modules import lazy
 from kinds.dialogue.format import iter_sessions_with_offsets
 from kinds.dialogue.prompts import DIMENSIONS
+from kinds.kind import StoredFile
 
-pd = lazy("pandas")
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy("pandas")
 
 TEXT = ("session_id", "method", "mode", "status")
 KEYS = ("session_idx", "session_id", "round", "method", "mode", "status")
@@ -45,7 +50,7 @@ def judgment_frame(rows: Iterable[dict] | pd.DataFrame, size: int = 0,
     columns_of = columns(dimensions)
     values_of = columns_of[len(KEYS):]
     arrays = {c: np.empty(size, dtype=float if c in values_of else np.int32) for c in columns_of}  # int32: text codes too
-    codes: dict[str, dict[str, int]] = {c: {} for c in TEXT}
+    codes: dict[str, dict[Any, int]] = {c: {} for c in TEXT}  # a session id may be a number
     filled = 0
     while chunk := list(islice(rows, CHUNK)):
         end = filled + len(chunk)
@@ -60,13 +65,15 @@ def judgment_frame(rows: Iterable[dict] | pd.DataFrame, size: int = 0,
                 values = [found.setdefault(v, len(found)) for v in values]
             arrays[column][filled:end] = values  # None becomes NaN in the float columns
         filled = end
-    found_columns = {}
+    found_columns: dict[str, np.ndarray | pd.Categorical] = {}
     for column in columns_of:
-        values = arrays.pop(column)[:filled]
+        kept = arrays.pop(column)[:filled]
         if column in TEXT:
             categories = list(codes[column])
-            values = pd.Categorical.from_codes(values, categories).reorder_categories(sorted(categories))
-        found_columns[column] = values
+            text = pd.Categorical.from_codes(np.asarray(kept, dtype=np.int32), pd.Index(categories))
+            found_columns[column] = text.reorder_categories(sorted(categories))
+        else:
+            found_columns[column] = kept
     return pd.DataFrame(found_columns, copy=False)  # the arrays as they are, not copied into one block
 
 
@@ -103,7 +110,7 @@ class ReplyLengths:
         return np.where(known & (self.keys[at] == keys), self.lengths[at], -1)
 
 
-def reply_lengths(path: str | Path, methods: list[str]) -> ReplyLengths:
+def reply_lengths(path: str | Path | StoredFile, methods: list[str]) -> ReplyLengths:
     """The replies' lengths in characters, read from the uploaded file."""
     idx, rounds, codes, lengths = array("q"), array("q"), array("q"), array("q")
     for session_idx, _offset, session in iter_sessions_with_offsets(path):

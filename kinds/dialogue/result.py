@@ -2,26 +2,97 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from common.lazy_modules import lazy
 from judge import JudgeConfig, judge_labels, judge_summary, split_mode, usage_totals
-from kinds.dialogue.human_agreement import human_agreement
-from kinds.dialogue.judge_agreement import consistency, judges_agreement
-from kinds.dialogue.length_bias import length_bias
-from kinds.dialogue.metrics import score_methods
-from kinds.dialogue.pairwise_mode import PAIR_MODES, pairwise_result
+from kinds.agreement import Agreement
+from kinds.dialogue.human_agreement import HumanAgreement, human_agreement
+from kinds.dialogue.judge_agreement import Consistency, JudgePair, consistency, judges_agreement
+from kinds.dialogue.length_bias import LengthBias, length_bias
+from kinds.dialogue.metrics import Comparison, MethodScores, score_methods
+from kinds.dialogue.pairwise_mode import PAIR_MODES, Pairwise, pairwise_result
 from kinds.dialogue.panel import by_judge, cells, panel_records
 from kinds.dialogue.prompts import DEFAULT
 from kinds.dialogue.records import ReplyLengths, as_records, judgment_frame
-from kinds.dialogue.result_rubric import block
-from kinds.dialogue.reviews import applied
+from kinds.dialogue.result_rubric import RubricBlock, block
+from kinds.dialogue.reviews import ReviewCounts, applied
 from kinds.dialogue.reviews import counts as review_counts
+from kinds.result_document import ResultDocument, UploadInput
 from kinds.rubrics import Rubric
 
-pd = lazy("pandas")
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy("pandas")
 
 
-def session_rows(records: pd.DataFrame, methods: list[str]) -> list[dict]:
+class DialogueInput(UploadInput):
+    """The upload, with its summary's counts."""
+
+    sessions: int
+    rounds: int
+    methods: list[str]  # the methods scored
+
+
+class SessionRow(TypedDict):
+    """One session's means."""
+
+    index: int  # its position in the file
+    session_id: str
+    rounds: int
+    methods: dict[str, dict[str, float | None]]  # method -> {"fine": mean fine score, "binary": keep-chatting x 100}
+
+
+class JudgeScores(TypedDict):
+    """One judge's own figures, in a panel's result."""
+
+    methods: dict[str, MethodScores]
+    comparisons: list[Comparison]
+    length_bias: LengthBias
+
+
+class AgreementBlock(TypedDict):
+    """The `agreement` block: how far a panel's judges agree (its first three keys), and how far they agree with
+    people (human)."""
+
+    # a panel only: as judge_agreement.JudgesAgreement
+    krippendorff_alpha: NotRequired[dict[str, Agreement]]
+    pairs: NotRequired[list[JudgePair]]
+    significant: NotRequired[dict[str, list[list[str]]]]
+    human: NotRequired[HumanAgreement]  # only when people's ratings are attached
+
+
+class Overrides(TypedDict):
+    """The methods' metrics with people's overrides applied."""
+
+    methods: dict[str, MethodScores]
+
+
+class DialogueResult(ResultDocument):
+    """A dialogue evaluation's result document (kind "dialogue"). With a panel of judges, methods, comparisons,
+    sessions and length_bias are the panel's (panel.py)."""
+
+    input: DialogueInput
+    # the judge and its usage (judge/usage.py's judge_summary: model, endpoint, prompt_version, calls, cache_hits,
+    # failed, unparsed, tokens, cost, per method under "by_method", a panel's per judge under "by_judge"); for
+    # imported scores, imported_judge's
+    judge: dict[str, Any]
+    judges: list[str]  # each judge's label (judge/keys.py's judge_labels); ["imported"] for imported scores
+    rubric: NotRequired[RubricBlock]  # absent from results kept before rubrics (judged under personasteer)
+    methods: dict[str, MethodScores]
+    comparisons: list[Comparison]  # per pair of methods and metric
+    sessions: list[SessionRow]
+    length_bias: LengthBias
+    by_judge: NotRequired[dict[str, JudgeScores]]  # each judge's own figures; a panel only
+    agreement: NotRequired[AgreementBlock]  # a panel, or people's ratings attached
+    pairwise: NotRequired[Pairwise]  # pairwise mode only
+    consistency: NotRequired[Consistency]  # only when each judgment was asked several times (samples)
+    reviews: NotRequired[ReviewCounts]  # only when people reviewed judgments
+    overrides: NotRequired[Overrides]  # only when a review overrode a judgment
+
+
+def session_rows(records: pd.DataFrame, methods: list[str]) -> list[SessionRow]:
     """Per session: its rounds and each method's mean fine score and keep-chatting rate (records as by_judge's)."""
     sessions = records.groupby("session_idx", sort=True).agg(session_id=("session_id", "first"),
                                                              rounds=("round", "nunique"))
@@ -41,7 +112,7 @@ def _number(value: float | None) -> float | None:
 IMPORTED = "imported"  # the judge of imported scores, as results name it (by_judge, agreement with people)
 
 
-def imported_judge(scores: dict, methods: list[str]) -> dict:
+def imported_judge(scores: dict, methods: list[str]) -> dict[str, Any]:
     """The `judge` block of imported scores (settings["scores"]: the file they came from): no judge was called, so
     no model, calls, tokens nor cost."""
     none = usage_totals([], None)
@@ -52,7 +123,7 @@ def imported_judge(scores: dict, methods: list[str]) -> dict:
 
 def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | pd.DataFrame, usage: list[dict],
                  configs: list[JudgeConfig], lengths: ReplyLengths, human: list[dict] | None = None,
-                 reviews: list[dict] | None = None, rubric: Rubric = DEFAULT) -> dict:
+                 reviews: list[dict] | None = None, rubric: Rubric = DEFAULT) -> DialogueResult:
     """The whole result document of a dialogue evaluation from its judgments (records.judgment_frame, or the rows
     it is made of) under its `rubric`; `configs` are its judges' (one, or a panel's; none for scores imported from
     another judge, settings["scores"]), `lengths` the replies' lengths (records.reply_lengths), `human` people's ratings attached to it, `reviews` people's reviews of single
@@ -67,16 +138,18 @@ def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | pd.
     labels = [IMPORTED] if imported else judge_labels(settings)
     dims = rubric.keys
     extended = rubric != DEFAULT  # the default's documents keep their shape from before rubrics, byte for byte
-    shape = {"dimensions": dims, "binary": rubric.has_binary, "dimension_curves": extended}
     frame = judgment_frame(judgments, dimensions=dims)
     per_judge = by_judge(frame, len(labels))
 
     def scored(per_judge: list) -> pd.DataFrame:
         return per_judge[0] if len(labels) == 1 else panel_records(per_judge, dims)
 
+    def scores(records: pd.DataFrame) -> tuple[dict[str, MethodScores], list[Comparison]]:
+        return score_methods(records, methods, dimensions=dims, binary=rubric.has_binary, dimension_curves=extended)
+
     records = scored(per_judge)
-    method_docs, comparisons = score_methods(records, methods, **shape)
-    document = {
+    method_docs, comparisons = scores(records)
+    document: DialogueResult = {
         "kind": "dialogue",
         "evaluation_id": evaluation["id"],
         "input": {"upload_id": upload["id"], "filename": upload["filename"], "sha256": upload["sha256"],
@@ -97,16 +170,16 @@ def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | pd.
     if len(labels) > 1:
         document["by_judge"] = {}
         for label, own in zip(labels, per_judge):
-            docs, comps = score_methods(own, methods, **shape)
+            docs, comps = scores(own)
             document["by_judge"][label] = {"methods": docs, "comparisons": comps,
                                            "length_bias": length_bias(own, lengths, methods)}
         document["judge"]["by_judge"] = {
             label: usage_totals([r for r in usage if split_mode(r["mode"])[1] == number], settings.get("prices"))
             for number, label in enumerate(labels)}
-        document["agreement"] = judges_agreement(
+        document["agreement"] = {**judges_agreement(
             labels, judge_cells, {label: doc["methods"] for label, doc in document["by_judge"].items()},
             {label: [[c["a"], c["b"], c["metric"]] for c in doc["comparisons"] if c["significant_holm"]]
-             for label, doc in document["by_judge"].items()}, dims, rubric.has_binary)
+             for label, doc in document["by_judge"].items()}, dims, rubric.has_binary)}
     if human:
         raters = dict(zip(labels, judge_cells)) | ({"panel": cells(records, dims)} if len(labels) > 1 else {})
         document.setdefault("agreement", {})["human"] = human_agreement(human, raters, methods, dims)
@@ -120,5 +193,5 @@ def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | pd.
         document["reviews"] = review_counts(reviews)
         if document["reviews"]["overridden"]:
             overridden = scored(by_judge(applied(frame, reviews), len(labels)))
-            document["overrides"] = {"methods": score_methods(overridden, methods, **shape)[0]}
+            document["overrides"] = {"methods": scores(overridden)[0]}
     return document

@@ -9,8 +9,9 @@ keep-chatting rate), any other's is named by its label.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from flask_babel import get_locale
 
@@ -18,16 +19,41 @@ from kinds.dialogue import rubric_store
 from kinds.dialogue.prompts import DEFAULT
 from kinds.host import Store
 from kinds.rubrics import Rubric
-from kinds.rubrics.model import LANGUAGES, plain
+from kinds.rubrics.model import LANGUAGES, RubricReference, plain
 from translations import _
 
 SHORT_SHA = 12  # characters of a rubric's SHA-256 shown on the pages
 
 
-def block(rubric: Rubric) -> dict:
+class DimensionBlock(TypedDict):
+    """One dimension of a rubric block."""
+
+    key: str
+    label: dict[str, str]  # by language: "en", "zh", "ko"
+    min: float  # its scale (a whole number as an int)
+    max: float
+    integer: bool  # whether its scores are whole numbers
+
+
+class RubricBlock(RubricReference):
+    """The `rubric` block of a dialogue result: what its pages, figures and tables know of the rubric."""
+
+    title: dict[str, str]  # by language
+    headline: str  # how the 0-100 headline is made, as people read it; "total" for bare totals
+    dimensions: list[DimensionBlock]
+    binary: dict[str, str] | None  # the yes/no question's label by language; None when the rubric asks none
+
+
+class HasRubric(TypedDict):
+    """A result as this module reads it: its rubric block, absent from results kept before rubrics."""
+
+    rubric: NotRequired[RubricBlock]
+
+
+def block(rubric: Rubric) -> RubricBlock:
     """What a result says of its rubric: its reference (id, version, SHA-256), title, how the headline is made, each
     dimension's key, labels and scale, and its yes/no question's labels (None without one)."""
-    dimensions = [{"key": d.key, "label": {lang: d.label_in(lang) for lang in LANGUAGES}, "min": plain(d.low),
+    dimensions: list[DimensionBlock] = [{"key": d.key, "label": {lang: d.label_in(lang) for lang in LANGUAGES}, "min": plain(d.low),
                    "max": plain(d.high), "integer": d.integer} for d in rubric.dimensions]
     binary = {lang: rubric.binary_label(lang) for lang in LANGUAGES} if rubric.has_binary else None
     return {**rubric.reference(), "title": {lang: rubric.title(lang) for lang in LANGUAGES},
@@ -36,39 +62,39 @@ def block(rubric: Rubric) -> dict:
 
 
 @cache
-def default_block() -> dict:
+def default_block() -> RubricBlock:
     """The default rubric's block: what a result kept before rubrics was judged under."""
     return block(DEFAULT)
 
 
-def of(result: dict) -> dict:
+def of(result: HasRubric) -> RubricBlock:
     """A result's rubric block (the default's for a result kept before rubrics)."""
     return result.get("rubric") or default_block()
 
 
-def of_record(record: dict, store: Store | None) -> dict:
+def of_record(record: dict, store: Store | None) -> RubricBlock:
     """An evaluation's rubric block: its result's, else (not scored yet) that of the rubric its settings name."""
     if record.get("result"):
         return of(record["result"])
     return block(rubric_store.of_evaluation(store, record))
 
 
-def keys(rubric: dict) -> tuple[str, ...]:
+def keys(rubric: RubricBlock) -> tuple[str, ...]:
     """The keys of a rubric block's dimensions, in its order."""
     return tuple(d["key"] for d in rubric["dimensions"])
 
 
-def has_binary(rubric: dict) -> bool:
+def has_binary(rubric: RubricBlock) -> bool:
     """Whether a rubric block asks a yes/no question of every reply."""
     return rubric["binary"] is not None
 
 
-def is_default(rubric: dict) -> bool:
+def is_default(rubric: RubricBlock) -> bool:
     """Whether a rubric block is the default rubric's (no rubric people add may take a built-in's id)."""
     return rubric["id"] == DEFAULT.id
 
 
-def same_rubric(results: list[dict]) -> bool:
+def same_rubric(results: Sequence[HasRubric]) -> bool:
     """Whether every result was judged under one rubric (the same SHA-256)."""
     return len({of(result)["sha256"] for result in results}) <= 1
 
@@ -83,40 +109,40 @@ def _text(texts: dict[str, str], lang: str) -> str:
     return texts.get(lang) or texts["en"]
 
 
-def title(rubric: dict, lang: str | None = None) -> str:
+def title(rubric: RubricBlock, lang: str | None = None) -> str:
     """A rubric block's title in a language (the page's by default)."""
     return _text(rubric["title"], lang or language())
 
 
-def dimension_labels(rubric: dict, lang: str | None = None) -> dict[str, str]:
+def dimension_labels(rubric: RubricBlock, lang: str | None = None) -> dict[str, str]:
     """Each dimension's label by key, in a language (the page's by default)."""
     lang = lang or language()
     return {d["key"]: _text(d["label"], lang) for d in rubric["dimensions"]}
 
 
-def scale_text(dimension: dict) -> str:
+def scale_text(dimension: DimensionBlock) -> str:
     """A dimension's scale as people read it: "1-7"."""
     return f"{dimension['min']}-{dimension['max']}"
 
 
-def scales(rubric: dict) -> dict[str, str]:
+def scales(rubric: RubricBlock) -> dict[str, str]:
     """Each dimension's scale by key, as people read it ("0-20")."""
     return {d["key"]: scale_text(d) for d in rubric["dimensions"]}
 
 
-def normalised(value: float | None, dimension: dict) -> float | None:
+def normalised(value: float | None, dimension: DimensionBlock) -> float | None:
     """A dimension's value on 0-100: its place between the scale's min (0) and max (100)."""
     if value is None:
         return None
     return (value - dimension["min"]) * (100 / (dimension["max"] - dimension["min"]))
 
 
-def described(rubric: dict, lang: str | None = None) -> str:
+def described(rubric: RubricBlock, lang: str | None = None) -> str:
     """A rubric as one line: its title, version and the start of its SHA-256."""
     return f"{title(rubric, lang)} {rubric['version']} ({rubric['sha256'][:SHORT_SHA]})"
 
 
-def yes_no(rubric: dict, lang: str | None = None) -> dict[str, Any] | None:
+def yes_no(rubric: RubricBlock, lang: str | None = None) -> dict[str, Any] | None:
     """The words the pages use for a rubric block's yes/no question and its figures (the question, its rate, the
     rate's axis, interval and difference, the BAR(k) curve, the yes and no answers), None when it asks none."""
     if rubric["binary"] is None:
@@ -134,7 +160,7 @@ def yes_no(rubric: dict, lang: str | None = None) -> dict[str, Any] | None:
             "link": label}
 
 
-def page_values(rubric: dict) -> dict:
+def page_values(rubric: RubricBlock) -> dict:
     """What a page of a dialogue evaluation is rendered with of its rubric block: the block, its one-line
     description, the dimensions' labels (in the page's language) and scales by key, and the words of its yes/no
     question ("yesno", None without one)."""

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, TypedDict
 
 from common.lazy_modules import lazy
 from judge import split_mode
 from translations import _
 
-pd = lazy("pandas")
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy("pandas")
 
 DECISIONS = ("agreed", "overridden")
 MAX_COMMENT = 2000
@@ -36,7 +40,7 @@ def checked(judgment: dict, form: Mapping) -> dict:
         return review
     if split_mode(judgment["mode"])[0] == "fine":
         try:
-            total = float(form.get("total"))
+            total = float(form.get("total", ""))
         except (TypeError, ValueError):
             total = math.nan
         if not 0 <= total <= 100:
@@ -50,7 +54,15 @@ def checked(judgment: dict, form: Mapping) -> dict:
     return review
 
 
-def counts(reviews: list[dict]) -> dict:
+class ReviewCounts(TypedDict):
+    """How many judgments people reviewed, agreed with and overrode."""
+
+    reviewed: int
+    agreed: int
+    overridden: int
+
+
+def counts(reviews: list[dict]) -> ReviewCounts:
     """How many judgments were reviewed, agreed with and overridden."""
     agreed = sum(r["decision"] == "agreed" for r in reviews)
     return {"reviewed": len(reviews), "agreed": agreed, "overridden": len(reviews) - agreed}

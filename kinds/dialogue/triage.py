@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
 
 from common.lazy_modules import lazy
 from judge import judge_labels
@@ -19,10 +20,14 @@ from kinds.dialogue.format import iter_sessions_with_offsets, read_session
 from kinds.dialogue.panel import by_judge
 from kinds.dialogue.prompts import DIMENSIONS
 from kinds.dialogue.records import CHUNK, STORED, judgment_frame
+from kinds.kind import StoredFile
 from kinds.search import MAX_PATTERN, BadQuery, compile_pattern
 from translations import _
 
-pd = lazy("pandas")
+if TYPE_CHECKING:
+    import pandas as pd
+else:
+    pd = lazy("pandas")
 
 PER_PAGE = 25
 def score_table(store, evaluation: dict, dimensions: tuple[str, ...] = DIMENSIONS) -> pd.DataFrame:
@@ -51,7 +56,7 @@ def score_table(store, evaluation: dict, dimensions: tuple[str, ...] = DIMENSION
     return table.reset_index()
 
 
-def matching_rounds(path: str | Path, methods: list[str], pattern: re.Pattern) -> set[tuple[int, int]]:
+def matching_rounds(path: str | Path | StoredFile, methods: list[str], pattern: re.Pattern) -> set[tuple[int, int]]:
     """(session index, round) of the rounds whose user message or a method's reply matches the pattern."""
     found = set()
     for idx, _offset, session in iter_sessions_with_offsets(path):
@@ -69,14 +74,27 @@ def _number(args: Mapping, name: str) -> float | None:
         raise BadQuery(_("'%(name)s' must be a number.", name=name)) from None
 
 
+class GridQuery(TypedDict):
+    """A sample grid's query as understood (the page shows it back)."""
+
+    sort: str  # "round", or a column or difference of columns (_sort_key); "round" when it names none
+    order: str  # "asc" or "desc"
+    range: str  # the method whose fine score min and max bound, else ""
+    min: float | None
+    max: float | None
+    status: str  # "", "failed", "unparsed" or "problems"
+    q: str  # the pattern searched for in the texts
+
+
 def grid(table: pd.DataFrame, methods: list[str], args: Mapping, texts=None,
-         dimensions: tuple[str, ...] = DIMENSIONS) -> tuple[pd.DataFrame, dict]:
+         dimensions: tuple[str, ...] = DIMENSIONS) -> tuple[pd.DataFrame, GridQuery]:
     """The rows the query string asks for, in its order, and the query as understood (`texts`: a function giving
     the (session index, round) pairs that match a pattern, called only when there is one; `dimensions`: the keys
     a sort may name, the table's)."""
-    query = {"sort": str(args.get("sort", "round")), "order": "asc" if args.get("order") == "asc" else "desc",
-             "range": str(args.get("range", "")), "min": _number(args, "min"), "max": _number(args, "max"),
-             "status": str(args.get("status", "")), "q": str(args.get("q", ""))[:MAX_PATTERN]}
+    query: GridQuery = {"sort": str(args.get("sort", "round")),
+                        "order": "asc" if args.get("order") == "asc" else "desc",
+                        "range": str(args.get("range", "")), "min": _number(args, "min"), "max": _number(args, "max"),
+                        "status": str(args.get("status", "")), "q": str(args.get("q", ""))[:MAX_PATTERN]}
     rows = table
     if query["range"] in methods:
         score = rows[f"fine:{query['range']}"]
@@ -104,7 +122,7 @@ def grid(table: pd.DataFrame, methods: list[str], args: Mapping, texts=None,
     return rows, query
 
 
-def _sort_key(rows: pd.DataFrame, methods: list[str], query: dict, dimensions: tuple[str, ...]):
+def _sort_key(rows: pd.DataFrame, methods: list[str], query: GridQuery, dimensions: tuple[str, ...]):
     parts = query["sort"].split(":")
     if parts[0] in ("fine", "binary", *dimensions) and len(parts) == 2 and parts[1] in methods:
         return rows[query["sort"]]
@@ -116,7 +134,7 @@ def _sort_key(rows: pd.DataFrame, methods: list[str], query: dict, dimensions: t
     return None
 
 
-def page_of(rows: pd.DataFrame, args: Mapping, path: str | Path, store, upload_id: str,
+def page_of(rows: pd.DataFrame, args: Mapping, path: str | Path | StoredFile, store, upload_id: str,
             methods: list[str], dimensions: tuple[str, ...] = DIMENSIONS) -> tuple[list[dict], int, int]:
     """The rows of the asked page with each method's reply read from the file: (rows, page, pages)."""
     pages = max(1, -(-len(rows) // PER_PAGE))

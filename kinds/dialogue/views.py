@@ -1,12 +1,14 @@
 """What the dialogue pages show: pages of sessions with their judgments, the tables beside the charts."""
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Final, Mapping
 
 from judge import judge_labels, split_mode
 from kinds.dialogue import figures, result_rubric
 from kinds.dialogue.format import read_session
+from kinds.dialogue.metrics import MethodScores
 from kinds.dialogue.prompts import MODES
+from kinds.dialogue.result import DialogueResult
 from kinds.figures import method_colours, run_style
 from kinds.kind import Site, list_arg
 
@@ -46,6 +48,9 @@ def session_details(evaluation: dict, rows: list[dict], site: Site) -> list[dict
     dimensions those of the evaluation's rubric); the first judge's first sample as "fine" and "binary", the others
     under "more"."""
     store = site.store
+    upload = store.get_upload(evaluation["upload_id"])
+    if upload is None:  # deleted meanwhile: no session to show
+        return []
     judged: dict[tuple[int, int, str], dict] = {}
     labels = judge_labels(evaluation["settings"])
     dimensions = result_rubric.keys(result_rubric.of_record(evaluation, store))
@@ -60,7 +65,7 @@ def session_details(evaluation: dict, rows: list[dict], site: Site) -> list[dict
         else:  # a panel's other judges and the repeated samples
             slot.setdefault("more", []).append({**view, "question": question, "judge": labels[judge],
                                                 "sample": sample + 1})
-    path = site.file_of(store.get_upload(evaluation["upload_id"]))
+    path = site.file_of(upload)
     sessions = []
     for row in rows:
         session = read_session(path, row["offset"])
@@ -85,21 +90,21 @@ def session_detail(evaluation: dict, index: int, site: Site) -> dict | None:
     rows = site.store.session_offsets(evaluation["upload_id"], index, 1) if index >= 0 else []
     return session_details(evaluation, rows, site)[0] if rows and rows[0]["idx"] == index else None
 
-BEST_COLUMNS = ("avg", "slope", "intercept", "r2", "n_ir", "n_r2", "binary_rate")
+BEST_COLUMNS: Final = ("avg", "slope", "intercept", "r2", "n_ir", "n_r2", "binary_rate")
 
 
-def best_by_column(methods: dict) -> dict[str, set[str]]:
+def best_by_column(methods: dict[str, MethodScores]) -> dict[str, set[str]]:
     """For each metric column, the methods holding its highest value (ties all win)."""
     best = {}
     for column in BEST_COLUMNS:
-        values = {name: m[column] for name, m in methods.items() if m.get(column) is not None}
+        values = {name: value for name, m in methods.items() if (value := m[column]) is not None}
         if len(values) > 1:
             top = max(values.values())
             best[column] = {name for name, v in values.items() if v == top}
     return best
 
 
-def round_table(result: dict) -> list[dict]:
+def round_table(result: DialogueResult) -> list[dict]:
     """One row per round: each method's AL(k), BAR(k) (when the rubric asks a yes/no question), each dimension's
     mean on its own scale (when the result has them) and the number of sessions behind them; the row's n (the most
     sessions behind any of its values) and whether the methods' n differ."""
@@ -120,7 +125,7 @@ def round_table(result: dict) -> list[dict]:
     return table
 
 
-def comparison_matrix(result: dict, metric: str) -> dict[str, dict[str, dict]]:
+def comparison_matrix(result: DialogueResult, metric: str) -> dict[str, dict[str, dict]]:
     """matrix[a][b] = the paired difference a - b (with its CI, significance, and significance after Holm's
     correction when the result has it) for one metric."""
     matrix: dict[str, dict[str, dict]] = {a: {} for a in result["methods"]}
@@ -135,17 +140,17 @@ def comparison_matrix(result: dict, metric: str) -> dict[str, dict[str, dict]]:
     return matrix
 
 
-def chosen_methods(result: dict, args: Mapping) -> list[str]:
-    """The methods picked in the query string (`methods=A,B`), in result order; all by default."""
+def chosen_methods(methods: list[str], args: Mapping) -> list[str]:
+    """Those of the methods picked in the query string (`methods=A,B`), in their order; all by default."""
     picked = set(list_arg(args, "methods"))
-    chosen = [m for m in result["methods"] if m in picked]
-    return chosen or list(result["methods"])
+    chosen = [m for m in methods if m in picked]
+    return chosen or list(methods)
 
 
-def with_methods(result: dict, methods: list[str]) -> dict:
+def with_methods(result: DialogueResult, methods: list[str]) -> DialogueResult:
     """The result document narrowed to some methods (their metrics and the comparisons among them)."""
     keep = set(methods)
-    narrowed = {**result, "methods": {m: result["methods"][m] for m in methods},
+    narrowed: DialogueResult = {**result, "methods": {m: result["methods"][m] for m in methods},
                 "comparisons": [c for c in result["comparisons"] if c["a"] in keep and c["b"] in keep]}
     if result.get("length_bias"):  # its numbers are the whole evaluation's; the scatter shows the chosen methods
         bias = result["length_bias"]
@@ -175,15 +180,16 @@ def method_toggles(all_methods: list[str], chosen: list[str]) -> list[dict]:
     return toggles
 
 
-def result_tables(result: dict) -> dict:
+def result_tables(result: DialogueResult) -> dict:
     """The tables a result is shown with (best values, rounds, difference matrices: the binary one when the rubric
     asks a yes/no question), and its rubric's page values (result_rubric.page_values), for page and report."""
     rubric = result_rubric.of(result)
     metrics = ("fine", "binary") if result_rubric.has_binary(rubric) else ("fine",)
+    consistency = result.get("consistency")
     return {"best": best_by_column(result["methods"]), "rounds": round_table(result),
             "by_round_dimensions": any(m.get("dimension_curves") for m in result["methods"].values()),
             "consistency_by_dimension": any("dimension_sd" in c for per_method in
-                                            (result.get("consistency") or {}).get("by_judge", {}).values()
+                                            (consistency["by_judge"] if consistency else {}).values()
                                             for c in per_method.values()),
             "matrices": {metric: comparison_matrix(result, metric) for metric in metrics},
             **result_rubric.page_values(rubric)}

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from kinds.figures import AXIS, LEGEND, PALETTE, base_layout, legend_height, method_colours, plain
 from kinds.mobility.format import INTENTIONS
+from kinds.mobility.metrics import Histogram, Proportions, SlotShares
+from kinds.mobility.result import MobilityResult
 from translations import _
 
 REFERENCE_COLOUR, GENERATED_COLOUR = "#627d98", "#ef553b"
@@ -29,26 +31,26 @@ def _layout(title: str, x_title: str, y_title: str, **extra) -> dict:
             "font": {"family": "system-ui, sans-serif"}, **extra}
 
 
-def histogram_figure(data: dict, title: str, x_title: str) -> dict:
+def histogram_figure(data: Histogram, title: str, x_title: str) -> dict:
     """Reference and generated shares of users per bin, overlaid, on shared bins."""
     edges = data["edges"]
     centres = [(a + b) / 2 for a, b in zip(edges, edges[1:])]
     width = edges[1] - edges[0] if len(edges) > 1 else 1
-    traces = [{"type": "bar", "name": name, "x": centres, "y": data[key], "width": width, "opacity": 0.6,
+    traces = [{"type": "bar", "name": name, "x": centres, "y": shares, "width": width, "opacity": 0.6,
                "marker": {"color": colour}}
-              for key, name, colour in (("reference", _("Reference"), REFERENCE_COLOUR),
-                                        ("generated", _("Generated"), GENERATED_COLOUR))]
+              for shares, name, colour in ((data["reference"], _("Reference"), REFERENCE_COLOUR),
+                                           (data["generated"], _("Generated"), GENERATED_COLOUR))]
     return {"data": traces, "layout": _layout(title, x_title, _("Share of users"), barmode="overlay")}
 
 
-def slots_figure(slots: dict) -> dict:
+def slots_figure(slots: SlotShares) -> dict:
     """The share of each intention in every half-hour slot: reference solid, generated dashed."""
     labels = intention_labels()
     traces = []
     for code, label in labels.items():
         colour = PALETTE[(code - 1) % len(PALETTE)]
-        for key, dash, suffix in (("reference", "solid", _("reference")), ("generated", "dash", _("generated"))):
-            rows = slots[key]
+        for rows, dash, suffix in ((slots["reference"], "solid", _("reference")),
+                                   (slots["generated"], "dash", _("generated"))):
             traces.append({"type": "scatter", "mode": "lines", "name": f"{label} · {suffix}", "legendgroup": label,
                            "x": [t / 2 for t in range(len(rows))], "y": [row[code - 1] for row in rows],
                            "line": {"color": colour, "dash": dash, "width": 2}})
@@ -56,18 +58,17 @@ def slots_figure(slots: dict) -> dict:
                                               _("Share of users"), height=legend_height(len(traces)))}
 
 
-def proportions_figure(proportions: dict) -> dict:
+def proportions_figure(proportions: Proportions) -> dict:
     """Mean share of the day per intention, reference against generated."""
     labels = list(intention_labels().values())
-    traces = [{"type": "bar", "name": name, "x": labels[:len(proportions[key])], "y": proportions[key],
-               "marker": {"color": colour}}
-              for key, name, colour in (("reference", _("Reference"), REFERENCE_COLOUR),
-                                        ("generated", _("Generated"), GENERATED_COLOUR))]
+    traces = [{"type": "bar", "name": name, "x": labels[:len(means)], "y": means, "marker": {"color": colour}}
+              for means, name, colour in ((proportions["reference"], _("Reference"), REFERENCE_COLOUR),
+                                          (proportions["generated"], _("Generated"), GENERATED_COLOUR))]
     return {"data": traces, "layout": _layout(_("Intention proportions"), "", _("Mean proportion"),
                                               barmode="group")}
 
 
-def mobility_figures(result: dict) -> dict:
+def mobility_figures(result: MobilityResult) -> dict:
     """All charts of a mobility result page."""
     d = result["distributions"]
     return {

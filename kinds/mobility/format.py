@@ -15,7 +15,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, Final, TypeGuard
 
 import numpy as np
 
@@ -25,7 +25,7 @@ from kinds.readers import limits as hard_limits
 from kinds.readers.jsonl import UTF8_BOM, format_size, json_reason, wrong_encoding
 from translations import _, ngettext
 
-KEYS = ("gyration_radius", "daily_location_numbers", "intention_sequences", "intention_proportions")
+KEYS: Final = ("gyration_radius", "daily_location_numbers", "intention_sequences", "intention_proportions")
 INTENTIONS = {1: "sleep", 2: "home activity", 3: "other", 4: "work", 5: "shopping", 6: "eating out",
               7: "leisure and entertainment"}
 FIRST_CODE = min(INTENTIONS)
@@ -219,12 +219,11 @@ def _fast_array(values: list, ndim: int) -> np.ndarray | None:
 _NUMBER_TYPES = {int, float}
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[float]:
     """An int or a float, and an int that fits in a float."""
-    kind = type(value)
-    if kind is float:
+    if type(value) is float:
         return True
-    if kind is not int:
+    if type(value) is not int:
         return False
     if -(1 << 53) <= value <= 1 << 53:
         return True
@@ -364,9 +363,9 @@ def check_arrays(arrays: Mapping[str, np.ndarray], report: Report | None = None)
     return report, _finish(data, report)
 
 
-def _check_array(key: str, array: np.ndarray, report: Report) -> np.ndarray | None:
+def _check_array(key: str, given: np.ndarray, report: Report) -> np.ndarray | None:
     """One array checked and converted to its stored dtype, or None after reporting its problems."""
-    array = _checked_shape(key, array, report)
+    array = _checked_shape(key, given, report)
     if array is None:
         return None
     if key in ONE_D:

@@ -10,8 +10,9 @@ from kinds.figures import run_style
 from kinds.kind import (
     Job,
     JobFailed,
-    Kind,
+    OwnPages,
     Plan,
+    Scored,
     Site,
     StartError,
     StartRequest,
@@ -22,7 +23,7 @@ from kinds.kind import (
 from kinds.mobility import figures, reference_sets
 from kinds.mobility.format import KEYS
 from kinds.mobility.lone_arrays import lone_array_hint
-from kinds.mobility.result import build_result
+from kinds.mobility.result import MobilityResult, build_result
 from kinds.mobility.upload_files import CSV_HEAD, PARQUET_MAGIC, is_zip, load_upload, read_upload
 from kinds.problems import Report
 from kinds.readers import zip as zips
@@ -30,7 +31,7 @@ from translations import _
 from translations import lazy_gettext as _l
 
 
-class MobilityKind(Kind):
+class MobilityKind(Scored[MobilityResult], OwnPages):
     """The four mobility arrays of generated users (JSON, .npz or the dataset's layout); no judge, one scoring step."""
 
     name = "mobility"
@@ -76,7 +77,7 @@ class MobilityKind(Kind):
                                "%(names)s.", names=names or _("none yet; add one on the reference sets page")))
         return Plan([upload_stem(upload)], {"reference": record["id"], "reference_name": record["name"]})
 
-    def score(self, job: Job) -> dict:
+    def score(self, job: Job) -> MobilityResult:
         """Both variants of the official score against the reference set."""
         record = reference_sets.get(job.store, job.evaluation["settings"]["reference"])
         if record is None:
@@ -99,21 +100,21 @@ class MobilityKind(Kind):
         """The metrics' names."""
         return {"metric_labels": figures.metric_labels()}
 
-    def figures(self, result: dict, record: dict, args: Mapping) -> dict:
+    def figures(self, result: MobilityResult, record: dict, args: Mapping) -> dict:
         """Distributions of the reference against the generated users."""
         return figures.mobility_figures(result)
 
-    def csv(self, result: dict) -> tuple[tuple, list[tuple]]:
+    def csv(self, result: MobilityResult) -> tuple[tuple, list[tuple]]:
         """One row per variant: the four JSDs and the final score."""
         return ("variant", *KEYS, "final_score"), [
             (variant, *(result[variant]["jsd"][k] for k in KEYS), result[variant]["final_score"])
             for variant in ("official", "strict")]
 
-    def headline(self, result: dict) -> list[list]:
+    def headline(self, result: MobilityResult) -> list[list]:
         """The official final score."""
         return [[result.get("method") or "", result["official"]["final_score"]]]
 
-    def run_label(self, result: dict) -> str:
+    def run_label(self, result: MobilityResult) -> str:
         """The reference set."""
         return result["reference"]["name"]
 

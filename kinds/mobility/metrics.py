@@ -4,13 +4,70 @@ score, and the binned distributions the charts draw. The Jensen-Shannon arithmet
 """
 from __future__ import annotations
 
+from typing import TypedDict
+
 import numpy as np
 
 from kinds import stats
-from kinds.mobility.format import FIRST_CODE, KEYS, LAST_CODE, ONE_D, MobilityData
+from kinds.mobility.format import FIRST_CODE, LAST_CODE, ONE_D, MobilityData
 
 
-def score(reference: MobilityData, generated: MobilityData, slots: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
+class Divergences(TypedDict):
+    """One Jensen-Shannon value per distribution (format.KEYS, in its order)."""
+
+    gyration_radius: float
+    daily_location_numbers: float
+    intention_sequences: float
+    intention_proportions: float
+
+
+class Variant(TypedDict):
+    """One variant of the score: its four Jensen-Shannon values and the final score they make."""
+
+    jsd: Divergences
+    final_score: float
+
+
+class Scores(TypedDict):
+    """The benchmark score in both variants."""
+
+    official: Variant  # AgentSociety's: JS distances (natural log), each set binned over its own range
+    strict: Variant  # JS divergences in bits, on bins both sets share
+
+
+class Histogram(TypedDict):
+    """Shares of users per bin, on bins both sets share."""
+
+    edges: list[float]
+    reference: list[float]
+    generated: list[float]
+
+
+class SlotShares(TypedDict):
+    """Each intention's share (columns, from FIRST_CODE) per time slot (rows), of each set."""
+
+    reference: list[list[float]]
+    generated: list[list[float]]
+
+
+class Proportions(TypedDict):
+    """The mean proportion of the day of each intention, of each set."""
+
+    reference: list[float]
+    generated: list[float]
+
+
+class Distributions(TypedDict):
+    """The charts' data (never per-user values)."""
+
+    gyration_radius: Histogram
+    daily_location_numbers: Histogram
+    slots: SlotShares
+    proportions: Proportions
+
+
+def score(reference: MobilityData, generated: MobilityData,
+          slots: tuple[np.ndarray, np.ndarray] | None = None) -> Scores:
     """The benchmark score: the four Jensen-Shannon values and the final score, in the official and the strict
     variant; `slots` are both sets' slot_counts when they are already known."""
     ref_slots, gen_slots = slots or (slot_counts(reference.intention_sequences),
@@ -20,7 +77,7 @@ def score(reference: MobilityData, generated: MobilityData, slots: tuple[np.ndar
 
 
 def official_divergences(reference: MobilityData, generated: MobilityData, ref_slots: np.ndarray,
-                         gen_slots: np.ndarray) -> dict[str, float]:
+                         gen_slots: np.ndarray) -> Divergences:
     """Official JSD of each distribution: AgentSociety's JS distance (natural log) of 50-bin densities, each set
     over its own range, sequences and proportions flattened."""
     return {
@@ -36,7 +93,7 @@ def official_divergences(reference: MobilityData, generated: MobilityData, ref_s
 
 
 def strict_divergences(reference: MobilityData, generated: MobilityData, ref_slots: np.ndarray,
-                       gen_slots: np.ndarray) -> dict[str, float]:
+                       gen_slots: np.ndarray) -> Divergences:
     """Strict JSD of each distribution: the JS divergence in bits on shared bins (see the three functions below)."""
     return {
         "gyration_radius": shared_bins_divergence(reference.gyration_radius, generated.gyration_radius),
@@ -48,12 +105,16 @@ def strict_divergences(reference: MobilityData, generated: MobilityData, ref_slo
     }
 
 
-def variant(jsd: dict[str, float]) -> dict:
+def variant(jsd: Divergences) -> Variant:
     """One variant of the result document: the four JSD values and their final_score."""
-    return {"jsd": {key: float(jsd[key]) for key in KEYS}, "final_score": final_score(jsd)}
+    return {"jsd": {"gyration_radius": float(jsd["gyration_radius"]),
+                    "daily_location_numbers": float(jsd["daily_location_numbers"]),
+                    "intention_sequences": float(jsd["intention_sequences"]),
+                    "intention_proportions": float(jsd["intention_proportions"])},
+            "final_score": final_score(jsd)}
 
 
-def final_score(jsd: dict[str, float]) -> float:
+def final_score(jsd: Divergences) -> float:
     """Final score = 100 x the mean of (1 - JSD) over the four distributions, written as AgentSociety's code writes
     it (same rounding)."""
     jsd_gyration = jsd["gyration_radius"]
@@ -127,21 +188,27 @@ def proportions_divergence(reference: np.ndarray, generated: np.ndarray) -> floa
 
 
 def distributions(reference: MobilityData, generated: MobilityData,
-                  slots: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
+                  slots: tuple[np.ndarray, np.ndarray] | None = None) -> Distributions:
     """The charts' data: shares of users per shared bin (radius, locations), each intention's share per slot, and
     the mean proportion of each intention; never per-user values; `slots` as in score()."""
-    result = {}
-    for key in ONE_D:
-        edges, ref_counts, gen_counts = stats.shared_histograms(getattr(reference, key), getattr(generated, key))
-        result[key] = {"edges": edges.tolist(), "reference": shares(ref_counts), "generated": shares(gen_counts)}
-    slots = slots or (slot_counts(reference.intention_sequences), slot_counts(generated.intention_sequences))
-    result["slots"] = {}
-    for name, counts in zip(("reference", "generated"), slots):
-        counts = counts[:, FIRST_CODE:]
-        result["slots"][name] = (counts / counts.sum(axis=1, keepdims=True)).tolist()
-    result["proportions"] = {"reference": reference.intention_proportions.mean(axis=0).tolist(),
-                             "generated": generated.intention_proportions.mean(axis=0).tolist()}
-    return result
+    histograms = {key: _histogram(getattr(reference, key), getattr(generated, key)) for key in ONE_D}
+    ref_slots, gen_slots = slots or (slot_counts(reference.intention_sequences),
+                                     slot_counts(generated.intention_sequences))
+    return {"gyration_radius": histograms["gyration_radius"],
+            "daily_location_numbers": histograms["daily_location_numbers"],
+            "slots": {"reference": _slot_shares(ref_slots), "generated": _slot_shares(gen_slots)},
+            "proportions": {"reference": reference.intention_proportions.mean(axis=0).tolist(),
+                            "generated": generated.intention_proportions.mean(axis=0).tolist()}}
+
+
+def _histogram(reference: np.ndarray, generated: np.ndarray) -> Histogram:
+    edges, ref_counts, gen_counts = stats.shared_histograms(reference, generated)
+    return {"edges": edges.tolist(), "reference": shares(ref_counts), "generated": shares(gen_counts)}
+
+
+def _slot_shares(counts: np.ndarray) -> list[list[float]]:
+    coded = counts[:, FIRST_CODE:]
+    return (coded / coded.sum(axis=1, keepdims=True)).tolist()
 
 
 def shares(counts: np.ndarray) -> list[float]:

@@ -149,7 +149,7 @@ def _load_stream(stream: BinaryIO, filename: str) -> MobilityData:
     stream.seek(start)
     extension = PurePosixPath((filename or "").replace("\\", "/")).suffix.lower()
     if extension == ".npz":
-        return load_npz(stream)
+        return _checked(*zip_arrays(stream))  # an uploaded .npz: read like a ZIP, within the limits
     if extension == ".zip" or head.startswith(ZIP_MAGIC):
         return load_zip(stream)
     if extension == ".json" or head.removeprefix(UTF8_BOM).lstrip()[:1] == b"{":
@@ -180,11 +180,8 @@ def save_npz(data: MobilityData, path: Path) -> None:
         np.savez_compressed(out, **{key: getattr(data, key) for key in KEYS})
 
 
-def load_npz(path: "Path | StoredFile | BinaryIO") -> MobilityData:
-    """A reference set kept by save_npz (a path or a stored file); a stream (an uploaded .npz) is read like a ZIP,
-    within the limits."""
-    if hasattr(path, "read"):
-        return _checked(*zip_arrays(path))
+def load_npz(path: "Path | StoredFile") -> MobilityData:
+    """A reference set kept by save_npz (a path or a stored file)."""
     try:
         with open_file(path) as stream, np.load(stream, allow_pickle=False) as archive:
             missing = [key for key in KEYS if key not in archive.files]

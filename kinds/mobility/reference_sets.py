@@ -87,7 +87,9 @@ def add(store: Store, files: Files, data: MobilityData, name: str, source: str) 
                   {"id": reference_id, "name": name, "sha256": sha256, "source": source[:200],
                    "summary": json.dumps(data.summary()),
                    "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")})
-    return get(store, reference_id)
+    found = get(store, reference_id)
+    assert found is not None  # inserted just above
+    return found
 
 
 def _decoded(row: dict | None) -> dict | None:

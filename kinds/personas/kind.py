@@ -1,12 +1,13 @@
-"""The personas kind: a file of simulated users, uploaded and checked like any other file but never scored; a
-simulation (the Run page, /simulations/new) talks to the methods as these users and its dialogue file is scored."""
+"""The personas kind: a file of simulated users, uploaded and checked like any other file but never scored (it is not
+`Scored`, only `HoldsPersonas`); a simulation (the Run page, /simulations/new) talks to the methods as these users and
+its dialogue file is scored."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 from typing import BinaryIO, Iterator, Mapping
 
-from kinds.kind import Job, JobFailed, Kind, Plan, Site, StartError, StartRequest
+from kinds.kind import HoldsPersonas, Site
 from kinds.personas.format import MAX_LINE_BYTES, personas, validate
 from kinds.problems import Report
 from translations import _
@@ -15,20 +16,13 @@ from translations import lazy_gettext as _l
 RUN_PAGE = "/simulations/new"  # where a personas upload is used (the simulation's Run page)
 
 
-def not_scored() -> str:
-    """Why a personas file has no evaluation, and where it is used instead."""
-    return _("A personas file is not scored: it is used to run a simulation, whose dialogue file is then scored. "
-             "Start one on the Run page (%(page)s) with this file's personas.", page=RUN_PAGE)
-
-
-class PersonasKind(Kind):
+class PersonasKind(HoldsPersonas):
     """JSON Lines of personas (persona_id, user_profile, user_personality, scenario, opening)."""
 
     name = "personas"
     label = _l("Personas (simulated users)")
     formats = _l(".jsonl, one persona per line")
     extension = ".jsonl"
-    holds_personas = True
 
     def sniff(self, head: bytes, filename: str, path: Path | None) -> bool:
         """JSON Lines whose first object has "persona_id" and "user_profile" and no "rounds" (a dialogue file
@@ -49,22 +43,6 @@ class PersonasKind(Kind):
     def personas(self, stream: BinaryIO) -> Iterator[dict]:
         """Every persona of the file, a line each."""
         return personas(stream)
-
-    def start(self, upload: dict, request: StartRequest) -> Plan:
-        """Never: a personas file is used by a simulation, not scored (StartError says where to go)."""
-        raise StartError(not_scored())
-
-    def score(self, job: Job) -> dict:
-        """Never reached (start refuses); says why if a stored evaluation ever asks."""
-        raise JobFailed(not_scored())
-
-    def csv(self, result: dict) -> tuple[tuple, list[tuple]]:
-        """Never reached: a personas file has no result."""
-        raise JobFailed(not_scored())
-
-    def compare(self, runs: list[dict]) -> dict:
-        """Never reached: a personas file has no evaluation to compare."""
-        raise StartError(not_scored())
 
     def upload_context(self, upload: dict, site: Site) -> dict:
         """The Run page's address, the names of the summary's writings and fields."""

@@ -10,7 +10,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Mapping
+from typing import Any, Mapping, TypedDict
 
 LANGUAGES = ("en", "zh", "ko")  # of labels and titles; prompts are written for the judging languages (en, zh)
 QUESTIONS = ("fine", "binary")  # the dimensions' scores, and the yes/no question
@@ -45,6 +45,14 @@ class Dimension:
     def scale_text(self) -> str:
         """"0-20", "1-5", "0.0-1.0": the scale as people read it."""
         return f"{_plain(self.low)}-{_plain(self.high)}"
+
+
+class RubricReference(TypedDict):
+    """How an evaluation and its result name a rubric."""
+
+    id: str
+    version: str
+    sha256: str  # of its canonical form
 
 
 @dataclass(frozen=True, eq=False)
@@ -176,7 +184,7 @@ class Rubric:
         shifted = combined if low == 0 else f"({combined} - {_plain(low)})"
         return f"100 x {shifted} / {_plain(high - low)}"
 
-    def reference(self) -> dict:
+    def reference(self) -> RubricReference:
         """What an evaluation records of its rubric: id, version and the SHA-256 of its canonical form."""
         return {"id": self.id, "version": self.version, "sha256": self.sha256}
 

@@ -83,7 +83,7 @@ class _Twice(yaml.constructor.ConstructorError):
 
     def __init__(self, key: object, mark: yaml.Mark) -> None:
         super().__init__(None, None, "a key given twice", mark)
-        self.key = key
+        self.key, self.mark = key, mark
 
 
 def _no_duplicates(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dict:
@@ -127,7 +127,7 @@ def _parse(data: bytes | str) -> tuple[Any, dict[str, int], dict[str, int]]:
         document = yaml.load(text, Loader=_Loader)  # noqa: S506 (a safe loader)
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except _Twice as exc:
-        raise RubricError([Problem(exc.problem_mark.line + 1, "", _(
+        raise RubricError([Problem(exc.mark.line + 1, "", _(
             "The key %(key)s is given twice in one mapping; keep one (a YAML reader would silently keep the last).",
             key=json.dumps(exc.key, ensure_ascii=False, default=str)))]) from None
     except yaml.YAMLError as exc:
@@ -140,7 +140,7 @@ def _parse(data: bytes | str) -> tuple[Any, dict[str, int], dict[str, int]]:
             "The rubric file is not valid YAML or JSON at column %(column)s: %(reason)s. Indent with spaces, never "
             "tabs, and put a text that holds ': ' or starts with { or [ in quotes.",
             column=mark.column + 1, reason=reason or str(exc)))]) from None
-    if not isinstance(document, dict):
+    if not isinstance(document, dict) or node is None:  # (a mapping always has its node)
         raise RubricError([Problem(1, "", _("A rubric is a mapping of fields (id, version, title, ...), not %(what)s.",
                                             what=describe(document)))])
     lines: dict[str, int] = {}
@@ -204,13 +204,15 @@ _NAME_RULES = {
 def _message(error: jsonschema.ValidationError) -> tuple[str, str]:
     """The path and the translated message of one schema error."""
     path = _path(error.absolute_path)
-    kind, value, expected = error.validator, error.instance, error.validator_value
+    kind = error.validator
+    value: Any = error.instance  # the part of the document checked, and the keyword's value in the schema
+    expected: Any = error.validator_value
     if kind == "required":  # one error per missing field, its name in the message
         named = re.match(r"^'(.+)' is a required property$", error.message)
         missing = named.group(1) if named else next(name for name in expected if name not in value)
         return path, _("The field %(field)s is missing.", field=missing)
     if kind == "additionalProperties":
-        allowed = sorted(error.schema.get("properties", {}))
+        allowed = sorted(error.schema.get("properties", {}) if isinstance(error.schema, dict) else {})
         unknown = sorted(set(value) - set(allowed))
         where = f"{path}.{unknown[0]}" if path else unknown[0]
         if allowed:

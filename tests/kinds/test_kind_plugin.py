@@ -1,8 +1,9 @@
 """A fifth benchmark kind defined entirely here, driven through every part of the product.
 
 "counts": a JSON list of numbers, scored by their mean and a histogram with `bins` bins. Nothing in the product
-names it: registering it (before the app is built, as a plug-in would be) is all it takes for upload, validation,
-evaluation, the result page, its own view, the exports, share links, compare, the API and the CLI to handle it.
+names it: naming it in the setting PSB_KINDS (module:Class, as a kind that is not installed is named) is all it takes
+for upload, validation, evaluation, the result page, its own view, the exports, share links, compare, the API and the
+CLI to handle it. tests/kinds/test_installed_kind.py does the same for a judged kind installed as a package.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import jinja2
 import pytest
 
 from kinds import registry
-from kinds.kind import Job, Kind, Plan, StartError, StartRequest, upload_stem
+from kinds.kind import Job, Plan, Scored, StartError, StartRequest, upload_stem
 from kinds.problems import Problem, Report
 from tests.conftest import jsonl, session_line, wait_for
 
@@ -39,7 +40,7 @@ TEMPLATES = {
 }
 
 
-class CountsKind(Kind):
+class CountsKind(Scored):
     """A JSON list of numbers: mean and histogram."""
 
     name = "counts"
@@ -116,9 +117,11 @@ class CountsKind(Kind):
 
 @pytest.fixture
 def counts_app(make_app, judge_env):
-    registry.register(CountsKind())
+    assert "counts" not in registry.names()
     try:
-        yield make_app(judge_env)
+        app = make_app(judge_env, PSB_KINDS=f"{__name__}:CountsKind")
+        assert registry.source("counts") == f"PSB_KINDS: {__name__}:CountsKind"
+        yield app
     finally:
         registry.unregister("counts")
 

@@ -6,8 +6,12 @@ import re
 
 import pytest
 
+from kinds import registry
+from kinds.kind import StartError
 from tests.conftest import ROOT, jsonl, session_line
 from tests.kinds.agentbench.test_agentbench import dumps, overall
+from web import get_store
+from web.cli import gate
 
 
 def test_score_prints_result_document(runner, tmp_path):
@@ -142,3 +146,26 @@ def test_gate_refuses_an_unknown_metric_and_a_baseline_of_another_kind(runner, g
     assert runner.invoke(args=["score", str(lone), "--fail-below", "db=39"]).exit_code == 0
     below = runner.invoke(args=["score", str(lone), "--fail-below", "db=41"])
     assert below.exit_code == 1 and "below threshold: gpt-x db 40.000 < 41.0" in below.stderr
+
+
+def test_score_names_an_evaluation_gone_when_its_run_returns(runner, tmp_path, monkeypatch):
+    """Gone from the store when `flask score` reads it back (deleted by another process once it stopped): exit 1
+    naming it, not a traceback."""
+    class DeletingRunner:
+        def run(self, evaluation_id: str, on_progress=None) -> None:
+            get_store().delete_evaluations([evaluation_id])
+
+    monkeypatch.setattr("web.cli.score.get_runner", DeletingRunner)
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(jsonl(session_line("c1", 2)))
+    result = runner.invoke(args=["score", str(path)])
+    assert result.exit_code == 1
+    assert f"error: No evaluation has the id {scored_id(result)}." in result.stderr
+    assert isinstance(result.exception, SystemExit) and result.stdout == ""  # its own exit, no traceback
+
+
+def test_the_gate_names_a_baseline_deleted_after_it_was_checked(app):
+    """`score --baseline` checks the baseline first (check_baseline) and reads it again to check its kind: one
+    deleted in between is named as unknown."""
+    with app.app_context(), pytest.raises(StartError, match="^No evaluation has the id gone.$"):
+        gate.check_kind(registry.get("dialogue"), "gone", None, {})

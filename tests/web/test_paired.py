@@ -10,8 +10,12 @@ import pytest
 from scipy.stats import wilcoxon
 from statsmodels.stats.multitest import multipletests
 
+from pipeline.housekeeping import delete_evaluation
 from tests.conftest import jsonl, session_line, wait_for
 from tests.web.test_api import upload
+from web import get_results, get_store
+from web.compare import load_runs
+from web.paired_view import PairedError, paired
 
 SESSIONS = 10
 OTHER_JUDGE = "judge-b"
@@ -161,3 +165,14 @@ def test_runs_that_share_no_sample_say_so(client):
     assert "These runs share no samples: no paired differences." in html and "paired.csv" not in html
     body = client.get(f"/api/compare?ids={first}&ids={second}").get_json()
     assert body["paired"] == [] and body["regression"] is False
+
+
+def test_a_run_deleted_after_the_runs_were_read_is_named(app, runs):
+    """paired() reads each run's samples after load_runs read the runs (the compare page, /api/compare, the gate):
+    a run deleted in between is named, not a crash."""
+    baseline, other, _rerun = runs
+    with app.test_request_context():
+        loaded = load_runs([baseline, other])
+        delete_evaluation(get_store(), get_results(), other)
+        with pytest.raises(PairedError, match=f"^No evaluation has the id {other}.$"):
+            paired(loaded, baseline)

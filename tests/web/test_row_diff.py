@@ -12,7 +12,7 @@ import pytest
 
 from kinds import registry
 from kinds import row_diff as logic
-from kinds.kind import Metric, Sample
+from kinds.kind import Metric, Paired, Sample
 from tests.conftest import jsonl
 from tests.kinds.test_kind_plugin import CountsKind
 from tests.kinds.test_kind_plugin import evaluate as plugin_evaluate
@@ -198,7 +198,7 @@ def test_the_compare_page_of_two_runs_links_to_their_diff(client, runs):
     assert f'href="/compare/rows?ids={other}&amp;ids={base}&amp;baseline={base}"' in html
 
 
-class PairedCounts(CountsKind):
+class PairedCounts(CountsKind, Paired):
     """The test plug-in kind "counts", its numbers paired by position: a key of three parts, one metric."""
 
     paired_metrics = (Metric("value", "Value"),)

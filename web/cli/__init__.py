@@ -1,10 +1,11 @@
 """The `flask --app app ...` commands: score (score.py, with its regression gate gate.py and its remote mode
-remote.py), simulate, users, jobs, storage and bundle (operations.py), and each kind's own (`Kind.cli_commands`)."""
+remote.py), simulate, users, jobs, storage and bundle (operations.py), and each kind's own (`OwnCommands.cli_commands`)."""
 from __future__ import annotations
 
 from flask import Flask
 
 from kinds import registry
+from kinds.kind import OwnCommands
 from web.cli import operations, users
 from web.cli.score import score_command
 from web.cli.simulate import simulate_command
@@ -18,6 +19,6 @@ def register(app: Flask) -> None:
     app.cli.add_command(users.users)
     app.cli.add_command(operations.jobs)
     app.cli.add_command(operations.storage)
-    for kind in registry.kinds():  # the kinds' own commands (dialogue: `rubrics`)
+    for kind in registry.having(OwnCommands):  # the kinds' own commands (dialogue: `rubrics`)
         for command in kind.cli_commands():
             app.cli.add_command(command)

@@ -4,6 +4,7 @@ when a method's headline value in the result document is below a threshold (docs
 from __future__ import annotations
 
 import sys
+from typing import NoReturn
 
 import click
 
@@ -30,7 +31,7 @@ OPTIONS = [
 ENTRIES = ("methods", "agents")
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     click.echo(_("error: %(message)s", message=message), err=True)
     sys.exit(2)
 
@@ -66,6 +67,8 @@ def check_kind(kind: Kind, baseline: str | None, metric: str | None, baseline_op
     if baseline is not None:
         if baseline_kind is None:
             found = get_store().get_evaluation(baseline)
+            if found is None:  # check_baseline() found it; deleted since
+                raise StartError(_("No evaluation has the id %(ids)s.", ids=baseline))
             baseline_kind, baseline_result = found["kind"], found.get("result")
         if baseline_kind != kind.name:
             raise StartError(_("The baseline %(id)s is of kind %(other)s; this file is of kind %(kind)s.", id=baseline,
@@ -83,7 +86,7 @@ def check_kind(kind: Kind, baseline: str | None, metric: str | None, baseline_op
 def headline_values(result: dict) -> dict[str, dict[str, float]]:
     """{method: {metric: value}}: the numbers of each method's (dialogue) or agent's (AgentBench) entry of the
     result document, its dimensions (dialogue) and its tasks' scores (AgentBench) among them."""
-    entries = next((result[key] for key in ENTRIES if isinstance(result.get(key), dict)), {})
+    entries: dict[str, dict] = next((result[key] for key in ENTRIES if isinstance(result.get(key), dict)), {})
     values: dict[str, dict[str, float]] = {}
     for name, entry in entries.items():
         flat = {k: v for k, v in entry.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}

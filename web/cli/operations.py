@@ -9,7 +9,7 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from translations import _
-from web import get_runner
+from web import get_results, get_runner, get_uploads
 
 
 @click.group("jobs")
@@ -52,7 +52,7 @@ def storage() -> None:
 @with_appcontext
 def storage_check(create: bool) -> None:
     """Write, read and delete a small object where uploads and results go; exit status 1 naming what failed."""
-    for place in (current_app.extensions["uploads"], current_app.extensions["results"]):
+    for place in (get_uploads(), get_results()):
         try:
             place.check(create)
         except Exception as exc:  # the store's own error says what is wrong (no bucket, refused key, no route)

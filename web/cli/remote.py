@@ -11,7 +11,7 @@ import click
 
 from client import ApiError, Client
 from kinds import registry
-from kinds.kind import Kind, StartError
+from kinds.kind import Kind, Scored, StartError, TakesAttachments
 from pipeline.judge_requests import RequestError
 from translations import _
 from web.cli import gate
@@ -47,7 +47,11 @@ def _check_baseline(client: Client, baseline: str) -> dict:
 def _start_options(kind: Kind, values: dict, client: Client, upload_id: str) -> dict:
     """The kind's start fields as the API takes them, each file an attachment option names (dialogue's --scores)
     attached to the upload on the server first; StartError for a value that names a local file."""
+    if not isinstance(kind, Scored):  # no options: the server says why it is not scored
+        return {}
     options = {k: values[k] for k in kind.start_fields if values.get(k) not in (None, False)}
+    if not isinstance(kind, TakesAttachments):
+        return options
     fields = {f: values[f] for f in kind.attachment_fields if values.get(f)}
     for name in kind.attachments:
         if options.get(name):

@@ -12,7 +12,7 @@ from flask.cli import with_appcontext
 
 from client import opened
 from kinds import registry
-from kinds.kind import Kind, StartError
+from kinds.kind import Scored, StartError, TakesAttachments
 from pipeline.evaluations import create_evaluation
 from pipeline.ingest import InvalidUpload, attach, ingest
 from pipeline.judge_requests import RequestError
@@ -54,7 +54,9 @@ def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, 
         gate.check_kind(detected, baseline, metric, {"--fail-on-regression": fail_on_regression, "--metric": metric,
                                                      "--max-drop": max_drop})
         check_kind_options(detected, kind_values)
-        options = detected.cli_start(_attached(detected, upload, kind_values), get_site())
+        # a kind that is not scored gets no options: create_evaluation says why it is not
+        options = detected.cli_start(_attached(detected, upload, kind_values), get_site()) if isinstance(
+            detected, Scored) else {}
         judge = {**({"endpoint": judge_endpoint} if judge_endpoint else {}), **({"batch": True} if batch else {})}
         evaluation = create_evaluation(get_store(), upload["id"], chosen, judge, get_judge_settings().environ(),
                                        options, panel(judge_model, judges_file))
@@ -65,6 +67,10 @@ def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, 
     get_runner().run(evaluation["id"], on_progress=ProgressBar())
     click.echo("", err=True)
     record = get_store().get_evaluation(evaluation["id"])
+    if record is None:  # deleted by another process once it stopped
+        click.echo(_("error: %(message)s", message=_("No evaluation has the id %(ids)s.", ids=evaluation["id"])),
+                   err=True)
+        sys.exit(1)
     if record["status"] not in ("done", "incomplete"):
         click.echo(_("error: the evaluation ended %(status)s: %(message)s", status=record["status"],
                      message=record["error"] or ""), err=True)
@@ -94,20 +100,23 @@ def _refused(file: Path, exc: InvalidUpload) -> NoReturn:
     sys.exit(1)
 
 
-def _attached(kind: Kind, upload: dict, values: dict) -> dict:
+def _attached(kind: Scored, upload: dict, values: dict) -> dict:
     """The kind's option values with each file its attachment options name (dialogue's --scores) attached to the
     upload and named by its attachment's id; exit 1, printing its problems, when one is refused."""
     values = dict(values)
+    if not isinstance(kind, TakesAttachments):
+        return values
     options = {f: values[f] for f in kind.attachment_fields if values.get(f)}
     for name in kind.attachments:
         if values.get(name):
             path = Path(values[name])
             try:
                 with path.open("rb") as stream:
-                    values[name] = attach(stream, path.name, upload, name, get_store(), get_uploads(), options)["id"]
+                    attachment = attach(stream, path.name, upload, name, get_store(), get_uploads(), options)
             except InvalidUpload as exc:
                 _refused(path, exc)
-            for w in get_store().get_attachment(values[name])["warnings"]:
+            values[name] = attachment["id"]
+            for w in attachment["warnings"]:
                 click.echo(_("warning: %(message)s", message=w["message"]), err=True)
     return values
 
@@ -133,7 +142,8 @@ def score_command() -> click.Command:
               click.Option(["--token"], metavar="TOKEN",
                            help="With --server: an API token (psb_...); default: the PSB_TOKEN variable.")]
     seen = {p.name for p in params}
-    for kind in registry.kinds():
+    scored: list[Scored] = registry.having(Scored)
+    for kind in scored:
         params += [option for option in kind.cli_options if option.name not in seen]
         seen |= {option.name for option in kind.cli_options}
     return click.Command("score", callback=with_appcontext(_score), params=params, help=_score.__doc__)

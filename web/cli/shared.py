@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from kinds import registry
-from kinds.kind import Kind, StartError
+from kinds.kind import Kind, Scored, StartError
 from kinds.readers import json_text, limits
 from pipeline.judge_requests import RequestError
 from translations import _, duration
@@ -55,8 +55,10 @@ def panel(judge_models: tuple[str, ...], judges_file: Path | None) -> list | Non
 
 def check_kind_options(detected: Kind, kind_values: dict) -> None:
     """StartError for an option of another kind than the file's (--reference for a dialogue file)."""
-    for other in registry.kinds():
+    own = detected.cli_options if isinstance(detected, Scored) else ()
+    scored: list[Scored] = registry.having(Scored)
+    for other in scored:
         for option in other.cli_options:
-            if other is not detected and option not in detected.cli_options and kind_values.get(option.name):
+            if other is not detected and option not in own and kind_values.get(option.name):
                 raise StartError(_("%(option)s applies to %(kind)s uploads only.", option=option.opts[0],
                                    kind=other.name))

@@ -173,12 +173,12 @@ def simulate_command(personas: str, simulator: str, methods: tuple[str, ...], ro
         sys.exit(1)
     plan = Plan.from_settings(record["settings"])
     kept = {(t["conversation"], t["round"], t["speaker"]): t for t in get_store().simulation_turns(record["id"])}
-    for file in outputs(record["id"], plan, kept):
-        if file.sessions:
-            path = out_path(out, file.method)
+    for output in outputs(record["id"], plan, kept):
+        if output.sessions:
+            path = out_path(out, output.method)
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(file.jsonl())
-            click.echo(_("%(count)s sessions written to %(path)s", count=len(file.sessions), path=path), err=True)
+            path.write_bytes(output.content())
+            click.echo(_("%(count)s sessions written to %(path)s", count=len(output.sessions), path=path), err=True)
     for evaluation_id in record["evaluation_ids"]:
         click.echo(_("evaluation %(id)s", id=evaluation_id), err=True)
         get_runner().run(evaluation_id, on_progress=ProgressBar())

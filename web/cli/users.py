@@ -11,7 +11,8 @@ from web import accounts, get_store
 def _password(from_stdin: bool) -> str:
     """The new password: one line of stdin for scripts, else asked twice without echo."""
     if from_stdin:
-        return click.get_text_stream("stdin").readline().rstrip("\r\n")
+        with click.open_file("-") as stdin:  # click's text stdin, left open
+            return stdin.readline().rstrip("\r\n")
     return click.prompt(_("Password"), hide_input=True, confirmation_prompt=True)
 
 

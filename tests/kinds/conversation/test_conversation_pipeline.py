@@ -121,3 +121,17 @@ def test_a_zip_conversation_is_read_from_its_member_alone(client):
     index = int(re.search(r"view/transcript\?index=(\d+)", listing).group(1))
     html = client.get(f"/evaluations/{created['id']}/view/transcript?index={index}").get_data(as_text=True)
     assert "Real users" in html and 'class="turn turn-user"' in html
+
+
+def test_a_questionnaire_answer_of_no_known_field_is_left_out(client):
+    """A questionnaire item whose `summary` is not a field name (a list, an object) is an unknown field: left out,
+    as unknown answers are, and the upload is accepted."""
+    item = own_conversation("human", 1)
+    item["questionnaire"] = [{"summary": ["Detail"], "option": "简略"}, {"summary": {"a": 1}, "option": "是"},
+                             {"summary": "Detail", "option": "简略"}]
+    resp = client.post("/api/uploads", data={"file": (io.BytesIO(json.dumps([item]).encode()), "mine.json")},
+                       content_type="multipart/form-data")
+    assert resp.status_code == 201, resp.get_json()
+    created = client.post("/api/evaluations", json={"upload_id": resp.get_json()["id"]}).get_json()
+    result = wait_for(client, created["id"])["result"]
+    assert result["questionnaire"]["human"] == {"Detail": 0.0}

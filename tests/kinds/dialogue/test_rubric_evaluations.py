@@ -4,6 +4,7 @@ mode beside it, and a judge whose language the rubric has no prompts in refused 
 `flask --app app score FILE --rubric ID` and `flask --app app rubrics ...` as a user types them."""
 from __future__ import annotations
 
+import csv
 import io
 import json
 
@@ -131,3 +132,21 @@ def test_the_rubrics_commands_and_score_rubric_as_typed(app, runner, judge_serve
     assert result["rubric"]["sha256"] == rubric.sha256 and result["methods"]["B"]["dimensions"] == SIX
     wrong = runner.invoke(args=["score", str(log), "--rubric", "nope"])
     assert wrong.exit_code == 2 and "Unknown rubric 'nope'" in wrong.stderr
+
+
+def test_a_panels_agreement_csv_under_a_rubric_without_a_yes_no_question(client, judge_server, added):
+    """No verdicts, so no kappa between the judges: agreement.csv has no cohen_kappa row (as it has no alpha of
+    verdicts), and every other figure."""
+    rubric, upload_id = added
+    done = start(client, upload_id, rubric=rubric.sha256, judges=[{"model": "judge-a"}, {"model": "judge-b"}])
+    resp = client.get(f"/evaluations/{done['id']}/agreement.csv")
+    assert resp.status_code == 200
+    rows = list(csv.reader(io.StringIO(resp.get_data().decode("utf-8-sig"))))
+    assert rows[0] == ["statistic", "score", "raters", "value", "ci95_low", "ci95_high", "n"]
+    assert [row[:3] for row in rows[1:]] == [
+        ["krippendorff_alpha", "total", "all judges"], ["krippendorff_alpha", "profile_fit", "all judges"],
+        ["krippendorff_alpha", "tone_fit", "all judges"], ["krippendorff_alpha", "coherence", "all judges"],
+        ["spearman", "total", "judge-a | judge-b"], ["kendall_tau_method_avg", "avg", "judge-a | judge-b"]]
+    pair = done["result"]["agreement"]["pairs"][0]
+    assert pair["kappa"] is None and rows[5][3:] == [str(pair["spearman"][k]) if pair["spearman"][k] is not None
+                                                     else "" for k in ("value", "low", "high", "n")]

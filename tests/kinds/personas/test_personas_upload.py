@@ -143,5 +143,6 @@ def test_flask_score_of_a_personas_file_says_it_is_not_scored(app, tmp_path):
     path.write_bytes(jsonl(persona("a"), persona("b")))
     result = app.test_cli_runner().invoke(args=["score", str(path)])
     assert result.exit_code == 2
-    assert "A personas file is not scored" in result.stderr and "/simulations/new" in result.stderr
+    assert "An upload of the kind Personas (simulated users) is not scored" in result.stderr
+    assert "/simulations/new" in result.stderr
     assert result.stdout == ""
