@@ -50,7 +50,10 @@ TASKS = {  # the task names of the job types that had them before there were job
     "evaluation": {"plan": "psb.plan", "block": "psb.judge_block", "finish": "psb.score"},
     "simulation": {"plan": "psb.simulate_plan", "block": "psb.simulate_block", "finish": "psb.simulate_finish"},
 }
-TASK_OPTIONS = {"bind": True, "max_retries": None, "acks_late": True, "reject_on_worker_lost": True}
+# shared=False: each task belongs to the Celery app it is registered on (Celery would otherwise add it to every app
+# made later in the process, whose own task of the same name it would shadow, running the first app's backend)
+TASK_OPTIONS = {"bind": True, "max_retries": None, "acks_late": True, "reject_on_worker_lost": True,
+                "shared": False}
 
 
 def task_names(job_name: str) -> dict[str, str]:

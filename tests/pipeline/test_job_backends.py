@@ -10,6 +10,7 @@ again (people's ratings attached) works whichever backend runs the evaluations.
 """
 from __future__ import annotations
 
+import inspect
 import io
 import json
 import os
@@ -339,12 +340,19 @@ def test_the_celery_app_keeps_no_state_of_its_own(tmp_path):
     config = {"DATABASE": str(tmp_path / "db.sqlite"), "UPLOAD_FOLDER": str(tmp_path / "uploads"),
               "RESULTS_FOLDER": str(tmp_path / "results"), "TESTING": True, "SECRET_KEY": "test",
               "RESUME_ON_START": False}
+    # two apps in one process (the tests, a worker's app and a CLI's): each Celery app runs its tasks on its own
+    # backends, never on those of an app made before it
+    before = create_app({**config, "CELERY_BROKER_URL": "redis://127.0.0.1:9/1"}).extensions["celery"]
     app = create_app({**config, "CELERY_BROKER_URL": "redis://127.0.0.1:9/0"})  # no connection is made to build it
     celery = app.extensions["celery"]
     assert [name for name in vars(celery) if name.startswith("psb")] == []
     workers = workers_of(celery)
     assert workers is not None and workers.backends == [app.extensions["runner"], app.extensions["simulations"]]
     assert all(isinstance(backend, CeleryBackend) for backend in workers.backends)
-    assert {name for name in celery.tasks if name.startswith("psb.")} == {
-        "psb.plan", "psb.judge_block", "psb.score", "psb.simulate_plan", "psb.simulate_block", "psb.simulate_finish"}
+    tasks = {name: task for name, task in celery.tasks.items() if name.startswith("psb.")}
+    assert set(tasks) == {"psb.plan", "psb.judge_block", "psb.score", "psb.simulate_plan", "psb.simulate_block",
+                          "psb.simulate_finish"}
+    for name, task in tasks.items():  # the backend each task's body runs a step of
+        assert inspect.getclosurevars(task.run).nonlocals["backend"] in workers.backends, name
+    assert set(before.tasks) == set(celery.tasks) and workers_of(before) is not workers
     assert workers_of(create_app({**config, "CELERY_BROKER_URL": ""}).extensions.get("celery")) is None
