@@ -17,6 +17,10 @@ from app import create_app
 from tests.judge_server import judge_server  # noqa: F401  (fixture)
 from tests.services import postgres_server, redis_server, s3_server, s3_storage  # noqa: F401
 
+# The session's own work (tests/suite.py): `npm ci` where the audits' packages are missing, no skip while CI is set,
+# no file of the work tree changed by the run.
+pytest_plugins = ["tests.suite"]
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
 

@@ -83,6 +83,17 @@ class Postgres:
              "-k", str(self.folder), "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off",
              "-c", "max_connections=200"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for_port(self.port, self.process, "postgres")
+        self._wait_accepting()
+
+    def _wait_accepting(self, timeout: float = 30.0) -> None:
+        """The port opens while the server still replays its log ("the database system is starting up"): wait
+        until pg_isready says it accepts connections."""
+        deadline = time.monotonic() + timeout
+        while subprocess.run([str(self.bin / "pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(self.port)],
+                             capture_output=True).returncode != 0:
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"postgres on port {self.port} does not accept connections")
+            time.sleep(0.05)
 
     def stop_server(self) -> None:
         """Stop the server (fast shutdown: open connections are closed), keeping its data folder. Through pg_ctl,

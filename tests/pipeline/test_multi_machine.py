@@ -5,9 +5,10 @@ empty `instance/`, share only DATABASE_URL (PostgreSQL), CELERY_BROKER_URL (Redi
 the judge settings. The workers are started with the exact `celery` line of docs/team-deployment.md. Sign in on A,
 upload and start on A, watch the progress on B; one worker is killed with kill -9 and Redis is restarted during the
 run (empty, without persistence; with its append-only file, the tasks delivered to the workers then wait in it for
-a visibility timeout of an hour); the result is read on B. Every judgment is in the store exactly once, the metrics
-are those of the in-process runner (`python app.py`) on the same file, at most JUDGE_CONCURRENCY calls were paid
-twice per fault, and the judge never saw more than JUDGE_CONCURRENCY calls at once.
+a visibility timeout of an hour); the workers sweep for lost work every 2 s (CELERY_SWEEP_S, 20 s by default), so
+that the test waits for the recovery, not for the clock; the result is read on B. Every judgment is in the store
+exactly once, the metrics are those of the in-process runner (`python app.py`) on the same file, at most
+JUDGE_CONCURRENCY calls were paid twice per fault, and the judge never saw more than JUDGE_CONCURRENCY calls at once.
 """
 from __future__ import annotations
 
@@ -32,8 +33,9 @@ from tests.pipeline.test_celery import Judge, dialogue
 from tests.services import Redis, free_port, wait_for_port
 
 CONCURRENCY = 6
-SESSIONS, ROUNDS, METHODS, MODES = 120, 5, 2, 2
-TOTAL = SESSIONS * ROUNDS * METHODS * MODES  # 2,400 judgments
+SESSIONS, ROUNDS, METHODS, MODES = 48, 5, 2, 2
+TOTAL = SESSIONS * ROUNDS * METHODS * MODES  # 960 judgments: five blocks of the queue (BLOCK_JUDGMENTS, 200)
+SWEEP_S = 2
 FAULTS = 2  # a worker killed, Redis restarted
 PASSWORD = "multi-machine-pw-1"
 
@@ -117,7 +119,8 @@ def test_two_webs_and_two_workers_share_only_the_services(tmp_path, postgres_ser
               "PYTHONPATH": str(ROOT), "AUTH": "on", "DATABASE_URL": database_url, "CELERY_BROKER_URL": redis.url,
               "STORAGE_URL": f"s3://{bucket}/team", **s3_server.environ,
               "JUDGE_BASE_URL": judge.url, "JUDGE_API_KEY": "sk-test", "JUDGE_MODEL": "judge-test",
-              "JUDGE_CONCURRENCY": str(CONCURRENCY), "JUDGE_MAX_RETRIES": "0", "JUDGE_TIMEOUT_S": "10"}
+              "JUDGE_CONCURRENCY": str(CONCURRENCY), "JUDGE_MAX_RETRIES": "0", "JUDGE_TIMEOUT_S": "10",
+              "CELERY_SWEEP_S": str(SWEEP_S)}
     admin = subprocess.run(["flask", "--app", "app", "users", "create", "alice", "--admin", "--password-stdin"],
                            cwd=ROOT, env=shared, input=PASSWORD + "\n", text=True, capture_output=True, timeout=60)
     assert admin.returncode == 0, admin.stderr

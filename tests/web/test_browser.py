@@ -706,6 +706,13 @@ def make_screenshots(out: Path) -> list[Path]:
         page.locator("#test-result").wait_for()
         shot(page, "settings.png")
 
+        from tests.simulate.support import Recorder
+        from tests.web.test_simulation_browser import run_a_simulation
+
+        Recorder(judge)  # the judge server plays the simulated user and the methods
+        run_a_simulation(page, server, out)  # simulation-run.png and simulation-status.png
+        shots += [out / "simulation-run.png", out / "simulation-status.png"]
+
         chromium.close()
         if watch.errors:
             raise SystemExit("errors in the pages: " + json.dumps(watch.errors, indent=1))

@@ -1,13 +1,15 @@
 """The Run page and the status page in Chromium: fill the form, estimate, run, follow the run to its file; axe-core
-finds no serious violation on either page; screenshots in docs/screenshots/."""
+finds no serious violation on either page. Their screenshots go to the test's temporary folder;
+`python -m tests.web.test_browser --screenshots` writes them to docs/screenshots/ (see `run_a_simulation`)."""
 from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
-from tests.browser_support import CHROMIUM, ROOT, SAMPLE, PageWatch, axe_violations
+from tests.browser_support import CHROMIUM, SAMPLE, PageWatch, axe_violations
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Chromium not found at {CHROMIUM}")
 
@@ -16,7 +18,32 @@ if CHROMIUM.exists():
 
     from tests.browser_support import dashboard_server, launch_chromium, new_context
 
-SHOTS = ROOT / "docs" / "screenshots"
+
+def run_a_simulation(page, server, shots: Path) -> None:
+    """Fill the Run page with the sample's personas, two methods and two rounds, estimate, start, and follow the run
+    to its end, checking each page with axe-core; simulation-run.png and simulation-status.png go to `shots`. The
+    server's judge must play the models (tests/simulate/support.py's Recorder)."""
+    upload_id = server.upload(SAMPLE.read_bytes(), "personas-from-sessions.jsonl")
+    page.goto(server.url + "/simulations/new")
+    page.select_option("select[name=personas]", upload_id)
+    page.fill("input[name=simulator-model]", "sim-model")
+    for row, (name, model) in enumerate((("Base", "model-a"), ("Ours", "model-b"))):
+        page.fill(f"input[name=method-{row}-name]", name)
+        page.fill(f"input[name=method-{row}-model]", model)
+    page.fill("textarea[name=method-1-system_prompt]", "You adapt to the user.")
+    page.fill("input[name=rounds]", "2")
+    page.click("button[value=estimate]")
+    expect(page.locator("#estimate")).to_contain_text("48 calls to the models.")  # 8 personas x 2 rounds x (1 + 2)
+    page.screenshot(path=str(shots / "simulation-run.png"), full_page=True)
+    assert axe_violations(page) == []
+
+    page.click("button[value=start]")
+    page.wait_for_url(re.compile(r"/simulations/\w+$"))
+    expect(page.locator(".status-done")).to_be_visible(timeout=60_000)  # the page reloads itself until then
+    expect(page.locator("main")).to_contain_text("48 of 48 turns")
+    expect(page.locator("details.transcript").first).to_contain_text("Round 2")
+    page.screenshot(path=str(shots / "simulation-status.png"), full_page=True)
+    assert axe_violations(page) == []
 
 
 def test_run_a_simulation_from_the_page(tmp_path, judge_server):
@@ -24,32 +51,12 @@ def test_run_a_simulation_from_the_page(tmp_path, judge_server):
 
     Recorder(judge_server)
     with dashboard_server(tmp_path / "dashboard", judge_server.url) as server, sync_playwright() as playwright:
-        upload_id = server.upload(SAMPLE.read_bytes(), "personas-from-sessions.jsonl")
         chromium = launch_chromium(playwright)
         context = new_context(chromium)
         context.set_default_timeout(20_000)
         page = context.new_page()
         watch = PageWatch(page)
-        page.goto(server.url + "/simulations/new")
-        page.select_option("select[name=personas]", upload_id)
-        page.fill("input[name=simulator-model]", "sim-model")
-        for row, (name, model) in enumerate((("Base", "model-a"), ("Ours", "model-b"))):
-            page.fill(f"input[name=method-{row}-name]", name)
-            page.fill(f"input[name=method-{row}-model]", model)
-        page.fill("textarea[name=method-1-system_prompt]", "You adapt to the user.")
-        page.fill("input[name=rounds]", "2")
-        page.click("button[value=estimate]")
-        expect(page.locator("#estimate")).to_contain_text("48 calls to the models.")  # 8 personas x 2 rounds x (1 + 2)
-        page.screenshot(path=str(SHOTS / "simulation-run.png"), full_page=True)
-        assert axe_violations(page) == []
-
-        page.click("button[value=start]")
-        page.wait_for_url(re.compile(r"/simulations/\w+$"))
-        expect(page.locator(".status-done")).to_be_visible(timeout=60_000)  # the page reloads itself until then
-        expect(page.locator("main")).to_contain_text("48 of 48 turns")
-        expect(page.locator("details.transcript").first).to_contain_text("Round 2")
-        page.screenshot(path=str(SHOTS / "simulation-status.png"), full_page=True)
-        assert axe_violations(page) == []
+        run_a_simulation(page, server, tmp_path)
         assert watch.errors == [] and watch.foreign_requests() == []
         context.close()
         chromium.close()

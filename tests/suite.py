@@ -1,0 +1,187 @@
+"""What a test session does around the tests, as a pytest plugin (tests/conftest.py loads it): installs the browser
+audits' npm packages when they are missing, starts the slowest modules first, turns a skip into a failure when the
+CI variable is set, and fails the run when it changed a file that git sees in the work tree.
+
+Under pytest-xdist (pyproject.toml's addopts: four workers, each module on one worker) the installing and the work
+tree check happen once, in the controller process; the workers only run tests.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+# Each folder whose package-lock.json pins what a test needs, and the file that test looks for once `npm ci` ran there:
+# axe-core for the accessibility audits (tests/browser_support.py), esbuild to rebuild the Plotly bundle
+# (tests/web/test_plotly_bundle.py).
+NODE_FOLDERS = {ROOT: Path("node_modules/axe-core/axe.min.js"),
+                ROOT / "vendor" / "plotly-bundle": Path("node_modules/esbuild/package.json")}
+NPM_CI = ("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
+NPM_TIMEOUT_S = 600
+# The modules that take longest, longest first (measured on four workers on two cores), started first: a worker that
+# drew one of them last would run alone at the end of the session.
+SLOW_FIRST = ("tests/web/test_accessibility.py", "tests/web/test_browser.py", "tests/pipeline/test_celery.py",
+              "tests/web/test_openapi.py", "tests/pipeline/test_multi_machine.py", "tests/test_bench_scripts.py",
+              "tests/test_docs_commands.py", "tests/web/test_auth.py", "tests/test_client.py",
+              "tests/web/test_chart_layout.py", "tests/web/test_upload_misfits.py", "tests/web/test_paired.py",
+              "tests/web/test_paired_figures.py", "tests/simulate/test_celery_simulation.py",
+              "tests/web/test_simulation_browser.py", "tests/web/test_rubric_browser.py")
+
+
+def in_ci() -> bool:
+    """Whether the CI variable is set (to anything but empty, 0 or false), as CI services set it."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false")
+
+
+def missing_node_folders(folders: dict[Path, Path] = NODE_FOLDERS) -> list[Path]:
+    """The folders whose npm packages are not installed."""
+    return [folder for folder, marker in folders.items() if not (folder / marker).exists()]
+
+
+class NodeInstall:
+    """`npm ci` in each folder, started at once and side by side (the downloads overlap the workers' start-up)."""
+
+    def __init__(self, folders: list[Path], npm: str):
+        self.runs = []
+        for folder in folders:
+            log = tempfile.TemporaryFile()
+            process = subprocess.Popen([npm, *NPM_CI[1:]], cwd=folder, stdin=subprocess.DEVNULL, stdout=log,
+                                       stderr=subprocess.STDOUT)
+            self.runs.append((folder, process, log))
+
+    def wait(self) -> list[str]:
+        """Wait for every run; one line per folder saying what was installed or why not."""
+        said = []
+        for folder, process, log in self.runs:
+            try:
+                code = process.wait(NPM_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                code = process.wait()
+            log.seek(0)
+            output = log.read().decode("utf-8", "replace").strip()
+            log.close()
+            where = folder.relative_to(ROOT) if folder.is_relative_to(ROOT) else folder
+            said.append(f"npm ci in {where}: " + ("installed" if code == 0 else f"failed (exit {code}): {output[-800:]}"))
+        return said
+
+
+def install_node_tools(config: pytest.Config, folders: dict[Path, Path] = NODE_FOLDERS) -> NodeInstall | None:
+    """Start `npm ci` where the pinned npm packages are missing (None when nothing is missing or npm is not there:
+    the tests that need them then skip, naming what to install, or fail in CI)."""
+    missing, npm = missing_node_folders(folders), shutil.which("npm")
+    if not missing or npm is None or config.getoption("collectonly"):
+        return None
+    return NodeInstall(missing, npm)
+
+
+def worktree_state(root: Path = ROOT) -> dict[str, str] | None:
+    """Each file git sees as changed or new in the work tree (tracked and modified or deleted, or untracked and not
+    ignored), with a digest of its content; None when `root` is not a git work tree."""
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z", "--modified", "--deleted", "--others", "--exclude-standard"],
+                                cwd=root, capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if listed.returncode != 0:
+        return None
+    state = {}
+    for name in {name for name in listed.stdout.decode("utf-8", "surrogateescape").split("\0") if name}:
+        path = root / name
+        state[name] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "-"
+    return state
+
+
+def slow_first(items: list[pytest.Item], slow: tuple[str, ...] = SLOW_FIRST) -> None:
+    """Reorder `items` in place: the modules of `slow` first, in its order, then the others as collected."""
+    rank = {path: k for k, path in enumerate(slow)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
+
+def changed_files(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """The files whose state differs between two `worktree_state`s."""
+    return sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
+
+
+# -- the hooks ----------------------------------------------------------------------------------------------------
+
+def _controller(config: pytest.Config) -> bool:
+    """Whether this is the process that runs the session (not one of pytest-xdist's workers)."""
+    return not hasattr(config, "workerinput")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if _controller(config):
+        config.stash[_install] = install_node_tools(config)
+        config.stash[_before] = worktree_state()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Every xdist worker collects and sorts alike (the controller checks that they agree).
+    slow_first(items)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Wait for `npm ci` here: after pytest-xdist started its workers (they collect meanwhile), before any test."""
+    install = session.config.stash.get(_install, None)
+    if install is not None:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        for line in install.wait():
+            if reporter is not None:
+                reporter.write_line(line)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    if in_ci() and report.skipped and not hasattr(report, "wasxfail"):
+        _fail_skip(report)
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector):
+    report = yield
+    if in_ci() and report.skipped:
+        _fail_skip(report)
+    return report
+
+
+def _fail_skip(report) -> None:
+    """CI installs everything the tests need (.ci/run): a skip there means something is missing, so it fails."""
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    report.outcome = "failed"
+    report.longrepr = f"skipped while CI is set (CI installs everything the tests need): {reason}"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    before = session.config.stash.get(_before, None)
+    if before is None or not _controller(session.config):
+        return
+    changed = changed_files(before, worktree_state() or {})
+    session.config.stash[_changed] = changed
+    if changed and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    changed = config.stash.get(_changed, [])
+    if changed:
+        terminalreporter.section("files changed by the test run", sep="=", red=True, bold=True)
+        terminalreporter.write_line("The tests must write only to temporary folders; these files of the work tree "
+                                    "changed (git ls-files --modified --deleted --others --exclude-standard):")
+        for name in changed:
+            terminalreporter.write_line(f"  {name}")
+
+
+_install = pytest.StashKey[NodeInstall | None]()
+_before = pytest.StashKey[dict[str, str] | None]()
+_changed = pytest.StashKey[list[str]]()
