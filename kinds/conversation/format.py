@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
+from kinds.conversation.behaviour import GROUPS, LABEL_SETS, labels_of
 from kinds.problems import Problem, Report, describe
 from kinds.readers import json_text
 from kinds.readers import limits as hard_limits
@@ -77,6 +78,9 @@ QUESTIONNAIRE = {
     "Memorization": {"是": 1, "否": 0},
 }
 
+# The fields of a simulated user's own `satisfaction` object (the agents' self-report of the assistant, 0-2 each).
+SELF_REPORT = ("detail", "utility", "diversity")
+
 _FAILED = object()
 HINT_BYTES = 16 << 20  # the largest file read whole to see whether it holds conversations its start does not show
 
@@ -93,6 +97,9 @@ class Conversation:
     questionnaire: dict[str, int] = field(default_factory=dict)  # answers mapped by QUESTIONNAIRE
     task_context: str = ""  # the task as it was given to the user
     profile: str = ""  # the user's profile (simulated users' `preference`, real users' `profile` as JSON)
+    labels: dict[str, dict] = field(default_factory=dict)  # behaviour label sets in the file ("gpt", "human")
+    self_report: dict[str, int] = field(default_factory=dict)  # simulated users' `satisfaction`: 0-2 per field
+    chat_model: str | None = None  # the assistant's model as the file names it (`chat_model`), else None
 
     @property
     def turns(self) -> int:
@@ -384,7 +391,23 @@ def _conversation(value, label: str, line: int | None, path: str, report: Report
     return Conversation(source=source, task=task_name(task), path=label, history=history, ratings=ratings,
                         questionnaire=_questionnaire(value.get("questionnaire")),
                         task_context=_text(value.get("task_context")),
-                        profile=_text(value.get("preference") or value.get("profile")))
+                        profile=_text(value.get("preference") or value.get("profile")),
+                        labels={name: labels_of(value, name) for name, prefix in LABEL_SETS.items()
+                                if any(f"{prefix}{group}" in value for group in GROUPS)},
+                        self_report=_self_report(value.get("satisfaction")),
+                        chat_model=_chat_model(value.get("chat_model")))
+
+
+def _self_report(value) -> dict[str, int]:
+    """A simulated user's own `satisfaction` object: each of SELF_REPORT's fields that is 0, 1 or 2."""
+    if not isinstance(value, dict):
+        return {}
+    return {key: value[key] for key in SELF_REPORT if type(value.get(key)) is int and value[key] in (0, 1, 2)}
+
+
+def _chat_model(value) -> str | None:
+    """The assistant's model named by `chat_model` (stripped), None when absent or not a non-empty string."""
+    return value.strip() if isinstance(value, str) and value.strip() else None
 
 
 def _text(value) -> str:

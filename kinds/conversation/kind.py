@@ -8,8 +8,11 @@ import click
 
 from common.contract import Flag
 from judge import Prompt, judge_summary
-from kinds.conversation import annotation, figures, paired_samples, views
+from kinds import stats
+from kinds.conversation import analysis, analysis_figures, analysis_tables, annotation, figures, paired_samples, views
+from kinds.conversation.behaviour import DIMENSIONS
 from kinds.conversation.format import Conversation, holds_conversations, read_any
+from kinds.conversation.label_sets import label_sets
 from kinds.conversation.prompts import ANNOTATION_PROMPT_VERSION, ANNOTATION_SCALES
 from kinds.conversation.prompts import template as annotation_template
 from kinds.conversation.result import Annotation, ConversationResult, build_result
@@ -17,6 +20,7 @@ from kinds.host import Store
 from kinds.kind import (
     Job,
     Judged,
+    OwnPages,
     Paired,
     Plan,
     Sample,
@@ -36,7 +40,7 @@ from translations import lazy_gettext as _l
 FIDELITY_COLUMNS: Final = ("turns", "user_message_length", "intents")
 
 
-class ConversationKind(Judged[ConversationResult], Paired[ConversationResult]):
+class ConversationKind(Judged[ConversationResult], Paired[ConversationResult], OwnPages):
     """RecLLMSim conversations (JSON, JSONL or a ZIP of the dataset's folders): statistics and simulator fidelity,
     and optionally the judge's annotation of every conversation."""
 
@@ -45,6 +49,7 @@ class ConversationKind(Judged[ConversationResult], Paired[ConversationResult]):
     formats = _l(".json (one conversation or a list of them), .jsonl, or a .zip of the dataset's folders")
     headline_label = _l("Intents JSD (bits)")
     headline_digits = 2
+    format_version = 2  # 2: behaviour labels, self-report and chat_model read; the `analysis` block
     start_fields = ("annotate",)
     start_types = {"annotate": Flag}
     cli_options = (click.Option(["--annotate"], is_flag=True, default=None,
@@ -82,6 +87,10 @@ class ConversationKind(Judged[ConversationResult], Paired[ConversationResult]):
         return Plan([upload_stem(upload)], {"annotate": True, **settings},
                     upload["summary"]["conversations"])
 
+    def provenance(self, job: Job) -> dict:
+        """The bootstrap of the analysis's intervals."""
+        return {"bootstrap": {"seed": stats.DEFAULT_SEED, "replicates": stats.DEFAULT_N_BOOT}}
+
     def needs_judge(self, evaluation: dict) -> bool:
         """Only an annotation run calls the judge."""
         return bool(evaluation["settings"].get("annotate"))
@@ -112,6 +121,7 @@ class ConversationKind(Judged[ConversationResult], Paired[ConversationResult]):
         if not job.store.count_sessions(upload["id"]):  # where each conversation is, for the transcript views
             job.store.set_session_offsets(upload["id"], [(i, c.path, 0) for i, c in enumerate(conversations)])
         document = build_result(evaluation, upload, conversations)
+        document["analysis"] = analysis.analysis(conversations, label_sets(job, conversations))
         if job.config is not None:
             usage = job.store.usage(evaluation["id"])
             document["annotation"] = {
@@ -139,11 +149,22 @@ class ConversationKind(Judged[ConversationResult], Paired[ConversationResult]):
         """The tasks found in any source, and the sources' names."""
         result: ConversationResult | None = record.get("result")
         tasks = sorted({task for s in result["sources"].values() for task in s["by_task"]}) if result else []
-        return {"tasks": tasks, "source_labels": figures.source_labels(), "terms": figures.term_labels()}
+        context = {"tasks": tasks, "source_labels": figures.source_labels(), "terms": figures.term_labels()}
+        block = result.get("analysis") if result else None
+        if block:  # the paper's analysis, as the query string chooses it
+            chosen = analysis_figures.choices(block, args)
+            context["analysis"] = {"block": block, "chosen": chosen,
+                                   "view": analysis.chosen_view(block, chosen["chat_model"]),
+                                   "dimensions": {d.key: d for d in DIMENSIONS},
+                                   "measures": analysis_figures.measure_labels(),
+                                   "rules": analysis_figures.rule_labels()}
+        return context
 
     def figures(self, result: ConversationResult, record: dict, args: Mapping) -> dict:
-        """Turns, intents and satisfaction of people and simulated users."""
-        return figures.conversation_figures(result)
+        """Turns, intents and satisfaction of people and simulated users; the analysis's figures when it has one."""
+        block = result.get("analysis")
+        return {**figures.conversation_figures(result),
+                **(analysis_figures.analysis_figures(block, args) if block else {})}
 
     def csv(self, result: ConversationResult) -> tuple[tuple, list[tuple]]:
         """Simulator fidelity, over all tasks and per task."""
@@ -152,8 +173,10 @@ class ConversationKind(Judged[ConversationResult], Paired[ConversationResult]):
                                              for task, f in {"all": fidelity, **fidelity["by_task"]}.items()]
 
     def downloads(self, result: ConversationResult) -> dict:
-        """`annotations.csv` of an annotated result."""
-        return {"annotations": lambda: annotation_table(result["annotation"])} if result.get("annotation") else {}
+        """`annotations.csv` of an annotated result; each analysis figure's table (analysis_tables.py)."""
+        tables = dict(analysis_tables.tables(result["analysis"])) if result.get("analysis") else {}
+        return {**({"annotations": lambda: annotation_table(result["annotation"])} if result.get("annotation")
+                   else {}), **tables}
 
     def headline(self, result: ConversationResult) -> list[list]:
         """How far simulated users' intents are from real users' (JS divergence, bits)."""
@@ -167,6 +190,12 @@ class ConversationKind(Judged[ConversationResult], Paired[ConversationResult]):
     def compare(self, runs: list[dict]) -> dict:
         """Simulator fidelity and, where annotated, the judge's ratings side by side."""
         return {"runs": runs, "annotated": any(run["result"].get("annotation") for run in runs)}
+
+    def blueprints(self) -> list:
+        """Each analysis figure's data as JSON (routes.py)."""
+        from kinds.conversation import routes  # Flask is only needed by the web app
+
+        return [routes.bp]
 
     def cli_start(self, values: Mapping, site: Site) -> dict:
         """--annotate."""

@@ -1,0 +1,31 @@
+"""Every behaviour label set of an evaluation, by name: the one place the analysis (analysis.py) reads labels from.
+
+A label set is one labeller's values of the eleven dimensions (behaviour.py) for each conversation, in upload order,
+None for a conversation it did not label. The file brings two: "gpt" (GPT-4o's, `strategy_V1..V4`) and "human" (the
+people's of the release, `strategy_human_V1..V4`). Other labellers add theirs here, each by one call in
+`label_sets`.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from kinds.conversation.behaviour import LABEL_SETS
+from kinds.conversation.format import Conversation
+from kinds.kind import Job
+
+LabelSet = list[dict[str, Any] | None]  # one entry per conversation: {dimension key: value or None}, or None
+
+# The sets people's labels are read from, the references the labels are checked against (the first the default).
+REFERENCES = ("human", "people")
+DEFAULT_SET = "gpt"
+
+
+def from_file(conversations: list[Conversation]) -> dict[str, LabelSet]:
+    """The label sets the conversations' files hold ("gpt", "human"), each only when some conversation has it."""
+    sets = {name: [conv.labels.get(name) for conv in conversations] for name in LABEL_SETS}
+    return {name: labels for name, labels in sets.items() if any(entry is not None for entry in labels)}
+
+
+def label_sets(job: Job | None, conversations: list[Conversation]) -> dict[str, LabelSet]:
+    """Every label set of an evaluation by name, one entry per conversation in upload order (None: not labelled)."""
+    return from_file(conversations)
