@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
+from kinds.conversation.behaviour import LABEL_SETS, labels_of
 from kinds.problems import Problem, Report, describe
 from kinds.readers import json_text
 from kinds.readers import limits as hard_limits
@@ -93,6 +94,7 @@ class Conversation:
     questionnaire: dict[str, int] = field(default_factory=dict)  # answers mapped by QUESTIONNAIRE
     task_context: str = ""  # the task as it was given to the user
     profile: str = ""  # the user's profile (simulated users' `preference`, real users' `profile` as JSON)
+    labels: dict[str, dict] = field(default_factory=dict)  # the file's behaviour label sets by name (behaviour.py)
 
     @property
     def turns(self) -> int:
@@ -384,7 +386,8 @@ def _conversation(value, label: str, line: int | None, path: str, report: Report
     return Conversation(source=source, task=task_name(task), path=label, history=history, ratings=ratings,
                         questionnaire=_questionnaire(value.get("questionnaire")),
                         task_context=_text(value.get("task_context")),
-                        profile=_text(value.get("preference") or value.get("profile")))
+                        profile=_text(value.get("preference") or value.get("profile")),
+                        labels={name: labels_of(value, name) for name in LABEL_SETS})
 
 
 def _text(value) -> str:
