@@ -8,7 +8,7 @@ import click
 
 from common.contract import Flag
 from judge import Prompt, judge_summary
-from kinds.conversation import annotation, figures, paired_samples, views
+from kinds.conversation import annotation, figures, paired_samples, people_labels, views
 from kinds.conversation.format import Conversation, holds_conversations, read_any
 from kinds.conversation.prompts import ANNOTATION_PROMPT_VERSION, ANNOTATION_SCALES
 from kinds.conversation.prompts import template as annotation_template
@@ -17,6 +17,7 @@ from kinds.host import Store
 from kinds.kind import (
     Job,
     Judged,
+    OwnPages,
     Paired,
     Plan,
     Sample,
@@ -36,7 +37,7 @@ from translations import lazy_gettext as _l
 FIDELITY_COLUMNS: Final = ("turns", "user_message_length", "intents")
 
 
-class ConversationKind(Judged[ConversationResult], Paired[ConversationResult]):
+class ConversationKind(Judged[ConversationResult], Paired[ConversationResult], OwnPages):
     """RecLLMSim conversations (JSON, JSONL or a ZIP of the dataset's folders): statistics and simulator fidelity,
     and optionally the judge's annotation of every conversation."""
 
@@ -49,6 +50,7 @@ class ConversationKind(Judged[ConversationResult], Paired[ConversationResult]):
     start_types = {"annotate": Flag}
     cli_options = (click.Option(["--annotate"], is_flag=True, default=None,
                                 help="Conversations: also have the judge annotate each conversation."),)
+    tables = (people_labels.TABLE,)  # people's behaviour labels, made on the labelling pages
 
     def sniff(self, head: bytes, filename: str, path: Path | None) -> bool:
         """A ZIP (one AgentBench did not claim), or JSON with a `history` and no `rounds`."""
@@ -124,6 +126,12 @@ class ConversationKind(Judged[ConversationResult], Paired[ConversationResult]):
         """`conversations?q=&page=`: the conversations by path; `transcript?index=N`: one conversation's turns with
         the user's intents, the hallucination labels, satisfaction and, when annotated, the judge's annotation."""
         return {"conversations": views.listing, "transcript": views.transcript}
+
+    def blueprints(self) -> list:
+        """The labelling pages (people label the users' behaviour) and their API."""
+        from kinds.conversation import labelling_routes  # Flask is only needed by the web app
+
+        return [labelling_routes.bp, labelling_routes.api_bp]
 
     paired_metrics = paired_samples.METRICS
 
