@@ -9,7 +9,8 @@ import click
 from common.contract import Flag
 from judge import Prompt, judge_summary
 from kinds import stats
-from kinds.conversation import analysis, analysis_figures, analysis_tables, annotation, figures, paired_samples, views
+from kinds.conversation import analysis, analysis_figures, analysis_tables, annotation, figures, paired_samples,
+                                people_labels, views
 from kinds.conversation.behaviour import DIMENSIONS
 from kinds.conversation.format import Conversation, holds_conversations, read_any
 from kinds.conversation.label_sets import label_sets
@@ -54,6 +55,7 @@ class ConversationKind(Judged[ConversationResult], Paired[ConversationResult], O
     start_types = {"annotate": Flag}
     cli_options = (click.Option(["--annotate"], is_flag=True, default=None,
                                 help="Conversations: also have the judge annotate each conversation."),)
+    tables = (people_labels.TABLE,)  # people's behaviour labels, made on the labelling pages
 
     def sniff(self, head: bytes, filename: str, path: Path | None) -> bool:
         """A ZIP (one AgentBench did not claim), or JSON with a `history` and no `rounds`."""
@@ -192,10 +194,11 @@ class ConversationKind(Judged[ConversationResult], Paired[ConversationResult], O
         return {"runs": runs, "annotated": any(run["result"].get("annotation") for run in runs)}
 
     def blueprints(self) -> list:
-        """Each analysis figure's data as JSON (routes.py)."""
-        from kinds.conversation import routes  # Flask is only needed by the web app
+        """Each analysis figure's data as JSON (routes.py); the labelling pages (people label the users' behaviour)
+        and their API (labelling_routes.py)."""
+        from kinds.conversation import labelling_routes, routes  # Flask is only needed by the web app
 
-        return [routes.bp]
+        return [routes.bp, labelling_routes.bp, labelling_routes.api_bp]
 
     def cli_start(self, values: Mapping, site: Site) -> dict:
         """--annotate."""
