@@ -9,8 +9,16 @@ import click
 from common.contract import Flag
 from judge import Prompt, judge_summary
 from kinds import stats
-from kinds.conversation import analysis, analysis_figures, analysis_tables, annotation, figures, paired_samples,
-                                people_labels, views
+from kinds.conversation import (
+    analysis,
+    analysis_figures,
+    analysis_tables,
+    annotation,
+    figures,
+    paired_samples,
+    people_labels,
+    views,
+)
 from kinds.conversation.behaviour import DIMENSIONS
 from kinds.conversation.format import Conversation, holds_conversations, read_any
 from kinds.conversation.label_sets import label_sets
