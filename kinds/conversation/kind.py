@@ -7,8 +7,8 @@ from typing import BinaryIO, Final, Iterable, Iterator, Mapping
 import click
 
 from common.contract import Flag
-from judge import Prompt, judge_summary
-from kinds.conversation import annotation, figures, paired_samples, views
+from judge import Prompt, judge_labels, judge_summary, panel_settings
+from kinds.conversation import annotation, figures, labeller, paired_samples, views
 from kinds.conversation.format import Conversation, holds_conversations, read_any
 from kinds.conversation.prompts import ANNOTATION_PROMPT_VERSION, ANNOTATION_SCALES
 from kinds.conversation.prompts import template as annotation_template
@@ -17,6 +17,7 @@ from kinds.host import Store
 from kinds.kind import (
     Job,
     Judged,
+    OwnPages,
     Paired,
     Plan,
     Sample,
@@ -36,7 +37,7 @@ from translations import lazy_gettext as _l
 FIDELITY_COLUMNS: Final = ("turns", "user_message_length", "intents")
 
 
-class ConversationKind(Judged[ConversationResult], Paired[ConversationResult]):
+class ConversationKind(Judged[ConversationResult], Paired[ConversationResult], OwnPages):
     """RecLLMSim conversations (JSON, JSONL or a ZIP of the dataset's folders): statistics and simulator fidelity,
     and optionally the judge's annotation of every conversation."""
 
@@ -45,10 +46,13 @@ class ConversationKind(Judged[ConversationResult], Paired[ConversationResult]):
     formats = _l(".json (one conversation or a list of them), .jsonl, or a .zip of the dataset's folders")
     headline_label = _l("Intents JSD (bits)")
     headline_digits = 2
-    start_fields = ("annotate",)
-    start_types = {"annotate": Flag}
+    start_fields = ("annotate", "label")
+    start_types = {"annotate": Flag, "label": Flag}
     cli_options = (click.Option(["--annotate"], is_flag=True, default=None,
-                                help="Conversations: also have the judge annotate each conversation."),)
+                                help="Conversations: also have the judge annotate each conversation."),
+                   click.Option(["--label"], is_flag=True, default=None,
+                                help="Conversations: have the judge label each conversation's behaviour with the "
+                                     "paper's prompts (the \"judge\" label set)."))
 
     def sniff(self, head: bytes, filename: str, path: Path | None) -> bool:
         """A ZIP (one AgentBench did not claim), or JSON with a `history` and no `rounds`."""
@@ -69,22 +73,28 @@ class ConversationKind(Judged[ConversationResult], Paired[ConversationResult]):
         return read_any(stream, filename or "upload")[0]
 
     def start(self, upload: dict, request: StartRequest) -> Plan:
-        """Statistics in one step, or with `annotate` one judgment per conversation."""
-        annotate = as_flag(request.options.get("annotate"))
+        """Statistics in one step; with `annotate` one judgment per conversation; with `label` one per conversation,
+        label group and judge (labeller.py)."""
+        annotate, label = as_flag(request.options.get("annotate")), as_flag(request.options.get("label"))
         if annotate is None:
             raise StartError(_("'annotate' must be true or false."))
-        if not annotate:
+        if label is None:
+            raise StartError(_("'label' must be true or false."))
+        if not annotate and not label:
             return Plan([upload_stem(upload)], {})
         settings = request.judge_settings()
-        if settings.get("judges"):
+        if annotate and settings.get("judges"):
             raise StartError(_("A panel of judges is available for dialogue evaluations; a conversation annotation "
                                "has one judge."))
-        return Plan([upload_stem(upload)], {"annotate": True, **settings},
-                    upload["summary"]["conversations"])
+        conversations = upload["summary"]["conversations"]
+        judges = len(panel_settings(settings))
+        return Plan([upload_stem(upload)], {**({"annotate": True} if annotate else {}),
+                                            **({"label": True} if label else {}), **settings},
+                    conversations * (int(annotate) + len(labeller.GROUPS) * judges * int(label)))
 
     def needs_judge(self, evaluation: dict) -> bool:
-        """Only an annotation run calls the judge."""
-        return bool(evaluation["settings"].get("annotate"))
+        """Only an annotation or labelling run calls the judge."""
+        return bool(evaluation["settings"].get("annotate") or evaluation["settings"].get("label"))
 
     @staticmethod
     def _conversations(job: Job) -> list[Conversation]:
@@ -94,16 +104,29 @@ class ConversationKind(Judged[ConversationResult], Paired[ConversationResult]):
         return job.scratch["conversations"]
 
     def plan(self, job: Job) -> list[tuple]:
-        """One annotation per conversation."""
-        return annotation.plan_rows(self._conversations(job))
+        """One annotation per conversation, and its labelling judgments (one per group and judge)."""
+        conversations, settings = self._conversations(job), job.evaluation["settings"]
+        rows = annotation.plan_rows(conversations) if settings.get("annotate") else []
+        if settings.get("label"):
+            rows += labeller.plan_rows(conversations, len(panel_settings(settings)))
+        return rows
 
     def requests(self, job: Job, pending: set) -> Iterator[tuple[tuple, Prompt]]:
-        """The pending conversations' annotation requests, (key, Prompt) in the judge's language."""
-        return annotation.requests(self._conversations(job), pending, job.config.language)
+        """The pending conversations' annotation requests in the judge's language, then their labelling requests (the
+        paper's prompts, in English)."""
+        conversations = self._conversations(job)
+        yield from annotation.requests(conversations, pending, job.config.language)
+        yield from labeller.requests(conversations, pending)
 
     def prompt_templates(self, evaluation: dict, config, store: Store | None = None) -> dict[str, tuple[str, str]]:
-        """The annotation prompt in the judge's language."""
-        return {"annotation": (ANNOTATION_PROMPT_VERSION, annotation_template(config.language))}
+        """The annotation prompt in the judge's language; the labelling prompts of the four groups."""
+        templates = {}
+        if evaluation["settings"].get("annotate"):
+            templates["annotation"] = (ANNOTATION_PROMPT_VERSION, annotation_template(config.language))
+        if evaluation["settings"].get("label"):
+            templates.update({labeller.mode(group): (labeller.PROMPT_VERSION, labeller.template(group))
+                              for group in labeller.GROUPS})
+        return templates
 
     def score(self, job: Job) -> ConversationResult:
         """Statistics of each source and, when annotated, the judge's ratings beside the people's."""
@@ -113,12 +136,29 @@ class ConversationKind(Judged[ConversationResult], Paired[ConversationResult]):
             job.store.set_session_offsets(upload["id"], [(i, c.path, 0) for i, c in enumerate(conversations)])
         document = build_result(evaluation, upload, conversations)
         if job.config is not None:
-            usage = job.store.usage(evaluation["id"])
-            document["annotation"] = {
-                "judge": judge_summary(job.config, usage, evaluation["settings"].get("prices"), [],
-                                       ANNOTATION_PROMPT_VERSION),
-                **annotation.summarise(conversations, job.store.judgments(evaluation["id"]))}
+            usage, judgments = job.store.usage(evaluation["id"]), job.store.judgments(evaluation["id"])
+            if evaluation["settings"].get("annotate"):
+                document["annotation"] = {
+                    "judge": judge_summary(job.config, [r for r in usage if r["method"] == annotation.METHOD],
+                                           evaluation["settings"].get("prices"), [], ANNOTATION_PROMPT_VERSION),
+                    **annotation.summarise(conversations, [j for j in judgments if j["method"] == annotation.METHOD])}
+            if evaluation["settings"].get("label"):
+                document["labelling"] = self._labelling(job, usage, judgments)
         return document
+
+    @staticmethod
+    def _labelling(job: Job, usage: list[dict], judgments: list[dict]) -> labeller.LabellingSummary:
+        """The `labelling` block: per judge, its label set, settings, calls, tokens, cost and judgments by status."""
+        settings = job.evaluation["settings"]
+        panel, names = job.judges or [job.config], judge_labels(settings)
+        by_judge = []
+        for number, (config, recorded) in enumerate(zip(panel, panel_settings(settings))):
+            rows = [r for r in usage if r["method"] == labeller.METHOD and labeller.group_of(r["mode"]) is not None
+                    and labeller.judge_of((r["mode"],)) == number]
+            by_judge.append({"label_set": labeller.set_name(number), "name": names[number],
+                             "judge": judge_summary(config, rows, recorded.get("prices"), [], labeller.PROMPT_VERSION),
+                             "counts": labeller.counts(judgments, number)})
+        return {"prompt_version": labeller.PROMPT_VERSION, "groups": list(labeller.GROUPS), "by_judge": by_judge}
 
     def views(self) -> dict:
         """`conversations?q=&page=`: the conversations by path; `transcript?index=N`: one conversation's turns with
@@ -168,9 +208,15 @@ class ConversationKind(Judged[ConversationResult], Paired[ConversationResult]):
         """Simulator fidelity and, where annotated, the judge's ratings side by side."""
         return {"runs": runs, "annotated": any(run["result"].get("annotation") for run in runs)}
 
+    def blueprints(self) -> list:
+        """The page "How human are simulated users" (routes.py)."""
+        from kinds.conversation import routes  # Flask is only needed by the web app
+
+        return [routes.bp]
+
     def cli_start(self, values: Mapping, site: Site) -> dict:
-        """--annotate."""
-        return {"annotate": True} if values.get("annotate") else {}
+        """--annotate, --label."""
+        return {key: True for key in ("annotate", "label") if values.get(key)}
 
 
 def annotation_table(block: Annotation) -> tuple[tuple, list[tuple]]:
