@@ -3,12 +3,14 @@
 A label set is one labeller's values of the eleven dimensions (behaviour.py) for each conversation, in upload order,
 None for a conversation it did not label. The file brings two: "gpt" (GPT-4o's, `strategy_V1..V4`) and "human" (the
 people's of the release, `strategy_human_V1..V4`); "people" is the consensus of the people who labelled in the
-browser or through the API (people_labels.py). Other labellers add theirs here, each by one call in `label_sets`.
+browser or through the API (people_labels.py); "judge" (and "judge@2"... for a panel's others) the dashboard's
+labeller's (labeller.py). Other labellers add theirs here, each by one call in `label_sets`.
 """
 from __future__ import annotations
 
 from typing import Any
 
+from kinds.conversation import labeller
 from kinds.conversation.behaviour import LABEL_SETS
 from kinds.conversation.format import Conversation
 from kinds.conversation.people_labels import people_label_sets
@@ -39,4 +41,6 @@ def label_sets(job: Job | None, conversations: list[Conversation]) -> dict[str, 
     people = people_label_sets(job, conversations) if job is not None else []
     if any(entry is not None for entry in people):
         sets["people"] = people
+    if job is not None:
+        sets.update(labeller.judge_label_sets(job, conversations))
     return sets
