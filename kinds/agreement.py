@@ -130,6 +130,40 @@ def cohen_kappa(first: Ratings, second: Ratings) -> float | None:
     return as_float((observed - expected) / (1.0 - expected))
 
 
+def _quadratic_weights(k: int) -> np.ndarray:
+    """Disagreement weights (i - j)^2 / (k - 1)^2 of k ordered categories."""
+    positions = np.arange(k, dtype=float)
+    return (positions[:, None] - positions[None, :]) ** 2 / max(k - 1, 1) ** 2
+
+
+def _weighted_kappas(confusions: np.ndarray, disagreement: np.ndarray) -> np.ndarray:
+    """1 - sum(W O) / sum(W E) of each of a stack of k x k confusion tables (NaN where undefined)."""
+    n = confusions.sum(axis=(-2, -1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = np.einsum("...i,...j->...ij", confusions.sum(axis=-1), confusions.sum(axis=-2)) / n[..., None, None]
+        observed = (confusions * disagreement).sum(axis=(-2, -1))
+        chance = (expected * disagreement).sum(axis=(-2, -1))
+        return np.where((n > 0) & (chance > 0), 1.0 - observed / chance, np.nan)
+
+
+def _ordered_cells(a: np.ndarray, b: np.ndarray, values: Sequence) -> np.ndarray:
+    """The confusion-table cell (row: a's category, column: b's) of each pair, categories in `values`' order."""
+    position = {value: i for i, value in enumerate(values)}
+    try:
+        return np.array([position[x] * len(values) + position[y] for x, y in zip(a.tolist(), b.tolist())], dtype=int)
+    except KeyError as exc:
+        raise ValueError(f"{exc.args[0]!r} is not one of the ordered values {list(values)!r}") from None
+
+
+def quadratic_kappa(first: Ratings, second: Ratings, values: Sequence) -> float | None:
+    """Cohen's kappa with quadratic weights of two raters' ordered labels (`values`, in order) over the items both
+    rated; None if undefined."""
+    a, b = _paired(first, second)
+    k = len(values)
+    confusion = np.bincount(_ordered_cells(a, b, values), minlength=k * k).reshape(k, k).astype(float)
+    return as_float(_weighted_kappas(confusion, _quadratic_weights(k)))
+
+
 def label_agreement(a: Sequence, b: Sequence) -> LabelAgreement:
     """Two raters' labels on the same items: {pairs, exact (share equal), kappa (Cohen's, None if undefined)}."""
     if len(a) != len(b):
@@ -316,6 +350,24 @@ def bootstrap_kappa(a: Ratings, b: Ratings, clusters: ArrayLike, n_boot: int = D
         expected = np.einsum("ri,ri->r", confusion.sum(axis=2), confusion.sum(axis=1)) / (n * n)
         replicates = np.where((n > 0) & (expected < 1.0), (observed - expected) / (1.0 - expected), np.nan)
     return _interval_from(value, replicates, m, n_clusters, n_boot, level)
+
+
+def bootstrap_quadratic_kappa(a: Ratings, b: Ratings, values: Sequence, clusters: ArrayLike,
+                              n_boot: int = DEFAULT_N_BOOT, level: float = DEFAULT_LEVEL, seed: int = 0) -> Agreement:
+    """bootstrap_agreement of quadratic_kappa over two raters' ordered labels, vectorised."""
+    a_arr, present_a = _with_mask(a)
+    b_arr, present_b = _with_mask(b)
+    both = present_a & present_b
+    value = quadratic_kappa(a, b, values)
+    codes, n_clusters, weights = _cluster_weights(np.asarray(clusters), n_boot, seed)
+    if weights is None or value is None:
+        return _interval_from(value, np.zeros(0), int(both.sum()), n_clusters, n_boot, level)
+    k = len(values)
+    cell = _ordered_cells(a_arr[both], b_arr[both], values)
+    confusions = weights @ np.stack([_per_cluster(codes[both], n_clusters, (cell == c).astype(float))
+                                     for c in range(k * k)], axis=1)
+    replicates = _weighted_kappas(confusions.reshape(-1, k, k), _quadratic_weights(k))
+    return _interval_from(value, replicates, int(both.sum()), n_clusters, n_boot, level)
 
 
 def _group_ranks(values: np.ndarray, codes: np.ndarray, n_clusters: int, weights: np.ndarray):

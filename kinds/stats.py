@@ -246,6 +246,55 @@ def paired_difference(
     return PairedDifference(float(diffs.mean()), ci, significant, int(a.size), p_value)
 
 
+# --- two independent groups: a test of their difference and its effect size --------------------------------------
+
+
+class ChiSquare(NamedTuple):
+    """Pearson's chi-square test of independence of a groups x categories table, and Cramér's V."""
+
+    statistic: float | None
+    df: int
+    p_value: float | None
+    cramers_v: float | None
+
+
+class MannWhitney(NamedTuple):
+    """The Mann-Whitney U test of two samples (U of the first), and the rank-biserial correlation."""
+
+    u: float | None
+    p_value: float | None
+    rank_biserial: float | None  # 2 U / (n1 n2) - 1: +1 when every first value is above every second
+
+
+def chi_square_independence(table: ArrayLike) -> ChiSquare:
+    """Chi-square test of a groups x categories count table without Yates' correction, categories nobody has left
+    out; Cramér's V = sqrt(chi2 / (n (min(rows, columns) - 1))). None values with an empty group or one category."""
+    counts = np.asarray(table, dtype=float)
+    counts = counts[:, counts.sum(axis=0) > 0]
+    if counts.ndim != 2 or counts.shape[0] < 2 or counts.shape[1] < 2 or (counts.sum(axis=1) == 0).any():
+        return ChiSquare(None, 0, None, None)
+    from scipy.stats import chi2_contingency  # slow to import: on first use
+
+    test = chi2_contingency(counts, correction=False)
+    n, smaller = counts.sum(), min(counts.shape) - 1
+    return ChiSquare(as_float(test.statistic), int(test.dof), as_float(test.pvalue),
+                     as_float(math.sqrt(test.statistic / (n * smaller))))
+
+
+def mann_whitney(first: ArrayLike, second: ArrayLike) -> MannWhitney:
+    """Two-sided Mann-Whitney U test (scipy's default: exact without ties in small samples, else the normal
+    approximation with tie and continuity corrections) and the rank-biserial correlation; None without values."""
+    a = np.asarray(first, dtype=float)
+    b = np.asarray(second, dtype=float)
+    if a.size == 0 or b.size == 0:
+        return MannWhitney(None, None, None)
+    from scipy.stats import mannwhitneyu
+
+    test = mannwhitneyu(a, b, alternative="two-sided")
+    return MannWhitney(as_float(test.statistic), as_float(test.pvalue),
+                       as_float(2.0 * test.statistic / (a.size * b.size) - 1.0))
+
+
 # --- Jensen-Shannon (the mobility benchmark, docs/metrics.md) -----------------------------------
 #
 # `official_*` reproduce AgentSociety's DailyMobility evaluation code operation for operation:

@@ -19,6 +19,10 @@ hash are read from the reply block when the prompt quotes one, else from the who
   output the score from MIN-MAX": the number alone, from `[[score1to5=n]]` (else `[[dims=n]]`, else a hash);
   lines `Label: n/MAX`: a reasoning line, then `Label: v/MAX` per label from `[[dims=...]]` else a hash in 1..MAX
   (a score on any scale from 0 or 1 to MAX). A scale is whole numbers unless a bound is written with a fraction.
+A schema property with an `enum` (the conversation kind's behaviour labeller, kinds/conversation/labeller.py) is a label:
+its value from a `[[label:<property>=<value>]]` marker anywhere in the prompt (as given, even outside the enum), else a
+hash among the enum's values; "out_of_range" on a schema of labels only gives its first label "NotInTheTaxonomy"; a
+schema named "label..." is counted under the mode "label".
 A rubric's prompts are counted under the mode "fine" (its dimensions) or "binary" (a yes/no question: a boxed verdict,
 or a JSON object with a boolean and no score). The prompts of the built-in personasteer rubric (today's prompts) keep
 the answers above.
@@ -102,6 +106,7 @@ _ANNOTATE_RE = re.compile(r"\[\[annotate=([0-2]),([0-2]),([0-2]),([01])\]\]")
 
 
 _DIMS_RE = re.compile(r"\[\[dims=([^\]]*)\]\]")
+_LABEL_RE = re.compile(r"\[\[label:(\w+)=([^\]]*)\]\]")
 _SCORE1TO5_RE = re.compile(r"\[\[score1to5=([^\]]*)\]\]")
 _BOUND = r"(-?\d+(?:\.\d+)?)"
 _NUMBER_ASK_RE = re.compile(rf"[Oo]nly output the score from {_BOUND}\s*-\s*{_BOUND}")  # ALOE's words
@@ -121,6 +126,7 @@ class Field:
     kind: str  # "string", "integer", "number" or "boolean"
     low: float = 0
     high: float = 0
+    choices: tuple = ()  # the schema's `enum`, when it has one
 
 
 @dataclass(frozen=True)
@@ -154,8 +160,10 @@ def _schema_fields(schema: dict) -> tuple[Field, ...]:
     for name, spec in (schema.get("properties") or {}).items():
         kind = spec.get("type") if isinstance(spec, dict) else None
         kind = next((k for k in kind if k != "null"), "string") if isinstance(kind, list) else kind or "string"
-        low = float(spec.get("minimum", 0))
-        found.append(Field(name, kind, low, float(spec.get("maximum", low + 10))))
+        choices = tuple(spec.get("enum") or ()) if isinstance(spec, dict) else ()
+        numbers = [c for c in choices if isinstance(c, (int, float))]
+        low = float(spec.get("minimum", min(numbers, default=0)))
+        found.append(Field(name, kind, low, float(spec.get("maximum", max(numbers, default=low + 10))), choices))
     return tuple(found)
 
 
@@ -164,7 +172,8 @@ def judge_form(messages: list[dict], response_format: object = None) -> Form:
     if isinstance(response_format, dict) and response_format.get("type") == "json_schema":
         schema = (response_format.get("json_schema") or {}).get("schema") or {}
         fields = _schema_fields(schema)
-        return Form(_rubric_mode(fields), "schema", fields)
+        named = str((response_format.get("json_schema") or {}).get("name") or "")
+        return Form("label" if named.startswith("label") else _rubric_mode(fields), "schema", fields)
     text = _messages_text(messages)
     if "Personalization: n/20" in text:
         return Form("fine", "fine")
@@ -285,10 +294,15 @@ def _field_values(form: Form, source: str, offset: int, flip: bool) -> dict[str,
     marker = _DIMS_RE.findall(source)
     given = given or ([v for v in marker[-1].split(",") if v.strip()] if marker else [])
     keep = _KEEP_RE.search(source)
+    labels = dict(_LABEL_RE.findall(source))
     values: dict[str, Any] = {}
     scores = 0
     for field in form.fields:
-        if field.kind == "boolean":
+        if field.choices:  # a label: from a [[label:name=value]] marker (as given) else a hash among the choices
+            given_label = labels.get(field.name)
+            values[field.name] = (_number(given_label) if field.kind == "integer" else given_label.strip()) \
+                if given_label is not None else field.choices[_stable_int(f"{source}\n{field.name}") % len(field.choices)]
+        elif field.kind == "boolean":
             bit = int(keep.group(1)) if keep else _stable_int(f"{source}\n{field.name}") % 2
             values[field.name] = bool(bit) != flip
         elif field.kind in ("integer", "number"):
@@ -314,6 +328,10 @@ def rubric_answer(form: Form, source: str, fault: str | None = None, offset: int
     values = _field_values(form, source, offset, flip)
     scores = [f for f in form.fields if f.kind in ("integer", "number")]
     first = scores[0] if scores else next((f for f in form.fields if f.kind == "boolean"), None)
+    if first is None and fault == "out_of_range":  # labels only: the first one outside its choices
+        first_label = next((f for f in form.fields if f.choices), None)
+        if first_label is not None:
+            values[first_label.name] = "NotInTheTaxonomy"
     if first is not None and fault == "out_of_range":
         values[first.name] = _plain(first.high + 1) if first in scores else "yes"
     if first is not None and fault == "missing_property":
@@ -679,7 +697,7 @@ class JudgeServer:
             _check_kind(fault)
         with self._lock:
             self.requests += 1
-            self.requests_by_mode[request["mode"]] += 1
+            self.requests_by_mode[request["mode"]] = self.requests_by_mode.get(request["mode"], 0) + 1  # "label" when asked
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             self.last_request = request["body"]

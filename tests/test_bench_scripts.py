@@ -28,6 +28,7 @@ SMALL_RUNS = (
     "python bench/bench_agentbench.py --agents 2 --samples 5",
     "python bench/bench_validate.py --mb 1 --small-mb 0.5 --repeat 1",
     "python bench/bench_conversation.py --files 50 --mb 1",
+    "python bench/bench_behaviour.py --files 60",
     "python bench/bench_judge_budget.py --processes 2 --items 50 --repeat 1",
     "python bench/bench_celery.py --judgments 400 --storage s3",
     "python bench/bench_lighthouse.py --sessions 20 --pages agentbench --runs 1",

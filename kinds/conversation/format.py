@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
+from kinds.conversation import behaviour, dialogue_sessions
 from kinds.problems import Problem, Report, describe
 from kinds.readers import json_text
 from kinds.readers import limits as hard_limits
@@ -77,6 +78,9 @@ QUESTIONNAIRE = {
     "Memorization": {"是": 1, "否": 0},
 }
 
+# The fields of a simulated user's own `satisfaction` object (the agents' self-report of the assistant, 0-2 each).
+SELF_REPORT = ("detail", "utility", "diversity")
+
 _FAILED = object()
 HINT_BYTES = 16 << 20  # the largest file read whole to see whether it holds conversations its start does not show
 
@@ -93,6 +97,9 @@ class Conversation:
     questionnaire: dict[str, int] = field(default_factory=dict)  # answers mapped by QUESTIONNAIRE
     task_context: str = ""  # the task as it was given to the user
     profile: str = ""  # the user's profile (simulated users' `preference`, real users' `profile` as JSON)
+    labels: dict[str, dict] = field(default_factory=dict)  # behaviour label sets in the file ("gpt", "human")
+    self_report: dict[str, int] = field(default_factory=dict)  # simulated users' `satisfaction`: 0-2 per field
+    chat_model: str | None = None  # the assistant's model as the file names it (`chat_model`), else None
 
     @property
     def turns(self) -> int:
@@ -171,8 +178,9 @@ def read_one(stream: BinaryIO, filename: str, path: str) -> Conversation | None:
     if values is _FAILED:
         return None
     out: list[Conversation] = []
-    _collect([v for v in values if v[0] == path], name, report, out, limits)
-    return out[0] if out else None
+    session = path.rpartition(dialogue_sessions.SEPARATOR)[0]  # a dialogue session's conversation: label#method
+    _collect([v for v in values if v[0] in (path, session)], name, report, out, limits)
+    return next((conv for conv in out if conv.path == path), None)
 
 
 def holds_conversations(path: Path) -> bool:
@@ -211,8 +219,11 @@ def _decode(raw: bytes, name: str, report: Report) -> str | None:
 def _collect(values, path: str, report: Report, out: list[Conversation], limits: Limits) -> None:
     """Add the conversations of one file's values to `out`; LimitError past LIMIT_SESSIONS conversations."""
     for label, line, value in values:
-        conv = _conversation(value, label, line, path, report, limits)
-        if conv is not None:
+        found = (_session_conversations(value, label, line, report) if dialogue_sessions.is_session(value)
+                 else [_conversation(value, label, line, path, report, limits)])
+        for conv in found:
+            if conv is None:
+                continue
             out.append(conv)
             if len(out) > limits.sessions:
                 raise LimitError(_(
@@ -384,7 +395,42 @@ def _conversation(value, label: str, line: int | None, path: str, report: Report
     return Conversation(source=source, task=task_name(task), path=label, history=history, ratings=ratings,
                         questionnaire=_questionnaire(value.get("questionnaire")),
                         task_context=_text(value.get("task_context")),
-                        profile=_text(value.get("preference") or value.get("profile")))
+                        profile=_text(value.get("preference") or value.get("profile")),
+                        labels=_file_labels(value),
+                        self_report=_self_report(value.get("satisfaction")),
+                        chat_model=_chat_model(value.get("chat_model")))
+
+
+def _self_report(value) -> dict[str, int]:
+    """A simulated user's own `satisfaction` object: each of SELF_REPORT's fields that is 0, 1 or 2."""
+    if not isinstance(value, dict):
+        return {}
+    return {key: value[key] for key in SELF_REPORT if type(value.get(key)) is int and value[key] in (0, 1, 2)}
+
+
+def _chat_model(value) -> str | None:
+    """The assistant's model named by `chat_model` (stripped), None when absent or not a non-empty string."""
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def _file_labels(value: dict) -> dict[str, dict]:
+    """The behaviour label sets a conversation's object holds (any of a set's four groups present)."""
+    return {name: behaviour.labels_of(value, name) for name, prefix in behaviour.LABEL_SETS.items()
+            if any(behaviour.group_labels(value, prefix, group) is not None for group in behaviour.GROUPS)}
+
+
+def _session_conversations(value: dict, label: str, line: int | None, report: Report) -> list[Conversation | None]:
+    """The conversations of a dialogue file's session (dialogue_sessions.py): one per method, a simulated user."""
+    def problem(json_path: str, message: str) -> None:
+        report.add(Problem(line, json_path or label, f"{label}: {message}"))
+
+    found = dialogue_sessions.histories(value, problem)
+    if found is None:
+        return []
+    profile = _text(value.get("user_profile"))
+    return [Conversation(source="agent", task=task_name(dialogue_sessions.task_of(value)),
+                         path=dialogue_sessions.path_of(label, method), history=history, profile=profile)
+            for method, history in found.items()]
 
 
 def _text(value) -> str:

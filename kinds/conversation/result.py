@@ -5,8 +5,10 @@ from collections import Counter
 from typing import Any, NotRequired, TypedDict
 
 from kinds.conversation import metrics
+from kinds.conversation.analysis import Analysis
 from kinds.conversation.annotation import AnnotationSummary
 from kinds.conversation.format import SOURCES, Conversation, ordered_tasks
+from kinds.conversation.labeller import LabellingSummary
 from kinds.result_document import ResultDocument, UploadInput
 
 
@@ -54,6 +56,8 @@ class ConversationResult(ResultDocument, Statistics):
 
     input: ConversationInput
     annotation: NotRequired[Annotation]  # only when the evaluation was annotated by a judge
+    analysis: NotRequired[Analysis]  # the paper's analysis (analysis.py); absent from results of earlier versions
+    labelling: NotRequired[LabellingSummary]  # only when the judge labelled the conversations' behaviour
 
 
 def statistics(conversations: list[Conversation]) -> Statistics:

@@ -118,7 +118,7 @@ def _number(rubric: Rubric) -> Parser:
     return parse
 
 
-def _json_object(text: str) -> tuple[dict | None, str | None]:
+def json_object(text: str) -> tuple[dict | None, str | None]:
     """The answer's JSON object: the whole answer, or (in a text answer) its last {...} that parses."""
     text = (text or "").strip()
     try:
@@ -138,7 +138,7 @@ def _json_object(text: str) -> tuple[dict | None, str | None]:
 
 def _json(rubric: Rubric) -> Parser:
     def parse(text: str) -> tuple[dict | None, str | None]:
-        value, problem = _json_object(text)
+        value, problem = json_object(text)
         if value is None:
             return None, problem
         dims = {}
@@ -166,7 +166,7 @@ def _boxed_verdict(text: str) -> tuple[dict | None, str | None]:
 
 
 def _json_verdict(text: str) -> tuple[dict | None, str | None]:
-    value, problem = _json_object(text)
+    value, problem = json_object(text)
     if value is None:
         return None, problem
     if not isinstance(value.get(ANSWER), bool):

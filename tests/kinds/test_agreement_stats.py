@@ -372,3 +372,22 @@ def test_vectorised_bootstraps_when_undefined():
     _close(bootstrap_alpha(ratings, clusters, n_boot=200),
            bootstrap_agreement(lambda *c: krippendorff_alpha(np.column_stack(c)), [ratings[:, 0], ratings[:, 1]],
                                clusters, n_boot=200))
+
+
+def test_quadratic_kappa_matches_scikit_learn_and_its_bootstrap_the_generic_one():
+    from sklearn.metrics import cohen_kappa_score
+
+    rng = np.random.default_rng(7)
+    a = rng.integers(1, 6, 120).astype(float)
+    b = np.clip(a + rng.integers(-1, 2, 120), 1, 5)
+    b[rng.random(120) < 0.1] = np.nan
+    both = ~np.isnan(b)
+    values = (1, 2, 3, 4, 5)
+    assert ag.quadratic_kappa(a, b, values) == pytest.approx(
+        cohen_kappa_score(a[both], b[both], weights="quadratic", labels=list(values)))
+    clusters = [f"s{c}" for c in rng.integers(0, 25, 120)]
+    _close(ag.bootstrap_quadratic_kappa(a, b, values, clusters, n_boot=300),
+           bootstrap_agreement(_pair(lambda x, y: ag.quadratic_kappa(x, y, values)), [a, b], clusters, n_boot=300))
+    assert ag.quadratic_kappa([3, 3], [3, 3], values) is None  # no disagreement by chance: undefined
+    with pytest.raises(ValueError, match="not one of the ordered values"):
+        ag.quadratic_kappa([1, 6], [1, 2], values)

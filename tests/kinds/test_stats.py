@@ -276,3 +276,25 @@ def test_no_nan_leaks():
     values = [1.0, 2.0, 3.0]
     for number in stats.bootstrap_ci(values) + list(stats.ols([1, 2, 3], values)):
         assert number is None or math.isfinite(number)
+
+
+def test_chi_square_independence_leaves_out_empty_categories_and_matches_scipy():
+    from scipy.stats.contingency import association
+
+    table = [[12, 0, 5, 3], [4, 0, 9, 8]]
+    reduced = [[12, 5, 3], [4, 9, 8]]
+    expected = scipy.stats.chi2_contingency(reduced, correction=False)
+    found = stats.chi_square_independence(table)
+    assert found.statistic == pytest.approx(expected.statistic) and found.df == 2
+    assert found.p_value == pytest.approx(expected.pvalue)
+    assert found.cramers_v == pytest.approx(association(reduced, method="cramer", correction=False))
+    assert stats.chi_square_independence([[3, 0], [5, 0]]) == stats.ChiSquare(None, 0, None, None)  # one category
+    assert stats.chi_square_independence([[3, 2], [0, 0]]).p_value is None  # an empty group
+
+
+def test_mann_whitney_by_hand_without_ties():
+    # 1, 2, 3 against 4, 5: no first value above a second one: U = 0, r = -1; exact p = 2 x 1 / C(5, 2)
+    found = stats.mann_whitney([1, 2, 3], [4, 5])
+    assert (found.u, found.rank_biserial) == (0.0, -1.0)
+    assert found.p_value == pytest.approx(2 / math.comb(5, 2))
+    assert stats.mann_whitney([], [1, 2]) == stats.MannWhitney(None, None, None)

@@ -44,6 +44,8 @@ BEYOND_THE_DOCUMENT = {
     "POST /api/uploads": "the file's content, which its kind validates",
     "POST /api/uploads/{upload_id}/{name}": "the attached file's content, which the upload's kind checks against it",
     "POST /api/evaluations/{evaluation_id}/human-ratings": "the ratings file's content",
+    "POST /api/evaluations/{evaluation_id}/people-labels": "whether the evaluation is a conversation one and holds the "
+                                                           "conversations named, and the labeller's name",
     "POST /api/references": "the reference set file's content",
     "POST /api/evaluations": "whether the upload exists, and the start fields its kind accepts (its methods, ...)",
     "POST /api/simulations": "the personas' upload, the endpoints the operator named, the methods' names",

@@ -48,7 +48,7 @@ def test_sample_zip_upload_evaluation_and_page(client):
     assert body["status"] == "done", body
     result = body["result"]
     _, conversations = conversation.read_any(io.BytesIO(sample_zip()), "RecLLMSim.zip")
-    assert {k: v for k, v in result.items() if k not in ("kind", "evaluation_id", "input", "provenance")} == \
+    assert {k: v for k, v in result.items() if k not in ("kind", "evaluation_id", "input", "provenance", "analysis")} == \
         json.loads(json.dumps(statistics(conversations)))
     html = client.get(f"/evaluations/{created['id']}").get_data(as_text=True)
     assert "Fidelity of simulated users" in html and 'data-figure="intents"' in html and "Preference Alignment" in html
