@@ -6,8 +6,9 @@ Reads the release (`--release`: a folder of RecLLMSim's layout, LLM_agent_user/,
 without one, builds a folder of that layout and size from the labelled files of ../shared/data/human_vs_agent/labelled:
 copies taken round-robin, each varied (a seeded draw changes some behaviour labels to other valid values, the
 assistant model, a hallucination flag and the ratings) so that no two are the same. The folder is zipped and, in a
-fresh child process, uploaded (pipeline.ingest: validation), evaluated (pipeline.jobs.Runner: reading, statistics and
-the analysis block of every label set and assistant model) and the result page drawn through the Flask test client.
+fresh child process, uploaded (pipeline.ingest: validation), evaluated (the thread backend running the evaluations'
+job: reading, statistics and the analysis block of every label set and assistant model) and the result page drawn
+through the Flask test client.
 Prints the time of each step and the child's peak resident memory (ru_maxrss). FAIL when the evaluation does not end
 done with every conversation read and analysed, or takes more than MAX_SECONDS, or peaks above MAX_PEAK_MB.
 Skips (exit 0) when neither the release nor the shared data is there.
@@ -82,8 +83,9 @@ def child(folder: Path, archive: Path) -> None:
     """Upload, evaluate and draw the result page in this process; print the times and the peak memory as JSON."""
     from app import create_app
     from kinds import registry
+    from pipeline.evaluations import Evaluations, create_evaluation
     from pipeline.ingest import ingest
-    from pipeline.jobs import Runner, create_evaluation
+    from pipeline.thread_backend import ThreadBackend
     from storage.store import Store
 
     store = Store(folder / "db.sqlite", registry.tables())
@@ -92,7 +94,7 @@ def child(folder: Path, archive: Path) -> None:
         upload = ingest(f, archive.name, store, folder / "uploads")
     t_upload = time.perf_counter() - start
     evaluation = create_evaluation(store, upload["id"], environ={})
-    runner = Runner(store, folder / "uploads", folder / "results", lambda: {})
+    runner = ThreadBackend(Evaluations(store, folder / "uploads", folder / "results", lambda: {}))
     start = time.perf_counter()
     runner.run(evaluation["id"])
     t_score = time.perf_counter() - start
