@@ -189,7 +189,7 @@ def test_a_conversation_annotation_records_its_prompt(client, judge_server):
     seen = record_system_prompts(judge_server)
     data = json.dumps([own_conversation("agent", 2), own_conversation("human", 2)]).encode()
     plain = exported(client, evaluate(client, data, "mine.json")["id"])[0]["provenance"]
-    assert plain["judges"] == [] and plain["kind"] == {"name": "conversation", "format_version": 1}
+    assert plain["judges"] == [] and plain["kind"] == {"name": "conversation", "format_version": 2}
     finished = evaluate(client, data, "mine.json", annotate=True)
     document, text = exported(client, finished["id"])
     template = conversation_prompts.template("en")

@@ -140,10 +140,11 @@ def test_an_agentbench_overall_json_forced_into_another_kind_is_told_its_kind(cl
 
 
 def test_a_dialogue_file_uploaded_as_another_kind_keeps_that_kinds_messages(client):
-    # the fallback kind claims no file by itself, so it never speaks over a chosen kind
-    problems = post(client, jsonl(session_line("s1")), "chat.jsonl", "conversation").get_json()["problems"]
-    assert [(p["line"], p["path"]) for p in problems] == [(None, "history")], problems
-    assert "this is not a conversation file" in problems[0]["message"]
+    # the fallback kind claims no file by itself, so it never speaks over a chosen kind (the conversation kind reads
+    # a dialogue file as simulated users' conversations: see tests/kinds/conversation/test_labeller.py)
+    problems = post(client, jsonl(session_line("s1")), "chat.jsonl", "personas").get_json()["problems"]
+    assert [(p["line"], p["path"]) for p in problems] == [(1, "persona_id")], problems
+    assert "'persona_id' is missing" in problems[0]["message"]
 
 
 # --- the kinds' own messages stay ---------------------------------------------------------------------------

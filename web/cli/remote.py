@@ -50,6 +50,10 @@ def _start_options(kind: Kind, values: dict, client: Client, upload_id: str) -> 
     if not isinstance(kind, Scored):  # no options: the server says why it is not scored
         return {}
     options = {k: values[k] for k in kind.start_fields if values.get(k) not in (None, False)}
+    reference = options.get("reference")
+    if isinstance(reference, str) and Path(reference).exists():
+        raise StartError(_("--reference with a path works locally only: add the reference set on the server (its "
+                           "Reference sets page, or POST /api/references), then give its name."))
     if not isinstance(kind, TakesAttachments):
         return options
     fields = {f: values[f] for f in kind.attachment_fields if values.get(f)}
@@ -66,10 +70,6 @@ def _start_options(kind: Kind, values: dict, client: Client, upload_id: str) -> 
             for w in attached["warnings"]:
                 click.echo(_("warning: %(message)s", message=w["message"]), err=True)
             options[name] = attached["id"]
-    reference = options.get("reference")
-    if isinstance(reference, str) and Path(reference).exists():
-        raise StartError(_("--reference with a path works locally only: add the reference set on the server (its "
-                           "Reference sets page, or POST /api/references), then give its name."))
     return options
 
 
