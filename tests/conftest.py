@@ -25,6 +25,26 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
+# The product hashes passwords with werkzeug's scrypt at its default cost (N=2**15, 32 MiB: about 0.1 s of CPU per
+# hash or check, on purpose). The suite makes and checks a few hundred of them, so in this process it hashes with the
+# same scrypt at N=2**10; a hash names its own cost, so checking one reads it from the hash. Servers the tests start
+# as subprocesses keep the product's cost. tests/web/test_auth.py checks the product's own method and cost.
+TEST_PASSWORD_METHOD = "scrypt:1024:8:1"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def cheap_password_hashes():
+    """Accounts made in this process hash at TEST_PASSWORD_METHOD's cost instead of the product's (which it gives)."""
+    from web import accounts
+
+    product = accounts.PASSWORD_METHOD
+    accounts.PASSWORD_METHOD = TEST_PASSWORD_METHOD
+    accounts._dummy_hash.cache_clear()
+    yield product
+    accounts.PASSWORD_METHOD = product
+    accounts._dummy_hash.cache_clear()
+
+
 @pytest.fixture(autouse=True)
 def no_csp_violations():
     """Fails any test during which a browser page reported a Content-Security-Policy violation."""

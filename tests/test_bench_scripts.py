@@ -21,7 +21,7 @@ SMALL_RUNS = (
     "python bench/bench_judge_faults.py --repeat 1",
     "python bench/bench_rubric.py --sessions 10 --repeat 1",
     "python bench/bench_cache.py --sessions 10 --repeat 1",
-    "python bench/bench_evaluation_memory.py --sessions 50",
+    "python bench/bench_evaluation_memory.py --sessions 5",
     "python bench/bench_result_page.py --sessions 50",
     "python bench/bench_mobility.py --users 2000 --repeat 1 --validate-users 2000",
     "python bench/bench_mobility_npz.py --users 2000",
@@ -30,7 +30,7 @@ SMALL_RUNS = (
     "python bench/bench_conversation.py --files 50 --mb 1",
     "python bench/bench_behaviour.py --files 60",
     "python bench/bench_judge_budget.py --processes 2 --items 50 --repeat 1",
-    "python bench/bench_celery.py --judgments 400 --storage s3",
+    "python bench/bench_celery.py --judgments 100 --storage s3",
     "python bench/bench_lighthouse.py --sessions 20 --pages agentbench --runs 1",
 )
 DOCUMENTED = commands(DOCS / "benchmarks.md", "Benchmarks")

@@ -266,6 +266,18 @@ def test_passwords_are_hashed_with_scrypt(auth_app):
     assert not any(PASSWORD in h for h in hashes)
 
 
+def test_the_product_hashes_at_werkzeugs_full_scrypt_cost(auth_app, monkeypatch, cheap_password_hashes):
+    # the suite hashes at a lower cost (tests/conftest.py); the product's own setting is scrypt at N=2**15
+    monkeypatch.setattr(accounts, "PASSWORD_METHOD", cheap_password_hashes)
+    store = auth_app.extensions["store"]
+    accounts.create_user(store, "grace", PASSWORD)
+    with store.engine.connect() as con:
+        stored = con.exec_driver_sql("SELECT password_hash FROM users WHERE name = 'grace'").scalar_one()
+    assert stored.startswith("scrypt:32768:8:1$")
+    assert accounts.check_password(store, "grace", PASSWORD)["name"] == "grace"
+    assert accounts.check_password(store, "grace", PASSWORD + "!") is None
+
+
 def test_user_names_and_passwords_are_checked(auth_app):
     store = auth_app.extensions["store"]
     with pytest.raises(ValueError, match="already a user named Max"):
