@@ -1,6 +1,7 @@
 """What a test session does around the tests, as a pytest plugin (tests/conftest.py loads it): installs the browser
-audits' npm packages when they are missing, starts the slowest modules first, turns a skip into a failure when the
-CI variable is set, and fails the run when it changed a file that git sees in the work tree.
+audits' npm packages when they are missing, keeps the product's compiled modules for every process the tests start,
+starts the slowest modules first, turns a skip into a failure when the CI variable is set, and fails the run when it
+changed a file that git sees in the work tree.
 
 Under pytest-xdist (pyproject.toml's addopts: four workers, each module on one worker) the installing and the work
 tree check happen once, in the controller process; the workers only run tests.
@@ -11,6 +12,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -26,12 +28,18 @@ NPM_CI = ("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
 NPM_TIMEOUT_S = 600
 # The modules that take longest, longest first (measured on four workers on two cores), started first: a worker that
 # drew one of them last would run alone at the end of the session.
-SLOW_FIRST = ("tests/web/test_accessibility.py", "tests/web/test_browser.py", "tests/pipeline/test_celery.py",
-              "tests/web/test_openapi.py", "tests/pipeline/test_multi_machine.py", "tests/test_bench_scripts.py",
-              "tests/test_docs_commands.py", "tests/web/test_auth.py", "tests/test_client.py",
-              "tests/web/test_chart_layout.py", "tests/web/test_upload_misfits.py", "tests/web/test_paired.py",
-              "tests/web/test_paired_figures.py", "tests/simulate/test_celery_simulation.py",
-              "tests/web/test_simulation_browser.py", "tests/web/test_rubric_browser.py")
+SLOW_FIRST = ("tests/pipeline/test_multi_machine.py", "tests/web/test_openapi.py", "tests/pipeline/test_celery.py",
+              "tests/web/test_accessibility.py", "tests/web/test_browser.py", "tests/test_bench_scripts.py",
+              "tests/test_client.py", "tests/test_docs_commands.py", "tests/pipeline/test_job_backends.py",
+              "tests/web/test_paired.py", "tests/test_ci_workflow.py", "tests/web/test_simulation_browser.py",
+              "tests/simulate/test_celery_simulation.py", "tests/test_docs_team.py", "tests/judge/test_judge_budget.py",
+              "tests/web/test_auth.py", "tests/web/test_paired_figures.py", "tests/test_docs_rubrics.py",
+              "tests/web/test_chart_layout.py", "tests/web/test_labelling_browser.py",
+              "tests/kinds/conversation/test_humanness.py", "tests/web/test_upload_misfits.py",
+              "tests/web/test_rubric_browser.py")
+# Where every process of the run keeps the bytecode of what it imports (Python's PYTHONPYCACHEPREFIX), in the temporary
+# folder: the hundreds of `flask`, worker and server processes the tests start compile the product once, not each.
+BYTECODE = Path(tempfile.gettempdir()) / f"psb-test-bytecode-{os.getuid()}"
 
 
 def in_ci() -> bool:
@@ -81,6 +89,13 @@ def install_node_tools(config: pytest.Config, folders: dict[Path, Path] = NODE_F
     return NodeInstall(missing, npm)
 
 
+def keep_bytecode(environ, folder: Path = BYTECODE) -> None:
+    """Have the processes started with `environ` write and read compiled modules under `folder`, even where
+    PYTHONDONTWRITEBYTECODE is set (as on some CI images): nothing is written into the work tree."""
+    environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    environ["PYTHONPYCACHEPREFIX"] = str(folder)
+
+
 def worktree_state(root: Path = ROOT) -> dict[str, str] | None:
     """Each file git sees as changed or new in the work tree (tracked and modified or deleted, or untracked and not
     ignored), with a digest of its content; None when `root` is not a git work tree."""
@@ -117,7 +132,9 @@ def _controller(config: pytest.Config) -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if _controller(config):
+    if _controller(config):  # before pytest-xdist starts its workers, which inherit the environment
+        keep_bytecode(os.environ)
+        sys.dont_write_bytecode, sys.pycache_prefix = False, str(BYTECODE)  # this process too
         config.stash[_install] = install_node_tools(config)
         config.stash[_before] = worktree_state()
 

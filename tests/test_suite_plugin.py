@@ -11,7 +11,14 @@ from types import SimpleNamespace
 import pytest
 
 from tests.conftest import ROOT
-from tests.suite import NODE_FOLDERS, changed_files, missing_node_folders, slow_first, worktree_state
+from tests.suite import (
+    NODE_FOLDERS,
+    changed_files,
+    keep_bytecode,
+    missing_node_folders,
+    slow_first,
+    worktree_state,
+)
 
 
 def _inner_run(folder: Path, ci: str | None) -> subprocess.CompletedProcess:
@@ -86,3 +93,15 @@ def test_npm_ci_runs_only_where_the_packages_are_missing(tmp_path):
     assert missing_node_folders(folders) == [tmp_path / "there"]
     assert set(NODE_FOLDERS) == {ROOT, ROOT / "vendor" / "plotly-bundle"}
     assert all((folder / "package-lock.json").is_file() for folder in NODE_FOLDERS)  # what `npm ci` installs from
+
+
+def test_processes_started_keep_compiled_modules_in_the_temporary_folder(tmp_path):
+    source, folder = tmp_path / "code", tmp_path / "bytecode"
+    source.mkdir()
+    (source / "some_module.py").write_text("VALUE = 1\n")
+    environ = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    keep_bytecode(environ, folder)
+    assert "PYTHONDONTWRITEBYTECODE" not in environ
+    subprocess.run([sys.executable, "-c", "import some_module"], cwd=source, env=environ, check=True)
+    assert [p.name for p in folder.rglob("some_module*.pyc")] == [f"some_module.{sys.implementation.cache_tag}.pyc"]
+    assert not (source / "__pycache__").exists()  # nothing beside the source

@@ -216,9 +216,10 @@ def test_a_judge_outage_shorter_than_the_bound_leaves_no_hole(make_app, judge_en
     # while it paused, the progress said so instead of a pace
     assert any(p["waiting"] == "retry" and p["rate_per_s"] is None and p["eta_s"] is None for p in seen), \
         [(p["waiting"], p["done"]) for p in seen]
-    # each of the 8 judgments answered exactly once; each failed round cost 8 judgments x 4 attempts
+    # each of the 8 judgments answered exactly once, after at least one refused attempt each (the first round falls
+    # in the outage; how many attempts of a later round still do depends on the machine's load)
     assert len(judge_server.answered) == 8 and set(judge_server.answered.values()) == {1}
-    assert judge_server.requests > 8 and (judge_server.requests - 8) % 32 == 0, judge_server.requests
+    assert judge_server.requests >= 16, judge_server.requests
     assert body["result"]["judge"]["attempts"] == judge_server.requests
 
 
