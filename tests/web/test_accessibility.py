@@ -4,8 +4,9 @@
 axe-core is npm's, at the version package.json pins (`npm ci` puts it in node_modules/; without it these tests
 skip, or fail when CI is set). The pages are those a user reaches: upload, an upload's page, a result of each kind
 and each of its views, the offline report, the list, each kind's compare, the compare picker, the row-level diff,
-settings, the rubrics and one rubric's page, the references page, a share link and its views, and the "not found" page (a dialogue session's detail
-is a fragment the result page loads into itself: it is audited there). Each page is loaded once per language in
+settings, the rubrics and one rubric's page, the references page, a share link and its views, a conversation result
+with behaviour labels (the paper's analysis), its labelling pages and the humanness page, and the "not found" page
+(a dialogue session's detail is a fragment the result page loads into itself: it is audited there). Each page is loaded once per language in
 that language's browser context; axe runs on it, then the window is resized to each width and the clipped elements
 measured. The keyboard test tabs through a result page.
 """
@@ -31,6 +32,7 @@ WIDTHS = (1280, 1440, 1920)
 PAGES = ("upload", "upload detail", "result", "grid", "prompt", "report", "list", "compare", "compare picker",
          "row diff", "settings", "rubrics", "rubric", "share", "share grid", "share report", "share row diff", "not found",
          "conversation result", "conversations", "transcript", "transcript raw", "conversation compare",
+         "conversation analysis", "labelling", "label", "humanness",
          "mobility result", "references", "mobility compare",
          "agentbench result", "samples", "agentbench compare", "personas upload", "run a simulation", "simulations",
          "simulation", "simulation samples", "login", "account")
@@ -127,6 +129,13 @@ def pages(server, judge, sample_evaluation, tmp_path_factory) -> dict[str, str]:
         found["transcript"] = _link(server, found["conversations"], "/view/transcript")
         found["transcript raw"] = found["transcript"] + "&raw=1"
         found["conversation compare"] = f"/compare?ids={first}&ids={_again(server, first)}"
+    labelled = _labelled_upload()
+    if labelled:
+        analysed = server.evaluate(server.upload(*labelled))["id"]
+        found["conversation analysis"] = f"/evaluations/{analysed}?labels=gpt&reference=human"
+        found["labelling"] = f"/evaluations/{analysed}/labelling"
+        found["label"] = f"/evaluations/{analysed}/labelling/0"
+        found["humanness"] = f"/conversation/humanness?simulated={analysed}&real={analysed}&simulated_labels=gpt"
     mobility = mobility_evaluation(server)
     if mobility:
         found["mobility result"] = f"/evaluations/{_finished(server, mobility)}"
@@ -164,6 +173,24 @@ def _conversation_upload() -> tuple[bytes, str] | None:
     from tests.kinds.conversation.test_conversation_pipeline import sample_zip
 
     return (sample_zip(), "RecLLMSim.zip") if CONVERSATIONS.exists() else None
+
+
+def _labelled_upload(each: int = 10) -> tuple[bytes, str] | None:
+    """The first `each` simulated users' and real people's conversations of the labelled release, as a ZIP of the
+    dataset's folders: their behaviour labels fill the analysis, the labelling pages and the humanness page."""
+    import io
+    import zipfile
+
+    from tests.kinds.conversation.test_humanness import LABELLED
+
+    if not LABELLED.exists():
+        return None
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for side in ("LLM_agent_user", "real_human_user"):
+            for path in sorted((LABELLED / side).rglob("*.json"))[:each]:
+                archive.write(path, str(path.relative_to(LABELLED)))
+    return buffer.getvalue(), "labelled.zip"
 
 
 def _agentbench_upload() -> tuple[bytes, str]:
