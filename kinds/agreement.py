@@ -340,16 +340,21 @@ def bootstrap_kappa(a: Ratings, b: Ratings, clusters: ArrayLike, n_boot: int = D
     labels = _label_codes(np.concatenate([a_arr[both], b_arr[both]]))
     k = int(labels.max()) + 1
     m = int(both.sum())
-    cell = labels[:m] * k + labels[m:]
-    confusion = weights @ np.stack([_per_cluster(codes[both], n_clusters, (cell == c).astype(float))
-                                    for c in range(k * k)], axis=1)
-    confusion = confusion.reshape(-1, k, k)
+    confusion = _replicate_confusions(labels[:m] * k + labels[m:], k, codes[both], n_clusters, weights)
     n = confusion.sum(axis=(1, 2))
     with np.errstate(divide="ignore", invalid="ignore"):
         observed = np.trace(confusion, axis1=1, axis2=2) / n
         expected = np.einsum("ri,ri->r", confusion.sum(axis=2), confusion.sum(axis=1)) / (n * n)
         replicates = np.where((n > 0) & (expected < 1.0), (observed - expected) / (1.0 - expected), np.nan)
     return _interval_from(value, replicates, m, n_clusters, n_boot, level)
+
+
+def _replicate_confusions(cells: np.ndarray, k: int, codes: np.ndarray, n_clusters: int,
+                          weights: np.ndarray) -> np.ndarray:
+    """Per bootstrap replicate, the k x k confusion matrix of the items its clusters drew (`cells`: each item's
+    row * k + column, `codes`: its cluster)."""
+    per_cell = np.stack([_per_cluster(codes, n_clusters, (cells == c).astype(float)) for c in range(k * k)], axis=1)
+    return (weights @ per_cell).reshape(-1, k, k)
 
 
 def bootstrap_quadratic_kappa(a: Ratings, b: Ratings, values: Sequence, clusters: ArrayLike,
@@ -363,10 +368,9 @@ def bootstrap_quadratic_kappa(a: Ratings, b: Ratings, values: Sequence, clusters
     if weights is None or value is None:
         return _interval_from(value, np.zeros(0), int(both.sum()), n_clusters, n_boot, level)
     k = len(values)
-    cell = _ordered_cells(a_arr[both], b_arr[both], values)
-    confusions = weights @ np.stack([_per_cluster(codes[both], n_clusters, (cell == c).astype(float))
-                                     for c in range(k * k)], axis=1)
-    replicates = _weighted_kappas(confusions.reshape(-1, k, k), _quadratic_weights(k))
+    cells = _ordered_cells(a_arr[both], b_arr[both], values)
+    confusions = _replicate_confusions(cells, k, codes[both], n_clusters, weights)
+    replicates = _weighted_kappas(confusions, _quadratic_weights(k))
     return _interval_from(value, replicates, int(both.sum()), n_clusters, n_boot, level)
 
 
