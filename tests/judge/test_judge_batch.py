@@ -285,7 +285,7 @@ def rebuild(key: list) -> Prompt:
 
 
 def test_the_state_survives_a_restart(batch_server, tmp_path):
-    batch_server.batch_delay_s = 0.3
+    batch_server.batch_delay_s = 3.0  # still running when polled, even on a machine busy enough to delay the poll
     keys = [[mode, i] for i in range(5) for mode in ("fine", "binary")]
     stored = tmp_path / "state.json"
 
