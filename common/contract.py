@@ -74,6 +74,7 @@ class Operation:
     files: tuple[str, ...] = ()  # multipart file fields (with `form`)
     raw: str | None = None  # the media type of a body taken as bytes (a chunk; with `form`, a file sent as the body)
     produces: str = "application/json"  # the media type of a 2xx answer
+    downloads: tuple[str, ...] = ()  # other media types of a 2xx answer (a file its query asks for), each a text
     tags: tuple[str, ...] = field(default_factory=tuple)
 
 

@@ -134,7 +134,9 @@ def _response(status: int, model: type[BaseModel] | None, spec: Operation, schem
     if model is None:
         return {"description": description}
     media = spec.produces if 200 <= status < 300 else "application/json"
-    return {"description": description, "content": {media: {"schema": _ref(model, schemas, "serialization")}}}
+    downloads = {download: {"schema": {"type": "string"}} for download in spec.downloads} if 200 <= status < 300 else {}
+    return {"description": description,
+            "content": {media: {"schema": _ref(model, schemas, "serialization")}, **downloads}}
 
 
 def _description(status: int) -> str:

@@ -3,8 +3,10 @@
 Each row names a reply (`session_id`, `round`, `method`) and gives at least one rating, on the evaluation's rubric:
 `total` (the 0-100 headline), `binary` (the answer to its yes/no question, 0 or 1, also true/false; only when it asks
 one) and/or its dimensions, each under its key and on its scale (the default rubric's: style, content, naturalness,
-personalization, conversation, 0-20 each). Every problem is reported with its line and column, as for every upload;
-other columns are ignored (with a warning).
+personalization, conversation, 0-20 each). An optional `rater` names who gave the ratings of its row (several
+people's ratings in one file); without it, or where it is blank, they are the rater the caller names (the CLI's
+--rater, the API's form field `rater`), else the file's name. Every problem is reported with its line and column, as
+for every upload; other columns are ignored (with a warning).
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import IO
 
 from kinds.dialogue import result_rubric
+from kinds.dialogue.rating_store import MAX_RATER, UNNAMED
 from kinds.dialogue.result_rubric import RubricBlock
 from kinds.problems import Problem, Report, describe, short_json
 from kinds.readers import json_text
@@ -24,6 +27,7 @@ from translations import _
 
 MAX_BYTES = 20 * 1024 * 1024
 KEYS = ("session_id", "round", "method")
+RATER = "rater"  # the optional column naming a row's rater
 TOTAL = (0.0, 100.0)  # the headline's range
 
 
@@ -38,12 +42,20 @@ def ranges(rubric: RubricBlock) -> dict[str, tuple[float, float]]:
     return {"total": TOTAL, **{d["key"]: (d["min"], d["max"]) for d in rubric["dimensions"]}}
 
 
+def default_rater(filename: str, rater: str | None = None) -> str:
+    """Whose ratings a file's rows without a rater are: `rater` when given (not blank), else the file's name."""
+    named = (rater or "").strip() or Path(filename or "").name.strip() or UNNAMED
+    return named[:MAX_RATER]
+
+
 def read(stream: IO[bytes], filename: str, cells: set[tuple[str, int]], methods: list[str],
-         rubric: RubricBlock | None = None) -> tuple[Report, list[dict]]:
+         rubric: RubricBlock | None = None, rater: str | None = None) -> tuple[Report, list[dict]]:
     """Check a ratings file against an evaluation (its (session id, round) pairs and methods) and its rubric
-    (result_rubric's block, the default's when None); the report and, when it has no errors, the rows ({line,
-    session_id, round, method, total, verdict, and each dimension's rating under its key})."""
+    (result_rubric's block, the default's when None); the report and, when it has no errors, the rows ({line, rater,
+    session_id, round, method, total, verdict, and each dimension's rating under its key}). A row without a rater is
+    `rater`'s (default_rater())."""
     block = rubric or result_rubric.default_block()
+    default = default_rater(filename, rater)
     names, scales = ratings(block), ranges(block)
     report = Report()
     raw = stream.read(MAX_BYTES + 1)
@@ -65,20 +77,21 @@ def read(stream: IO[bytes], filename: str, cells: set[tuple[str, int]], methods:
     rows: list[dict] = []
     first_line: dict[tuple, int] = {}
     for line, record in records:
-        row = _row(line, record, cells, methods, report, names, scales)
+        row = _row(line, record, cells, methods, report, names, scales, default)
         if row is None:
             continue
-        key = (row["session_id"], row["round"], row["method"])
+        key = (row["rater"], row["session_id"], row["round"], row["method"])
         if key in first_line:
             report.add(Problem(line, "", _("Line %(line)s rates the same reply as line %(first)s (session %(session)s, "
                                            "round %(round)s, %(method)s); keep one of them.", line=line,
-                                           first=first_line[key], session=key[0], round=key[1], method=key[2])))
+                                           first=first_line[key], session=key[1], round=key[2], method=key[3])))
             continue
         first_line[key] = line
         rows.append(row)
     if report.ok and not rows:
         report.add(Problem(None, "", _("The file has a header but no ratings.")))
-    report.summary = {"ratings": len(rows), "sessions": len({r["session_id"] for r in rows}),
+    report.summary = {"ratings": len(rows), "raters": sorted({r["rater"] for r in rows}),
+                      "sessions": len({r["session_id"] for r in rows}),
                       "rated": [c for c in names if any(r[column(c)] is not None for r in rows)]}
     return report, rows if report.ok else []
 
@@ -126,7 +139,7 @@ def _csv(text: str, report: Report, names: tuple[str, ...]) -> list[tuple[int, d
                                     found=", ".join(header) or "—")))
         return []
     reader.fieldnames = header
-    unknown = [h for h in header if h not in KEYS + names]
+    unknown = [h for h in header if h not in (*KEYS, RATER, *names)]
     if unknown:
         report.warn(Problem(1, "", _("Columns ignored: %(columns)s.", columns=", ".join(unknown))))
     records = []
@@ -145,10 +158,11 @@ def column(rating: str) -> str:
 
 
 def _row(line: int, record: dict, cells: set[tuple[str, int]], methods: list[str], report: Report,
-         names: tuple[str, ...], scales: dict[str, tuple[float, float]]) -> dict | None:
-    """One checked rating row (`names`: the ratings it may give, `scales` their ranges), or None after reporting
-    what is wrong with it."""
+         names: tuple[str, ...], scales: dict[str, tuple[float, float]], default: str) -> dict | None:
+    """One checked rating row (`names`: the ratings it may give, `scales` their ranges, `default` the rater of a
+    row that names none), or None after reporting what is wrong with it."""
     before = len(report.problems)
+    rater = _rater(line, record.get(RATER), default, report)
     session_id = record.get("session_id")
     if isinstance(session_id, (int, float)) and not isinstance(session_id, bool):
         session_id = str(session_id)
@@ -167,13 +181,27 @@ def _row(line: int, record: dict, cells: set[tuple[str, int]], methods: list[str
     if len(report.problems) == before and (session_id, rnd) not in cells:
         report.add(Problem(line, "round", _("Line %(line)s: the evaluation has no round %(round)s in session "
                                             "%(session)s.", line=line, round=rnd, session=session_id)))
-    row = {"line": line, "session_id": session_id, "round": rnd, "method": method}
+    row = {"line": line, "rater": rater, "session_id": session_id, "round": rnd, "method": method}
     for rating in names:
         row[column(rating)] = _rating(line, rating, record.get(rating), report, scales.get(rating))
     if len(report.problems) == before and all(row[column(c)] is None for c in names):
         report.add(Problem(line, "", _("Line %(line)s gives no rating: fill in total, binary or a dimension.",
                                        line=line)))
     return row if len(report.problems) == before else None
+
+
+def _rater(line: int, value, default: str, report: Report) -> str:
+    """The rater a row names (a name, or a number read as one), `default` when it names none; reported when it is
+    not a name of at most MAX_RATER characters."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return default
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or len(value.strip()) > MAX_RATER:
+        report.add(Problem(line, RATER, _("Line %(line)s: 'rater' must be a name of at most %(max)s characters, found "
+                                          "%(found)s.", line=line, max=MAX_RATER, found=describe(value))))
+        return default
+    return value.strip()
 
 
 def _found(value) -> str:

@@ -18,6 +18,7 @@ from kinds.dialogue import (
     imported,
     paired_samples,
     prompts,
+    rating_store,
     result_rubric,
     rubric_cli,
     rubric_files,
@@ -236,7 +237,8 @@ class DialogueKind(RecordsDialogues[DialogueResult], Paired[DialogueResult], Off
     fallback = True  # any file no other kind claims is read as dialogue JSONL, whose problems say what is wrong
     format_version = 2  # 2: the length_bias block says whether the file tells reply length from method
     score_columns = prompts.DIMENSIONS  # the default rubric's; an evaluation's own are its rubric's keys
-    tables = (*dialogue_tables.TABLES, rubric_store.TABLE)  # people's ratings and reviews, the rubrics people add
+    # people's ratings (before step 19, and per rater) and reviews, the rubrics people add
+    tables = (*dialogue_tables.TABLES, rubric_store.TABLE, rating_store.TABLE)
     paired_metrics = paired_samples.METRICS
     attachments = (imported.NAME,)  # the scores another judge gave the replies (imported.py)
     attachment_fields = ("rubric",)  # the rubric those scores are on
@@ -418,7 +420,7 @@ class DialogueKind(RecordsDialogues[DialogueResult], Paired[DialogueResult], Off
         return build_result(job.evaluation, job.upload, judgments,
                             job.store.usage(evaluation_id), job.judges or [job.config],
                             reply_lengths(job.path, job.evaluation["methods"]),
-                            dialogue_tables.human_ratings(job.store, evaluation_id),
+                            rating_store.human_ratings(job.store, evaluation_id),
                             dialogue_tables.reviews(job.store, evaluation_id), rubric)
 
     def prompt_templates(self, evaluation: dict, config: JudgeConfig, store: Store | None = None
@@ -457,7 +459,7 @@ class DialogueKind(RecordsDialogues[DialogueResult], Paired[DialogueResult], Off
             context["overrides_applied"] = overrides
             context.update(result=result, toggles=views.method_toggles(list(record["result"]["methods"]), chosen),
                            columns=columns.chosen(args, tables["rubric"], tables["by_round_dimensions"]),
-                           human_info=dialogue_tables.human_ratings_info(site.store, record["id"]),
+                           human_info=rating_store.human_ratings_info(site.store, record["id"]),
                            detail=views.session_list(record, args, site.store),
                            failures=views.failures(record, site.store), **tables)
         return context

@@ -3,31 +3,67 @@ page's form and the API), and people's reviews of single judgments (reviews.py: 
 the ratings-file export, and using them as the evaluation's people's ratings)."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Literal
 
-from flask import Blueprint, abort, jsonify, redirect, render_template, request, url_for
-from pydantic import RootModel
+from flask import Blueprint, Response, abort, jsonify, redirect, render_template, request, url_for
+from pydantic import Field, RootModel
 
 from common.contract import Answer, Count, Error, Refused, Request, operation
+from common.downloads import attachment
 from kinds import host
-from kinds.dialogue import human_file, result_rubric, reviews
+from kinds.dialogue import rating_store, ratings_files, reviews
 from kinds.dialogue import tables as dialogue_tables
-from kinds.kind import JobFailed
+from kinds.dialogue.ratings_files import NotAttached, rescore
 from translations import _
 
 ratings_bp = Blueprint("human_ratings", __name__)
 ratings_api_bp = Blueprint("human_ratings_api", __name__, url_prefix="/api")
 reviews_bp = Blueprint("reviews", __name__)
 reviews_api_bp = Blueprint("reviews_api", __name__, url_prefix="/api")
-RATINGS_FILE = "reviews made on the judgments' pages"
+REVIEWS_RATER = "reviews"  # the rater of the reviews used as people's ratings
 
 
 class Ratings(Answer):
-    """How many people's ratings are attached, and the judge-vs-people agreement."""
+    """How many people's ratings the evaluation has (`ratings`, every rater's; `replies`, the replies rated), what a
+    file attached (`attached` ratings by `raters`), and the judge-vs-people agreement."""
 
     ratings: int
     agreement: dict[str, Any] | None = None
+
+
+class RatingsForm(Request):
+    """A ratings file's form: whose ratings its rows without a `rater` column are (default: the file's name)."""
+
+    rater: str | None = Field(None, max_length=rating_store.MAX_RATER)
+
+
+class RaterQuery(Request):
+    """One rater's ratings only (by name), else every rater's."""
+
+    rater: str | None = Field(None, max_length=rating_store.MAX_RATER)
+
+
+class RatingsQuery(RaterQuery):
+    """Every rater's ratings as JSON, or a ratings file to download (`format`: csv or jsonl)."""
+
+    format: Literal["json", "csv", "jsonl"] = "json"
+
+
+class RaterSummary(Answer):
+    """One rater: how many ratings, from where (file, api, browser, reviews), when last changed."""
+
+    rater: str
+    ratings: int
+    sources: list[str]
+    updated_at: str
+
+
+class PeopleRatings(Answer):
+    """Every rater's ratings of an evaluation (each: rater, session_id, round, method, total, verdict, each
+    dimension's rating under its key, source, line, updated_at), and the raters."""
+
+    raters: list[RaterSummary]
+    ratings: list[dict[str, Any]]
 
 
 class JudgmentKey(Request):
@@ -72,70 +108,81 @@ class ReviewCounts(Answer):
     """The evaluation's reviews, counted."""
 
 
-class NotAttached(Exception):
-    """Ratings that cannot be attached: (HTTP status, message, validation report or None)."""
-
-
 def finished_evaluation(evaluation_id: str) -> dict:
-    """A finished dialogue evaluation, else NotAttached (404 for an unknown one)."""
-    evaluation = host.store().get_evaluation(evaluation_id, with_result=False) or abort(404)
-    if evaluation["kind"] != "dialogue":
-        raise NotAttached(400, _("People's ratings can be attached to dialogue evaluations only."), None)
-    if evaluation["status"] not in ("done", "incomplete", "cancelled"):
-        raise NotAttached(409, _("Attach people's ratings once the evaluation has finished."), None)
-    return evaluation
+    """A finished dialogue evaluation of the running app, else NotAttached."""
+    return ratings_files.finished_evaluation(host.store(), evaluation_id)
+
+
+def _error(exc: NotAttached):
+    """The API's answer to ratings that cannot be attached, read or removed."""
+    status, message, report = exc.args
+    return jsonify({"error": message, **(report.to_dict() if report else {})}), status
 
 
 def _attach(evaluation_id: str) -> dict:
-    """Check the uploaded ratings file, store it with the evaluation and score the evaluation again."""
-    evaluation = finished_evaluation(evaluation_id)
+    """Check the uploaded ratings file (form field `rater`: whose rows without a rater column are), keep its
+    ratings and score the evaluation again; what the API answers."""
+    store = host.store()
+    ratings_files.finished_evaluation(store, evaluation_id)
     file = request.files.get("file")
     if file is None or not file.filename:
         raise NotAttached(400, _("Choose a CSV or JSONL file of ratings."), None)
-    store = host.store()
-    rubric = result_rubric.of_record(evaluation, store)
-    report, rows = human_file.read(file.stream, file.filename, store.judged_rounds(evaluation_id),
-                                   evaluation["methods"], rubric)
-    if not report.ok:
-        raise NotAttached(400, _("The ratings file has problems; nothing was attached."), report)
-    dialogue_tables.set_human_ratings(store, evaluation_id, Path(file.filename).name[:200], rows,
-                                      result_rubric.keys(rubric))
-    return rescore(evaluation_id)
-
-
-def rescore(evaluation_id: str) -> dict:
-    """Score the evaluation again (its people's ratings or reviews changed); NotAttached when it cannot be."""
-    try:
-        return host.runner().rescore(evaluation_id)
-    except JobFailed as exc:
-        raise NotAttached(409, str(exc), None) from exc
+    report, _rows = ratings_files.attach(store, evaluation_id, file.stream, file.filename,
+                                         request.form.get("rater"))
+    document = rescore(evaluation_id)
+    every = rating_store.people_ratings(store, evaluation_id)
+    return {"ratings": len(every), "replies": len(rating_store.by_reply(every)),
+            "attached": report.summary["ratings"], "raters": report.summary["raters"],
+            "agreement": (document.get("agreement") or {}).get("human")}
 
 
 @ratings_api_bp.post("/evaluations/<evaluation_id>/human-ratings")
 @operation("Attach people's ratings (CSV or JSONL) to a finished dialogue evaluation",
-           {200: Ratings, 400: Refused, 409: Error}, form=Request, files=("file",), tags=("evaluations",))
+           {200: Ratings, 400: Refused, 409: Error}, form=RatingsForm, files=("file",), tags=("evaluations",))
 def attach_api(evaluation_id: str):
-    """Attach a ratings file (multipart `file`); answers the judge-vs-people agreement."""
+    """Attach a ratings file (multipart `file`, optional `rater`), in place of the ratings of the raters it names;
+    answers the counts and the judge-vs-people agreement."""
     try:
-        document = _attach(evaluation_id)
+        return jsonify(_attach(evaluation_id))
     except NotAttached as exc:
-        status, message, report = exc.args
-        return jsonify({"error": message, **(report.to_dict() if report else {})}), status
-    return jsonify({"ratings": len(dialogue_tables.human_ratings(host.store(), evaluation_id)),
-                    "agreement": document["agreement"]["human"]})
+        return _error(exc)
+
+
+@ratings_api_bp.get("/evaluations/<evaluation_id>/human-ratings")
+@operation("Every rater's ratings of a dialogue evaluation, as JSON or (format=csv|jsonl) a ratings file",
+           {200: PeopleRatings, 400: Error}, query=RatingsQuery, downloads=tuple(ratings_files.MEDIA_TYPES.values()),
+           tags=("evaluations",))
+def ratings_api(evaluation_id: str):
+    """Every rater's ratings (`?rater=` one's): JSON with the raters, or with `?format=csv|jsonl` a ratings file to
+    download, which attached again gives the same ratings."""
+    store = host.store()
+    try:
+        evaluation = ratings_files.dialogue_evaluation(store, evaluation_id)
+    except NotAttached as exc:
+        return _error(exc)
+    form, rater = request.args.get("format", "json"), request.args.get("rater") or None
+    if form in ratings_files.FORMATS:
+        return Response(ratings_files.export(store, evaluation, form, rater), mimetype=ratings_files.MEDIA_TYPES[form],
+                        headers={"Content-Disposition": attachment(f"human-ratings-{evaluation_id}.{form}")})
+    rows = rating_store.people_ratings(store, evaluation_id, rater)
+    return jsonify({"raters": rating_store.raters(rows), "ratings": rows})
 
 
 @ratings_api_bp.delete("/evaluations/<evaluation_id>/human-ratings")
-@operation("Detach the people's ratings", {200: Ratings, 400: Error, 409: Error}, tags=("evaluations",))
+@operation("Remove people's ratings: one rater's (?rater=), else every one", {200: Ratings, 400: Error, 409: Error},
+           query=RaterQuery, tags=("evaluations",))
 def detach_api(evaluation_id: str):
-    """Detach the ratings and score the evaluation again without them."""
+    """Remove one rater's ratings (`?rater=`; 404 when they have none), else all, and score the evaluation again."""
+    store = host.store()
+    rater = request.args.get("rater") or None
     try:
-        finished_evaluation(evaluation_id)
-        dialogue_tables.clear_human_ratings(host.store(), evaluation_id)
+        ratings_files.finished_evaluation(store, evaluation_id)
+        if not rating_store.clear_human_ratings(store, evaluation_id, rater) and rater is not None:
+            raise NotAttached(404, _("There are no ratings by %(rater)s.", rater=rater), None)
         rescore(evaluation_id)
     except NotAttached as exc:
-        return jsonify({"error": exc.args[1]}), exc.args[0]
-    return jsonify({"ratings": 0})
+        return _error(exc)
+    return jsonify({"ratings": len(rating_store.people_ratings(store, evaluation_id))})
 
 
 @ratings_bp.post("/evaluations/<evaluation_id>/human-ratings")
@@ -152,12 +199,11 @@ def attach_page(evaluation_id: str):
 
 @ratings_bp.get("/evaluations/<evaluation_id>/human-ratings.csv")
 def download(evaluation_id: str):
-    """The attached ratings as CSV, in the format they are uploaded in (the ratings of the evaluation's rubric)."""
-    evaluation = host.store().get_evaluation(evaluation_id, with_result=False) or abort(404)
-    rows = dialogue_tables.human_ratings(host.store(), evaluation_id)
-    header = ("session_id", "round", "method", *human_file.ratings(result_rubric.of_record(evaluation, host.store())))
-    return host.csv_response(header, [tuple(r.get(human_file.column(c)) for c in header) for r in rows],
-                             f"human-ratings-{evaluation_id}.csv")
+    """Every rater's ratings as a CSV ratings file (the ratings of the evaluation's rubric, a column `rater`)."""
+    store = host.store()
+    evaluation = store.get_evaluation(evaluation_id, with_result=False) or abort(404)
+    return Response("\ufeff" + ratings_files.export(store, evaluation, "csv"), mimetype="text/csv",
+                    headers={"Content-Disposition": attachment(f"human-ratings-{evaluation_id}.csv")})
 
 
 # -- reviews of single judgments ---------------------------------------------------------------------------------
@@ -251,13 +297,15 @@ def download_reviews(evaluation_id: str):
 
 @reviews_bp.post("/evaluations/<evaluation_id>/reviews/as-ratings")
 def as_ratings(evaluation_id: str):
-    """Use the reviews as the evaluation's people's ratings (replacing any attached), for the agreement figures."""
+    """Use the reviews as people's ratings, those of the rater "reviews" (replacing theirs; other raters' stay), for
+    the agreement figures."""
     try:
         finished_evaluation(evaluation_id)
         rows = ratings(evaluation_id)
         if not rows:
             raise NotAttached(409, _("There are no reviews yet."), None)
-        dialogue_tables.set_human_ratings(host.store(), evaluation_id, RATINGS_FILE, rows)
+        rating_store.add_ratings(host.store(), evaluation_id, [{**row, "rater": REVIEWS_RATER} for row in rows],
+                                 "reviews")
         rescore(evaluation_id)
     except NotAttached as exc:
         abort(exc.args[0], exc.args[1])

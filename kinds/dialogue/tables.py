@@ -1,21 +1,15 @@
-"""The dialogue kind's own tables: people's ratings attached to an evaluation, and people's reviews of single
-judgments, kept through the store's generic API (kinds/host.py) and created by their own schema steps, numbered
-among the store's (5 and 10, as when the store created them; 16 gave the ratings a `scores` column).
-
-A rating's dimensions are those of the evaluation's rubric, kept as one JSON object `scores` (key -> rating); the
-columns of the default rubric's five dimensions hold the ratings attached before step 16, read as they were."""
+"""The dialogue kind's own tables: people's reviews of single judgments, and human_ratings (the ratings file
+attached to an evaluation, before step 19 moved its rows into people_ratings, rating_store.py; nothing writes it
+since), kept through the store's generic API (kinds/host.py) and created by their own schema steps, numbered among
+the store's (5 and 10, as when the store created them; 17 gave the ratings a `scores` column)."""
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
 
 from kinds.host import Step, Store, Table
 
-HUMAN_RATING = ("line", "session_id", "round", "method", "total", "verdict", "scores")
-# The default rubric's dimensions, columns of human_ratings until step 16 put every dimension in `scores`.
-FORMER_DIMENSIONS = ("style", "content", "naturalness", "personalization", "conversation")
 REVIEW = ("decision", "total", "verdict", "comment", "reviewer")
-INFO = "human_ratings"  # the setting `human_ratings:<evaluation id>`: the attached file's name, rows and time
+INFO = "human_ratings"  # the setting `human_ratings:<evaluation id>`: the attached file's name, rows and time (to step 19)
 
 
 def _human_ratings(con, ddl: dict) -> None:
@@ -72,52 +66,6 @@ TABLES = (
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def set_human_ratings(store: Store, evaluation_id: str, filename: str, rows: list[dict],
-                      dimensions: tuple[str, ...] = ()) -> None:
-    """Attach people's ratings to an evaluation, replacing any attached before, in one transaction; each row's
-    ratings of the rubric's `dimensions` (under their keys) are kept in `scores`."""
-    def stored(row: dict) -> dict:
-        scores = {d: row[d] for d in dimensions if row.get(d) is not None}
-        return {"eid": evaluation_id, **{c: row.get(c) for c in HUMAN_RATING},
-                "scores": json.dumps(scores) if scores else None}
-
-    with store.transaction() as tx:
-        tx.execute("DELETE FROM human_ratings WHERE evaluation_id = :eid", {"eid": evaluation_id})
-        tx.execute_many(f"INSERT INTO human_ratings (evaluation_id, {', '.join(HUMAN_RATING)})"
-                        f" VALUES (:eid, {', '.join(':' + c for c in HUMAN_RATING)})", map(stored, rows))
-        tx.execute("INSERT INTO settings (name, value) VALUES (:name, :value)"
-                   " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-                   {"name": f"{INFO}:{evaluation_id}",
-                    "value": json.dumps({"filename": filename, "rows": len(rows), "attached_at": _now()})})
-
-
-def human_ratings(store: Store, evaluation_id: str) -> list[dict]:
-    """The people's ratings attached to an evaluation, in the order of their file: line, session_id, round, method,
-    total, verdict and each dimension's rating under its key (a rating attached before step 16 under the default
-    rubric's former columns)."""
-    rows = store.rows(f"SELECT {', '.join((*HUMAN_RATING, *FORMER_DIMENSIONS))} FROM human_ratings"
-                      " WHERE evaluation_id = :eid ORDER BY line", {"eid": evaluation_id})
-    found = []
-    for row in rows:
-        former = {d: row.pop(d) for d in FORMER_DIMENSIONS}
-        scores = row.pop("scores")
-        found.append({**row, **{d: v for d, v in former.items() if v is not None},
-                      **(json.loads(scores) if scores else {})})
-    return found
-
-
-def human_ratings_info(store: Store, evaluation_id: str) -> dict | None:
-    """The attached ratings' file name, row count and time, or None."""
-    return store.get_setting(f"{INFO}:{evaluation_id}")
-
-
-def clear_human_ratings(store: Store, evaluation_id: str) -> None:
-    """Detach the people's ratings of an evaluation."""
-    with store.transaction() as tx:
-        tx.execute("DELETE FROM human_ratings WHERE evaluation_id = :eid", {"eid": evaluation_id})
-        tx.execute("DELETE FROM settings WHERE name = :name", {"name": f"{INFO}:{evaluation_id}"})
 
 
 def set_review(store: Store, evaluation_id: str, key: tuple[int, int, str, str], review: dict) -> None:

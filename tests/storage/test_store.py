@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kinds import registry
+from kinds.dialogue import rating_store
 from kinds.dialogue import tables as dialogue_tables
 from kinds.mobility import reference_sets
 from storage.access import Duplicate
@@ -231,8 +232,9 @@ def test_deleting_evaluations_and_an_upload_leaves_nothing_of_them(store):
         store.add_pending(evaluation_id, [(0, "s", 1, "A", "fine")])
         store.add_share(f"share-{evaluation_id}", evaluation_id, f"token-{evaluation_id}")
         store.set_setting(f"planned:{evaluation_id}", True)
-    dialogue_tables.set_human_ratings(store, "e1", "r.csv", [{"line": 2, "session_id": "s", "round": 1, "method": "A",
-                                                              "total": 50.0}])
+    for evaluation_id in ("e1", "e2"):
+        rating_store.add_ratings(store, evaluation_id, [{"line": 2, "rater": "r.csv", "session_id": "s", "round": 1,
+                                                         "method": "A", "total": 50.0}], "file")
     dialogue_tables.set_review(store, "e1", (0, 1, "A", "fine"), {"decision": "overridden", "total": 20.0,
                                                                  "comment": "low"})
     assert [r["total"] for r in dialogue_tables.reviews(store, "e1")] == [20.0]
@@ -241,12 +243,14 @@ def test_deleting_evaluations_and_an_upload_leaves_nothing_of_them(store):
 
     store.delete_evaluations(["e1"])
     assert store.get_evaluation("e1") is None and store.judgments("e1") == []
-    assert dialogue_tables.human_ratings(store, "e1") == [] and dialogue_tables.reviews(store, "e1") == []
+    assert rating_store.people_ratings(store, "e1") == [] and dialogue_tables.reviews(store, "e1") == []
     assert store.progress("e1")["total"] == 0 and store.active_share("token-e1") is None
-    assert store.get_setting("planned:e1") is None and dialogue_tables.human_ratings_info(store, "e1") is None
+    assert store.get_setting("planned:e1") is None and rating_store.human_ratings_info(store, "e1") is None
     assert store.get_evaluation("e2") is not None and store.active_share("token-e2") is not None  # the other stays
+    assert [r["total"] for r in rating_store.people_ratings(store, "e2")] == [50.0]
     assert store.uploads_of_file("abc") == 1
 
     store.delete_evaluations(["e2"], upload_id="u")
     assert store.get_upload("u") is None and store.count_sessions("u") == 0 and store.list_evaluations() == []
+    assert rating_store.people_ratings(store, "e2") == []
     assert store.uploads_of_file("abc") == 0

@@ -23,7 +23,7 @@ from storage.store import Store
 ROOT = Path(__file__).resolve().parents[2]
 # the store's own steps and those of the kinds' tables (the dialogue kind's 5 and 10, the mobility kind's 13)
 ALL_STEPS = [step.version for step in store_migrations.steps(registry.tables())]
-KIND_TABLES = ("human_ratings", "reviews", "reference_sets")
+KIND_TABLES = ("human_ratings", "reviews", "reference_sets", "people_ratings")
 
 
 def open_store(target) -> Store:
@@ -378,4 +378,51 @@ def test_step_12_moves_every_judge_score_into_scores_and_drops_the_dialogue_colu
         rows = store.judgments(evaluation_id)
         assert [(r["session_idx"], r["total"], r["status"]) for r in rows] == [(i, 50, "ok") for i in range(9)]
         assert [r["scores"] for r in rows] == [after for _before, after in cases]
+    store.close()
+
+
+def test_step_19_moves_each_attached_ratings_file_in_as_one_raters_ratings(store_url):
+    from kinds.dialogue import rating_store
+
+    engine = create_engine(database_url(store_url))
+    assert store_migrations.migrate(engine, up_to=18, tables=registry.tables())[-1] == 18
+    attached = {"filename": "people.csv", "rows": 2, "attached_at": SAME_SECOND}
+    with engine.begin() as con:
+        con.execute(text("INSERT INTO uploads (id, sha256, kind, filename, size, summary, warnings, created_at)"
+                         " VALUES ('u1', 'sha', 'dialogue', 'log.jsonl', 10, '{}', '[]', :at)"), {"at": SAME_SECOND})
+        for evaluation_id in ("e-named", "e-unnamed", "e-none"):
+            con.execute(text("INSERT INTO evaluations (id, upload_id, kind, status, methods, settings, total,"
+                             " created_at) VALUES (:id, 'u1', 'dialogue', 'done', '[\"A\"]', '{}', 1, :at)"),
+                        {"id": evaluation_id, "at": SAME_SECOND})
+        con.execute(text("INSERT INTO settings (name, value) VALUES ('human_ratings:e-named', :value)"),
+                    {"value": json.dumps(attached)})
+        # the ratings as the code before kept them: the former dimension columns (before step 17) and `scores`
+        for row in ({"e": "e-named", "line": 2, "sid": "s1", "total": 70, "verdict": 1, "style": 14,
+                     "scores": '{"warmth": 3}'},
+                    {"e": "e-named", "line": 3, "sid": "s2", "total": None, "verdict": 0, "style": None,
+                     "scores": None},
+                    {"e": "e-unnamed", "line": 5, "sid": "s1", "total": 25.5, "verdict": None, "style": None,
+                     "scores": '{"consistency": 6}'}):
+            con.execute(text("INSERT INTO human_ratings (evaluation_id, line, session_id, round, method, total,"
+                             " verdict, style, scores) VALUES (:e, :line, :sid, 1, 'A', :total, :verdict, :style,"
+                             " :scores)"), row)
+    engine.dispose()
+
+    store = open_store(store_url)
+    assert store.migrated[0] == 19 and "people_ratings" in inspect(store.engine).get_table_names()
+    named = rating_store.people_ratings(store, "e-named")
+    assert named == [
+        {"rater": "people.csv", "session_id": "s1", "round": 1, "method": "A", "total": 70.0, "verdict": 1,
+         "style": 14, "warmth": 3, "source": "file", "line": 2, "updated_at": SAME_SECOND},
+        {"rater": "people.csv", "session_id": "s2", "round": 1, "method": "A", "total": None, "verdict": 0,
+         "source": "file", "line": 3, "updated_at": SAME_SECOND}]
+    [unnamed] = rating_store.people_ratings(store, "e-unnamed")
+    assert (unnamed["rater"], unnamed["total"], unnamed["consistency"], unnamed["line"]) == ("file", 25.5, 6, 5)
+    assert rating_store.people_ratings(store, "e-none") == []
+    # the setting that named the file is no longer needed: the rater and updated_at say it
+    assert store.get_setting("human_ratings:e-named") is None
+    assert rating_store.human_ratings(store, "e-named") == [
+        {"line": 2, "session_id": "s1", "round": 1, "method": "A", "total": 70.0, "verdict": 1, "style": 14,
+         "warmth": 3, "raters": 1},
+        {"line": 3, "session_id": "s2", "round": 1, "method": "A", "total": None, "verdict": 0, "raters": 1}]
     store.close()

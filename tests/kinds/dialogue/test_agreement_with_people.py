@@ -29,11 +29,14 @@ def test_a_valid_csv_and_jsonl():
                          "s1,1,A,70,1,14,fine\ns1,2,B,,0,\n")
     assert report.ok and [w.message for w in report.warnings] == ["Columns ignored: comment."]
     assert rows == [
-        {"line": 2, "session_id": "s1", "round": 1, "method": "A", "total": 70.0, "verdict": 1, "style": 14.0,
-         "content": None, "naturalness": None, "personalization": None, "conversation": None},
-        {"line": 3, "session_id": "s1", "round": 2, "method": "B", "total": None, "verdict": 0, "style": None,
-         "content": None, "naturalness": None, "personalization": None, "conversation": None}]
-    assert report.summary == {"ratings": 2, "sessions": 1, "rated": ["total", "binary", "style"]}
+        {"line": 2, "rater": "ratings.csv", "session_id": "s1", "round": 1, "method": "A", "total": 70.0,
+         "verdict": 1, "style": 14.0, "content": None, "naturalness": None, "personalization": None,
+         "conversation": None},
+        {"line": 3, "rater": "ratings.csv", "session_id": "s1", "round": 2, "method": "B", "total": None,
+         "verdict": 0, "style": None, "content": None, "naturalness": None, "personalization": None,
+         "conversation": None}]
+    assert report.summary == {"ratings": 2, "raters": ["ratings.csv"], "sessions": 1,
+                              "rated": ["total", "binary", "style"]}
     report, rows = check('{"session_id": "s2", "round": 1, "method": "A", "binary": true}\n\n'
                          '{"session_id": "s1", "round": 1.0, "method": "B", "total": 55.5}\n', "r.jsonl")
     assert report.ok and [(r["line"], r["verdict"], r["total"]) for r in rows] == [(1, 1, None), (3, None, 55.5)]

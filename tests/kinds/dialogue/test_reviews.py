@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from kinds.dialogue import tables as dialogue_tables
+from kinds.dialogue import rating_store
 from tests.kinds.dialogue.test_sample_grid import evaluation
 
 FINE_A = {"index": 0, "round": 1, "method": "A", "mode": "fine"}  # session s1, round 1: A scored 90
@@ -79,7 +79,8 @@ def test_reviews_become_peoples_ratings_and_feed_the_agreement(client):
     assert client.post(f"/evaluations/{evaluation_id}/reviews/as-ratings").status_code == 302
     result = client.get(f"/api/evaluations/{evaluation_id}").get_json()["result"]
     assert result["agreement"]["human"]  # the judge against the reviews, as against an uploaded ratings file
-    assert dialogue_tables.human_ratings_info(client.application.extensions["store"], evaluation_id)["rows"] == 2
+    info = rating_store.human_ratings_info(client.application.extensions["store"], evaluation_id)
+    assert info["rows"] == 2 and info["raters"] == ["reviews"] and info["by_rater"][0]["sources"] == ["reviews"]
 
 
 def test_the_judgment_page_reviews_with_a_form(client):

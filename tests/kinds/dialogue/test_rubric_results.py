@@ -347,8 +347,8 @@ def test_people_rate_on_the_rubric_dimensions_and_scales(client, three):
     assert figures["dimensions"]["warmth"]["spearman"]["value"] == pytest.approx(-1)
     assert figures["binary"]["kappa"]["value"] == pytest.approx(1)
     download = csv_rows(client, f"/evaluations/{three}/human-ratings.csv")
-    assert download[0] == ["session_id", "round", "method", "total", "binary", *KEYS]
-    assert download[1] == ["s1", "1", "A", "", "1", "7.0", "2.0", ""]
+    assert download[0] == ["rater", "session_id", "round", "method", "total", "binary", *KEYS]
+    assert download[1] == ["ratings.csv", "s1", "1", "A", "", "1", "7.0", "2.0", ""]
     page = client.get(f"/evaluations/{three}").get_data(as_text=True)
     assert "<td>Warmth</td>" in page and "consistency (1-7), warmth (1-7), helpfulness (1-7)" in page
 
@@ -359,8 +359,8 @@ def test_without_a_yes_no_question_a_binary_rating_is_ignored(app, client):
     made = attach(client, evaluation, "session_id,round,method,fit,binary\ns1,1,A,8,1\ns1,2,A,6,0\ns1,1,B,3,1\n")
     assert made.status_code == 200, made.get_json()
     assert made.get_json()["agreement"]["rated"] == ["fit"]
-    assert csv_rows(client, f"/evaluations/{evaluation}/human-ratings.csv")[0] == ["session_id", "round", "method",
-                                                                                  "total", "fit"]
+    assert csv_rows(client, f"/evaluations/{evaluation}/human-ratings.csv")[0] == ["rater", "session_id", "round",
+                                                                                  "method", "total", "fit"]
 
 
 # -- a panel and repeated samples under a rubric ---------------------------------------------------------------------
@@ -386,7 +386,7 @@ def test_ratings_attached_before_rubrics_keep_their_dimensions(tmp_path):
     from sqlalchemy import create_engine
 
     from kinds import registry
-    from kinds.dialogue import tables
+    from kinds.dialogue import rating_store
     from storage import migrations
     from storage.database import database_url
     from storage.store import Store
@@ -401,9 +401,11 @@ def test_ratings_attached_before_rubrics_keep_their_dimensions(tmp_path):
     engine.dispose()
     store = Store(str(path), registry.tables())  # as the app opens it, with the kinds' tables
     assert store.migrated == [step.version for step in migrations.steps(registry.tables()) if step.version >= 17]
-    assert tables.human_ratings(store, "e1") == [{"line": 2, "session_id": "s1", "round": 1, "method": "A",
-                                                  "total": 70.0, "verdict": 1, "style": 14.0}]
-    tables.set_human_ratings(store, "e2", "r.csv", [{"line": 2, "session_id": "s1", "round": 1, "method": "A",
-                                                     "total": None, "verdict": None, "warmth": 3.5}], ("warmth",))
-    assert tables.human_ratings(store, "e2") == [{"line": 2, "session_id": "s1", "round": 1, "method": "A",
-                                                  "total": None, "verdict": None, "warmth": 3.5}]
+    # step 19 moved it into people_ratings, the rater "file" (no file name was kept)
+    assert rating_store.human_ratings(store, "e1") == [{"line": 2, "session_id": "s1", "round": 1, "method": "A",
+                                                        "total": 70.0, "verdict": 1, "style": 14.0, "raters": 1}]
+    assert [r["rater"] for r in rating_store.people_ratings(store, "e1")] == ["file"]
+    rating_store.add_ratings(store, "e2", [{"line": 2, "rater": "r.csv", "session_id": "s1", "round": 1,
+                                            "method": "A", "total": None, "verdict": None, "warmth": 3.5}], "file")
+    assert rating_store.human_ratings(store, "e2") == [{"line": 2, "session_id": "s1", "round": 1, "method": "A",
+                                                        "total": None, "verdict": None, "warmth": 3.5, "raters": 1}]
