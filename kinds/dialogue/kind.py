@@ -19,6 +19,7 @@ from kinds.dialogue import (
     paired_samples,
     prompts,
     rating_store,
+    ratings_cli,
     result_rubric,
     rubric_cli,
     rubric_files,
@@ -502,8 +503,8 @@ class DialogueKind(RecordsDialogues[DialogueResult], Paired[DialogueResult], Off
                 rubric_routes.bp, rubric_routes.api_bp]
 
     def cli_commands(self) -> list:
-        """`flask --app app rubrics list|show|add|check`."""
-        return [rubric_cli.rubrics_group]
+        """`flask --app app rubrics list|show|add|check` and `flask --app app ratings add|export`."""
+        return [rubric_cli.rubrics_group, ratings_cli.ratings_group]
 
     def upload_context(self, upload: dict, site: Site) -> dict:
         """The rubrics the evaluation form offers (the default first), each with its dimensions and scales; the

@@ -19,6 +19,6 @@ def register(app: Flask) -> None:
     app.cli.add_command(users.users)
     app.cli.add_command(operations.jobs)
     app.cli.add_command(operations.storage)
-    for kind in registry.having(OwnCommands):  # the kinds' own commands (dialogue: `rubrics`)
+    for kind in registry.having(OwnCommands):  # the kinds' own commands (dialogue: `rubrics`, `ratings`)
         for command in kind.cli_commands():
             app.cli.add_command(command)
