@@ -1,6 +1,6 @@
 """A Python client of the dashboard's JSON API (docs/client.md): upload (in resumable chunks when big), evaluate, wait
 with progress, the result document, the judgments as a pandas DataFrame, compare and share; the rubrics (list, read,
-add).
+add); people's ratings of a dialogue evaluation (add a file, read, export, delete).
 
 Standard library only (pandas for `judgments`, imported when called). The token is sent only to the server the client
 was made for: a redirect is followed only to the same scheme, host and port, and only for GET. Calls that are safe to
@@ -272,6 +272,42 @@ class Client:
         content."""
         data = Path(path).read_bytes()
         return self.request("POST", "/api/rubrics", data, {"Content-Type": "application/yaml"}, idempotent=False)[1]
+
+    # -- people's ratings (dialogue) ------------------------------------------------------------------------------
+
+    def add_ratings(self, evaluation_id: str, path: str | os.PathLike, rater: str | None = None) -> dict:
+        """Attach a file of people's ratings (CSV or JSONL: session_id, round, method, an optional rater, and total,
+        binary and/or the rubric's dimensions) to a finished dialogue evaluation, in place of the ratings of the
+        raters it names (its rows without a rater are `rater`'s, else the file's name); the evaluation is scored
+        again. Answers {ratings, replies, attached, raters, agreement}; ApiError with every problem of the file, each
+        with its line and column."""
+        path = Path(path)
+        return self._single(path.read_bytes(), path.name, None, {"rater": rater or ""},
+                            f"/api/evaluations/{_quote(evaluation_id)}/human-ratings")
+
+    def ratings(self, evaluation_id: str, rater: str | None = None) -> dict:
+        """Every rater's ratings of a dialogue evaluation (or one rater's): {raters: [{rater, ratings, sources,
+        updated_at}], ratings: [{rater, session_id, round, method, total, verdict, each dimension by key, source,
+        line, updated_at}]}."""
+        return self._json("GET", f"/api/evaluations/{_quote(evaluation_id)}/human-ratings",
+                          params={"rater": rater} if rater else None)
+
+    def export_ratings(self, evaluation_id: str, path: str | os.PathLike | None = None, format: str = "csv",
+                       rater: str | None = None) -> str:
+        """Every rater's ratings (or one rater's) as a ratings file, `format` csv or jsonl, which add_ratings takes
+        back: its text, also written to `path` when given."""
+        raw = self.request("GET", f"/api/evaluations/{_quote(evaluation_id)}/human-ratings",
+                           params={"format": format, **({"rater": rater} if rater else {})})[1]
+        text = raw.decode("utf-8-sig") if isinstance(raw, bytes) else raw
+        if path is not None:
+            Path(path).write_text(text, encoding="utf-8")
+        return text
+
+    def delete_ratings(self, evaluation_id: str, rater: str | None = None) -> dict:
+        """Remove one rater's ratings (ApiError 404 when they have none), else every rater's; the evaluation is scored
+        again. Answers {ratings} (how many are left)."""
+        return self._json("DELETE", f"/api/evaluations/{_quote(evaluation_id)}/human-ratings",
+                          params={"rater": rater} if rater else None, idempotent=False)
 
     def status(self, evaluation_id: str) -> dict:
         """An evaluation's status document: {id, status, progress, error, failure, result, ...}."""

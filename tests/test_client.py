@@ -283,6 +283,46 @@ def test_rubrics_are_listed_read_added_and_evaluated_under(live, tmp_path):
     assert final["result"]["methods"]["A"]["dimensions"] == {"profile_fit": 6.0, "tone_fit": 6.0, "coherence": 6.0}
 
 
+def test_peoples_ratings_are_added_read_exported_and_deleted(live, tmp_path):
+    client = Client(live.url, live.token, poll_s=0.05)
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(dialogue_file())
+    evaluation_id = client.score(path, timeout=120)["evaluation_id"]
+    # alice gives round 1's replies the judge's own totals (A: 40 + i, B: 30 + i), bob the reverse order on A's
+    people = tmp_path / "people.csv"
+    people.write_text("rater,session_id,round,method,total\n" + "".join(
+        f"alice,s{i},1,A,{40 + i}\nalice,s{i},1,B,{30 + i}\nbob,s{i},1,A,{60 - i}\n" for i in range(5)),
+                      encoding="utf-8")
+    added = client.add_ratings(evaluation_id, people)
+    assert (added["attached"], added["raters"], added["ratings"], added["replies"]) == (15, ["alice", "bob"], 15, 10)
+    assert added["agreement"]["by_rater"]["judge-test"]["total"]["spearman"]["n"] == 10
+    verdicts = tmp_path / "verdicts.jsonl"
+    verdicts.write_text(json.dumps({"session_id": "s0", "round": 2, "method": "B", "binary": 0}) + "\n",
+                        encoding="utf-8")
+    assert client.add_ratings(evaluation_id, verdicts, rater="carol")["raters"] == ["carol"]
+    everyone = client.ratings(evaluation_id)
+    assert [(r["rater"], r["ratings"]) for r in everyone["raters"]] == [("alice", 10), ("bob", 5), ("carol", 1)]
+    [carol] = client.ratings(evaluation_id, rater="carol")["ratings"]
+    assert set(carol) == {"rater", "session_id", "round", "method", "total", "verdict", "source", "line",
+                          "updated_at"}
+    assert [carol[k] for k in ("rater", "session_id", "round", "method", "total", "verdict", "source", "line")] == [
+        "carol", "s0", 2, "B", None, 0, "file", 1]
+    text = client.export_ratings(evaluation_id, tmp_path / "bob.jsonl", format="jsonl", rater="bob")
+    assert (tmp_path / "bob.jsonl").read_text(encoding="utf-8") == text
+    assert [json.loads(line)["total"] for line in text.splitlines()] == [60.0, 59.0, 58.0, 57.0, 56.0]
+    assert client.export_ratings(evaluation_id).splitlines()[0] == "rater,session_id,round,method,total,binary," \
+        "style,content,naturalness,personalization,conversation"
+    assert client.delete_ratings(evaluation_id, rater="bob") == {"ratings": 11}
+    with pytest.raises(ApiError) as missing:
+        client.delete_ratings(evaluation_id, rater="bob")
+    assert missing.value.status == 404 and missing.value.message == "There are no ratings by bob."
+    people.write_text("session_id,round,method,total\ns0,1,A,500\n", encoding="utf-8")
+    with pytest.raises(ApiError) as refused:
+        client.add_ratings(evaluation_id, people)
+    assert refused.value.status == 400 and "line 2 total: Line 2: 'total' must be a number" in str(refused.value)
+    assert client.delete_ratings(evaluation_id) == {"ratings": 0} and client.ratings(evaluation_id)["raters"] == []
+
+
 # -- the HTTP rules, against small servers of the test's own --------------------------------------------------
 
 class Scripted(http.server.ThreadingHTTPServer):
