@@ -33,6 +33,8 @@ RUN_ELSEWHERE = {
     (DOCS / "api.md", "API"): "tests/test_docs_team.py",
     (DOCS / "simulation.md", "Command line"): "tests/test_docs_simulation.py",
     (DOCS / "rubrics.md", "Commands"): "tests/test_docs_rubrics.py",
+    (DOCS / "ratings.md", "Commands"): "tests/test_docs_ratings.py",
+    (DOCS / "ratings.md", "The API"): "tests/test_docs_ratings.py, against a running dashboard",
     (DOCS / "client.md", "The CLI's remote mode"): "tests/test_client.py, against a live dashboard",
     (DOCS / "formats.md", "Scores from another judge"): "tests/kinds/dialogue/test_imported_scores.py, with the "
                                                         "files of its worked example",
