@@ -24,11 +24,19 @@ REVIEWS_RATER = "reviews"  # the rater of the reviews used as people's ratings
 
 
 class Ratings(Answer):
-    """How many people's ratings the evaluation has (`ratings`, every rater's; `replies`, the replies rated), what a
-    file attached (`attached` ratings by `raters`), and the judge-vs-people agreement."""
+    """How many people's ratings the evaluation has, every rater's."""
 
     ratings: int
-    agreement: dict[str, Any] | None = None
+
+
+class Attached(Ratings):
+    """What a ratings file attached (`attached` ratings by `raters`), the replies rated now, and the judge-vs-people
+    agreement (`agreement.human` of the result)."""
+
+    replies: int
+    attached: int
+    raters: list[str]
+    agreement: dict[str, Any] | None
 
 
 class RatingsForm(Request):
@@ -138,7 +146,7 @@ def _attach(evaluation_id: str) -> dict:
 
 @ratings_api_bp.post("/evaluations/<evaluation_id>/human-ratings")
 @operation("Attach people's ratings (CSV or JSONL) to a finished dialogue evaluation",
-           {200: Ratings, 400: Refused, 409: Error}, form=RatingsForm, files=("file",), tags=("evaluations",))
+           {200: Attached, 400: Refused, 409: Error}, form=RatingsForm, files=("file",), tags=("evaluations",))
 def attach_api(evaluation_id: str):
     """Attach a ratings file (multipart `file`, optional `rater`), in place of the ratings of the raters it names;
     answers the counts and the judge-vs-people agreement."""
