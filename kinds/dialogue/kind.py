@@ -18,6 +18,7 @@ from kinds.dialogue import (
     imported,
     paired_samples,
     prompts,
+    rating_slice,
     rating_store,
     result_rubric,
     rubric_cli,
@@ -237,8 +238,8 @@ class DialogueKind(RecordsDialogues[DialogueResult], Paired[DialogueResult], Off
     fallback = True  # any file no other kind claims is read as dialogue JSONL, whose problems say what is wrong
     format_version = 2  # 2: the length_bias block says whether the file tells reply length from method
     score_columns = prompts.DIMENSIONS  # the default rubric's; an evaluation's own are its rubric's keys
-    # people's ratings and reviews, the rubrics people add
-    tables = (*dialogue_tables.TABLES, rubric_store.TABLE, rating_store.TABLE)
+    # people's ratings and reviews, the rubrics people add, the slice people rate in the browser
+    tables = (*dialogue_tables.TABLES, rubric_store.TABLE, rating_store.TABLE, rating_slice.TABLE)
     paired_metrics = paired_samples.METRICS
     attachments = (imported.NAME,)  # the scores another judge gave the replies (imported.py)
     attachment_fields = ("rubric",)  # the rubric those scores are on
