@@ -498,11 +498,12 @@ class DialogueKind(RecordsDialogues[DialogueResult], Paired[DialogueResult], Off
         return tables
 
     def blueprints(self) -> list:
-        """Attaching people's ratings to an evaluation, reviewing single judgments, and the rubrics: pages and API."""
-        from kinds.dialogue import routes  # Flask is only needed by the web app
+        """Attaching people's ratings to an evaluation, rating in the browser, reviewing single judgments, and the
+        rubrics: pages and API."""
+        from kinds.dialogue import rating_routes, routes  # Flask is only needed by the web app
 
         return [routes.ratings_bp, routes.ratings_api_bp, routes.reviews_bp, routes.reviews_api_bp,
-                rubric_routes.bp, rubric_routes.api_bp]
+                rubric_routes.bp, rubric_routes.api_bp, rating_routes.bp]
 
     def cli_commands(self) -> list:
         """`flask --app app rubrics list|show|add|check`."""
