@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -58,6 +59,13 @@ def plain(number: float) -> str:
     return str(int(number)) if float(number).is_integer() else str(number)
 
 
+def _level_start(level: tuple[str, str]) -> float:
+    """Where a level ("10-14", "5") starts on its scale: levels are shown low to high (a rubric keeps them sorted as
+    text, "10-14" before "5-9"); one that names no number goes last."""
+    found = re.match(r"\s*(-?\d+(?:\.\d+)?)", level[0])
+    return float(found.group(1)) if found else math.inf
+
+
 def asks_total(block: RubricBlock) -> bool:
     """Whether raters give the 0-100 total themselves: the rubric's headline is not made of dimensions."""
     return not block["dimensions"]
@@ -72,7 +80,7 @@ def fields(rubric: Rubric, block: RubricBlock) -> list[Field]:
         digits = d.integer and d.low >= 0 and d.high <= 9
         choices = tuple((v, str(v)) for v in range(int(d.low), int(d.high) + 1)) if digits else ()
         found.append(Field(f"dim-{d.key}", d.key, labels.get(d.key, d.label_in("en")), d.low, d.high, d.integer,
-                           choices, tuple(d.levels.items())))
+                           choices, tuple(sorted(d.levels.items(), key=_level_start))))
     if asks_total(block):
         found.append(Field("total", "total", _("Fine score"), *TOTAL, False))
     yesno = result_rubric.yes_no(block)

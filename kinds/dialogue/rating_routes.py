@@ -21,6 +21,7 @@ from flask import (
     redirect,
     render_template,
     request,
+    session,
     url_for,
 )
 from flask_login import current_user
@@ -36,6 +37,7 @@ FINISHED = ("done", "incomplete", "cancelled")
 GUEST_PREFIX = "/rate/"
 DEFAULT_WIDTH = 10.0  # points of the 0-100 scale: the target width of a 95% interval the form starts with
 DEFAULT_SIZE = 40
+NEW_LINK = "rating_link"  # the session key of a link just made, until the Ask people page has shown its address
 
 
 @dataclass(frozen=True)
@@ -113,8 +115,11 @@ def _width(text: str | None) -> float:
     return width if 0 < width <= 100 else DEFAULT_WIDTH
 
 
-def _overview(evaluation_id: str, problem: str | None = None, status: int = 200, new_link: dict | None = None):
+def _overview(evaluation_id: str, problem: str | None = None, status: int = 200):
     record = _finished(evaluation_id)
+    new_link = session.pop(NEW_LINK, None)  # shown this once, after the redirect that follows its making
+    if new_link and new_link["evaluation_id"] != evaluation_id:
+        new_link = None
     store = host.store()
     judged = rating_slice.judged_replies(store, record)
     strata = rating_slice.strata(judged, record["methods"])
@@ -171,14 +176,16 @@ def draw(evaluation_id: str):
 
 @bp.post("/evaluations/<evaluation_id>/rating/links")
 def create_link(evaluation_id: str):
-    """Make a rating link for a named guest and show its address, this once (only its hash is kept)."""
+    """Make a rating link for a named guest; the Ask people page shows its address this once (only its hash is kept;
+    the address waits in the maker's session until that page is shown, so that reloading it makes no other link)."""
     _finished(evaluation_id)
     try:
         link, token = rating_links.create(host.store(), evaluation_id, request.form.get("name", ""), _account())
     except rating_links.LinkError as exc:
         return _overview(evaluation_id, problem=str(exc), status=400)
-    return _overview(evaluation_id, new_link={"name": link["name"],
-                                              "url": url_for("rating.guest_start", token=token, _external=True)})
+    session[NEW_LINK] = {"evaluation_id": evaluation_id, "name": link["name"],
+                         "url": url_for("rating.guest_start", token=token, _external=True)}
+    return redirect(url_for(".overview", evaluation_id=evaluation_id, _anchor="links"))
 
 
 @bp.post("/evaluations/<evaluation_id>/rating/links/<token_hash>/revoke")

@@ -51,9 +51,12 @@ def draw(client, evaluation_id: str, size: int = 10, seed: int = 3):
 def make_link(client, evaluation_id: str, name: str) -> str:
     """A rating link made on the Ask people page: its path, as the page shows it this once."""
     resp = client.post(f"/evaluations/{evaluation_id}/rating/links", data={"name": name})
-    assert resp.status_code == 200, text(resp.get_data(as_text=True))
-    assert "no-store" in resp.headers["Cache-Control"]
-    return urlsplit(re.search(r'value="(http://localhost/rate/[^"]+)"', resp.get_data(as_text=True)).group(1)).path
+    assert resp.status_code == 302 and resp.headers["Location"].endswith(f"/evaluations/{evaluation_id}/rating#links")
+    page = client.get(f"/evaluations/{evaluation_id}/rating")
+    assert "no-store" in page.headers["Cache-Control"]
+    address = re.search(r'value="(http://localhost/rate/[^"]+)"', page.get_data(as_text=True)).group(1)
+    assert address not in client.get(f"/evaluations/{evaluation_id}/rating").get_data(as_text=True)  # once
+    return urlsplit(address).path
 
 
 def form_of(html: str) -> dict:
@@ -229,6 +232,8 @@ def test_replies_and_the_persona_are_shown_as_text(client):
     assert "<i>now</i>" not in page and "&lt;i&gt;now&lt;/i&gt;" in page
     # the earlier round of this session and this method, as the judge saw it (personasteer's context has history)
     assert page.count("&lt;script&gt;alert(1)&lt;/script&gt;") == 2 and "Round 1, reply" in page
+    # the rubric's words for its levels, low to high
+    assert "0-4: poor or harmful · 5-9: weak · 10-14: adequate · 15-17: good · 18-20: excellent" in page
 
 
 # -- who may rate ---------------------------------------------------------------------------------------------------
@@ -337,7 +342,8 @@ def test_the_forms_need_their_csrf_token(make_app, judge_env):
     assert client.post(f"/evaluations/{evaluation_id}/rating/slice",
                        data={"size": "4", "seed": "1", "csrf_token": token}).status_code == 302
     assert client.post(f"/evaluations/{evaluation_id}/rating/links", data={"name": "gus"}).status_code == 400
-    made = client.post(f"/evaluations/{evaluation_id}/rating/links", data={"name": "gus", "csrf_token": token})
+    made = client.post(f"/evaluations/{evaluation_id}/rating/links", data={"name": "gus", "csrf_token": token},
+                       follow_redirects=True)
     link = urlsplit(re.search(r'value="(http://localhost/rate/[^"]+)"', made.get_data(as_text=True)).group(1)).path
 
     guest = app.test_client()  # another browser: its own session and token
