@@ -1,8 +1,9 @@
-"""In the browser (issue 40, item 1): the owner draws a slice and makes a rating link on the Ask people page; a guest,
-in a browser of their own, rates three replies with the keyboard only (digits typed into the dimensions' number
-fields, Tab, a digit for the yes/no question, Enter), skips with S, goes back with B and with Backspace and finds the
-saved rating; the ratings kept are those typed, and the owner sees the guest's progress. The rating page passes axe
-and fits 1280-1920 px (Chromium driven by Playwright against a real server)."""
+"""In the browser (issue 40, item 1): the owner draws a slice, makes a rating link on the Ask people page and copies
+it with its Copy button; a guest, in a browser of their own, rates three replies with the keyboard only (digits typed
+into the dimensions' number fields, Tab, a digit for the yes/no question, Enter), skips with S, goes back with B and
+with Backspace and finds the saved rating; the ratings kept are those typed, and the owner sees the guest's progress.
+The rating and Ask people pages pass axe and fit 1280-1920 px (Chromium driven by Playwright against a real
+server)."""
 from __future__ import annotations
 
 import pytest
@@ -59,7 +60,9 @@ def test_a_guest_rates_three_replies_with_the_keyboard(server, evaluation, tmp_p
     with sync_playwright() as playwright:
         browser = launch_chromium(playwright)
         try:
-            owner = new_context(browser).new_page()
+            owner_context = new_context(browser)
+            owner_context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
+            owner = owner_context.new_page()
             open_page(owner, server, f"/evaluations/{evaluation}")
             owner.locator("#ask-people").get_by_role("link", name="Ask people").click()
             owner.get_by_label("Replies to rate").fill("8")
@@ -70,6 +73,9 @@ def test_a_guest_rates_three_replies_with_the_keyboard(server, evaluation, tmp_p
             owner.get_by_role("button", name="Create a rating link").click()
             link = owner.get_by_label("Rating link").input_value()
             assert link.startswith(f"{server.url}/rate/")
+            owner.get_by_role("button", name="Copy").click()
+            expect(owner.get_by_role("button", name="Copied")).to_be_visible()
+            assert owner.evaluate("navigator.clipboard.readText()") == link
             items = rating_slice.slice_of(store_of(server), evaluation)["items"]
 
             context = new_context(browser)
