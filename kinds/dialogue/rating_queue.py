@@ -49,9 +49,14 @@ class Field:
     levels: tuple[tuple[str, str], ...] = ()  # the rubric's words for ranges of its scale
 
     @property
+    def bounds(self) -> tuple[str, str]:
+        """The scale's lowest and highest value as written: ("0", "20")."""
+        return plain(self.low), plain(self.high)
+
+    @property
     def scale(self) -> str:
         """The scale as people read it: "0-20"."""
-        return f"{plain(self.low)}-{plain(self.high)}"
+        return "-".join(self.bounds)
 
 
 def plain(number: float) -> str:

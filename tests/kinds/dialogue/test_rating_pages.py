@@ -369,3 +369,52 @@ def test_update_the_figures_scores_the_evaluation_again(client, app):
     after = store.get_evaluation(evaluation_id)["result"]
     assert "stale" not in after and after["methods"] == before["methods"]
     assert store.get_evaluation(evaluation_id)["status"] == "done"
+
+
+# -- the rubric's own questions -------------------------------------------------------------------------------------
+
+def test_a_rubric_of_one_digit_scale_is_rated_with_radio_buttons_and_its_total_computed(client, app):
+    lines = [{**session(i), "rounds": [{**r, "responses": {m: f"reply {i}.{r['round']} [[score1to5={1 + i % 5}]]"
+                                                          for m in METHODS}} for r in session(i)["rounds"]]}
+             for i in range(3)]
+    upload_id = upload(client, jsonl(*lines)).get_json()["id"]
+    done = wait_for(client, client.post("/api/evaluations", json={"upload_id": upload_id, "rubric": "aloe"})
+                    .get_json()["id"])
+    assert done["status"] == "done" and done["result"]["rubric"]["id"] == "aloe"
+    draw(client, done["id"], 4, 1)
+    link = make_link(client, done["id"], "hana")
+    page = client.get(f"{link}/0").get_data(as_text=True)
+    assert re.findall(r'type="radio" name="dim-alignment" value="(\d)"', page) == ["1", "2", "3", "4", "5"]
+    assert 'name="total"' not in page and 'name="binary"' not in page  # aloe asks no yes/no question
+    assert "1: the least tailored to the user · 5: the most user-aligned" in page
+    assert "The fine score (0-100) is made from your dimensions" in page
+    assert rate(client, f"{link}/0", {"dim-alignment": "4"}).status_code == 302
+    [row] = kept(app, done["id"])
+    # aloe's headline: 100 x (mean - 1) / 4 of its one dimension, 100 x 3 / 4 = 75
+    assert (row["alignment"], row["total"], row["verdict"]) == (4, 75, None)
+
+
+def test_imported_bare_totals_are_rated_on_the_total(client, app):
+    from tests.kinds.dialogue.test_imported_scores import attach, dialogue, replies
+    from tests.kinds.dialogue.test_imported_scores import upload as upload_dialogue
+
+    record = upload_dialogue(client, dialogue())
+    rows = ["session_id,round,method,total", *(f"{s},{k},{m},{40 + 5 * i}" for i, s, k, m in replies())]
+    attached = attach(client, record["id"], "\n".join(rows).encode(), "totals.csv").get_json()
+    done = wait_for(client, client.post("/api/evaluations", json={"upload_id": record["id"], "scores": attached["id"]})
+                    .get_json()["id"])
+    assert done["result"]["rubric"]["dimensions"] == []
+    draw(client, done["id"], 4, 1)
+    link = make_link(client, done["id"], "ivan")
+    page = client.get(f"{link}/0").get_data(as_text=True)
+    assert re.search(r'<legend>Fine score <span class="hint">\(0-100\)</span></legend>', page)
+    assert 'type="number" name="total" min="0" max="100" step="any"' in page
+    assert "dim-" not in page and 'name="binary"' not in page
+    assert "made from your dimensions" not in page
+    # imported totals declare no context: the whole session is shown
+    assert "Profile" in page and "Personality" in page
+    resp = rate(client, f"{link}/0", {"total": "101"})
+    assert resp.status_code == 400 and "Fine score must be a number from 0 to 100." in resp.get_data(as_text=True)
+    assert rate(client, f"{link}/0", {"total": "37.5"}).status_code == 302
+    [row] = kept(app, done["id"])
+    assert (row["total"], row["verdict"]) == (37.5, None)
