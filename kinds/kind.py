@@ -457,6 +457,9 @@ class OwnPages(Kind):
     # paths of this kind's pages and API under which a change (any request but GET, HEAD and OPTIONS) needs an
     # administrator when accounts are on, as the judge settings' do (those under /settings already do)
     admin_paths: ClassVar[tuple[str, ...]] = ()
+    # endpoints of this kind's pages that a link's token in their address opens without signing in (the page checks
+    # the token on every request, as share links do; dialogue: its rating links)
+    link_endpoints: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def blueprints(self) -> list:

@@ -2,8 +2,9 @@
 
 `guard` runs before every request. With `AUTH=on`, every endpoint needs a signed-in user or an
 `Authorization: Bearer psb_...` token, except the PUBLIC_ENDPOINTS below (the sign-in page, static files,
-Plotly's JavaScript, the language switch and the read-only share links): a new route is protected by
-default. Changing anything under ADMIN_PREFIXES (the judge settings) or under a path a kind declares
+Plotly's JavaScript, the language switch and the read-only share links) and the pages a kind opens to a link's
+token (`Kind.link_endpoints`: the dialogue kind's rating links, which check their token themselves): a new route
+is protected by default. Changing anything under ADMIN_PREFIXES (the judge settings) or under a path a kind declares
 (`Kind.admin_paths`: the dialogue kind's rubrics) needs an admin. Without accounts and without an explicit
 `AUTH=off`, only requests from this machine are answered.
 """
@@ -111,6 +112,11 @@ def _is_kinds_admin_path(path: str) -> bool:
                for kind in registry.having(OwnPages) for prefix in kind.admin_paths)
 
 
+def _is_link_endpoint(endpoint: str | None) -> bool:
+    """Whether an endpoint is a page a kind opens to a link's token (`Kind.link_endpoints`: dialogue's rating links)."""
+    return any(endpoint in kind.link_endpoints for kind in registry.having(OwnPages))
+
+
 def guard():
     """Before every request: answer 403, 401 or a redirect to sign-in when the caller may not go on."""
     mode = current_app.config["AUTH"]
@@ -118,7 +124,7 @@ def guard():
         return _deny(403, _("This dashboard runs without accounts, so it only answers on the machine it runs on. "
                             "To share it, start it with AUTH=on and create users (flask --app app users create "
                             "NAME --admin)."))
-    if mode != "on" or request.endpoint in PUBLIC_ENDPOINTS:
+    if mode != "on" or request.endpoint in PUBLIC_ENDPOINTS or _is_link_endpoint(request.endpoint):
         return None
     if not current_user.is_authenticated:
         if _api_request():

@@ -18,6 +18,8 @@ from kinds.dialogue import (
     imported,
     paired_samples,
     prompts,
+    rating_links,
+    rating_slice,
     rating_store,
     ratings_cli,
     result_rubric,
@@ -238,8 +240,9 @@ class DialogueKind(RecordsDialogues[DialogueResult], Paired[DialogueResult], Off
     fallback = True  # any file no other kind claims is read as dialogue JSONL, whose problems say what is wrong
     format_version = 2  # 2: the length_bias block says whether the file tells reply length from method
     score_columns = prompts.DIMENSIONS  # the default rubric's; an evaluation's own are its rubric's keys
-    # people's ratings (before step 19, and per rater) and reviews, the rubrics people add
-    tables = (*dialogue_tables.TABLES, rubric_store.TABLE, rating_store.TABLE)
+    # people's ratings (before step 19, and per rater) and reviews, the rubrics people add, the slice people rate in
+    # the browser and its links
+    tables = (*dialogue_tables.TABLES, rubric_store.TABLE, rating_store.TABLE, rating_slice.TABLE, rating_links.TABLE)
     paired_metrics = paired_samples.METRICS
     attachments = (imported.NAME,)  # the scores another judge gave the replies (imported.py)
     attachment_fields = ("rubric",)  # the rubric those scores are on
@@ -263,6 +266,7 @@ class DialogueKind(RecordsDialogues[DialogueResult], Paired[DialogueResult], Off
     nav = (("rubrics.page", _l("Rubrics")),)
     settings_nav = (("rubrics.page", _l("Rubrics: the judging protocols (add, view, download, delete)")),)
     admin_paths = rubric_routes.ADMIN_PATHS  # adding and deleting a rubric, as changing the judge settings
+    link_endpoints = rating_links.ENDPOINTS  # a rating link's pages, /rate/<token>...
 
     def upload_hint(self, head: bytes, filename: str, path: Path) -> str | None:
         """A file with a session's keys ("session_id" or "rounds", also in single quotes, as Python writes them): the
@@ -496,11 +500,12 @@ class DialogueKind(RecordsDialogues[DialogueResult], Paired[DialogueResult], Off
         return tables
 
     def blueprints(self) -> list:
-        """Attaching people's ratings to an evaluation, reviewing single judgments, and the rubrics: pages and API."""
-        from kinds.dialogue import routes  # Flask is only needed by the web app
+        """Attaching people's ratings to an evaluation, rating in the browser, reviewing single judgments, and the
+        rubrics: pages and API."""
+        from kinds.dialogue import rating_routes, routes  # Flask is only needed by the web app
 
         return [routes.ratings_bp, routes.ratings_api_bp, routes.reviews_bp, routes.reviews_api_bp,
-                rubric_routes.bp, rubric_routes.api_bp]
+                rubric_routes.bp, rubric_routes.api_bp, rating_routes.bp]
 
     def cli_commands(self) -> list:
         """`flask --app app rubrics list|show|add|check` and `flask --app app ratings add|export`."""

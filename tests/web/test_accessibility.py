@@ -4,7 +4,8 @@
 axe-core is npm's, at the version package.json pins (`npm ci` puts it in node_modules/; without it these tests
 skip, or fail when CI is set). The pages are those a user reaches: upload, an upload's page, a result of each kind
 and each of its views, the offline report, the list, each kind's compare, the compare picker, the row-level diff,
-settings, the rubrics and one rubric's page, the references page, a share link and its views, a conversation result
+settings, the rubrics and one rubric's page, the references page, a share link and its views, a dialogue result's
+Ask people page and a rating link's pages, a conversation result
 with behaviour labels (the paper's analysis), its labelling pages and the humanness page, and the "not found" page
 (a dialogue session's detail is a fragment the result page loads into itself: it is audited there). Each page is loaded once per language in
 that language's browser context; axe runs on it, then the window is resized to each width and the clipped elements
@@ -31,6 +32,7 @@ LANGUAGES = ("en", "zh", "ko")
 WIDTHS = (1280, 1440, 1920)
 PAGES = ("upload", "upload detail", "result", "grid", "prompt", "report", "list", "compare", "compare picker",
          "row diff", "settings", "rubrics", "rubric", "share", "share grid", "share report", "share row diff", "not found",
+         "ask people", "rate start", "rate",
          "conversation result", "conversations", "transcript", "transcript raw", "conversation compare",
          "conversation analysis", "labelling", "label", "humanness",
          "mobility result", "references", "mobility compare",
@@ -120,6 +122,7 @@ def pages(server, judge, sample_evaluation, tmp_path_factory) -> dict[str, str]:
         "share": share, "share grid": share + "/view/grid", "share report": reports["share report"].as_uri(),
         "share row diff": f"{share}/compare/rows?other={other_share.rsplit('/', 1)[1]}",
         "not found": "/evaluations/no-such-evaluation",
+        **_rating_pages(server, sample_evaluation),
     }
     conversation = _conversation_upload()
     if conversation:
@@ -150,6 +153,25 @@ def pages(server, judge, sample_evaluation, tmp_path_factory) -> dict[str, str]:
     found.update({"run a simulation": "/simulations/new", "simulations": "/simulations",
                   "simulation": f"/simulations/{simulation}", "simulation samples": f"/simulations/{simulation}/samples"})
     return found
+
+
+def _rating_pages(server, evaluation_id: str) -> dict[str, str]:
+    """Ask people with a slice of 12 drawn, a rater's progress and a link, and that link's pages (made in the
+    server's database, as its pages would)."""
+    from kinds import registry
+    from kinds.dialogue import rating_links, rating_slice, rating_store
+    from storage.store import Store
+
+    store = Store(server.config["DATABASE"], registry.tables())
+    record = store.get_evaluation(evaluation_id, with_result=False)
+    items = rating_slice.draw(rating_slice.strata(rating_slice.judged_replies(store, record), record["methods"]), 12, 1)
+    rating_slice.save_slice(store, evaluation_id, 1, 12, items, None)
+    _link, token = rating_links.create(store, evaluation_id, "Zoë", None)
+    rating_store.save_rating(store, evaluation_id, "Zoë", *items[0], {"total": 62, "verdict": 1, "style": 14,
+                                                                      "content": 12, "naturalness": 12,
+                                                                      "personalization": 12, "conversation": 12})
+    return {"ask people": f"/evaluations/{evaluation_id}/rating", "rate start": f"/rate/{token}",
+            "rate": f"/rate/{token}/0"}
 
 
 def _simulation(server, personas_upload_id: str) -> str:
