@@ -17,7 +17,8 @@ mean(f rated) = (u / N) (mean(f unrated) - mean(f rated)), so theta is ppi_pytho
 the unrated) with its lambda (lam=None) equal to ours times u / N, to the last digits; where ppi_python's lambda
 would pass u / N (a judge whose scale is narrower than people's) ours stops at 1, the bound the PPI++ paper gives
 in its form. Handing ppi_python every reply as unlabelled, the rated too, would count the rated replies twice and
-make its variance too small (tests/kinds/test_calibration.py shows by how much).
+make its variance too small (with 10 rated of 40: standard errors 21% too small, 95% intervals that cover 87%;
+tests/kinds/test_calibration.py).
 
 A stratified estimate (an AVG over rounds, a keep-chatting rate) is a weighted mean of strata (a method's rounds),
 each estimated as above, with one lambda for all: the one that minimises the variance of the weighted mean (for
