@@ -338,6 +338,7 @@ def test_no_spread_gives_a_value_without_an_interval():
     (([1.0, 2.0], [1.0, 2.0, 3.0], [1.0, 2.0, 3.0]), "one score per rated reply"),
     (([1.0, 9.0], [1.0, 2.0], [1.0, 2.0, 3.0]), "judge_rated must be among judge_all"),
     (([[1.0]], [1.0], [1.0]), "1-D"),
+    (([1.0, 2.0], ["good", "bad"], [1.0, 2.0, 3.0]), "people_rated must hold numbers only"),
 ])
 def test_bad_scores_are_refused_by_name(args, message):
     with pytest.raises(ValueError, match=message):
