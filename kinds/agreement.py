@@ -173,7 +173,7 @@ def label_agreement(a: Sequence, b: Sequence) -> LabelAgreement:
     return {"pairs": len(a), "exact": sum(x == y for x, y in zip(a, b)) / len(a), "kappa": cohen_kappa(a, b)}
 
 
-def _rank_correlation(test, a, b) -> float | None:
+def _correlation(test, a, b) -> float | None:
     a, b = _paired(a, b)
     a, b = a.astype(float), b.astype(float)
     if a.size < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
@@ -181,18 +181,25 @@ def _rank_correlation(test, a, b) -> float | None:
     return as_float(test(a, b).statistic)
 
 
+def pearson(a: Ratings, b: Ratings) -> float | None:
+    """Pearson's r over the items both rated; None with fewer than 3 pairs or a constant side."""
+    from scipy.stats import pearsonr  # slow to import: on first use
+
+    return _correlation(pearsonr, a, b)
+
+
 def spearman(a: Ratings, b: Ratings) -> float | None:
     """Spearman's rho over the items both rated; None with fewer than 3 pairs or a constant side."""
-    from scipy.stats import spearmanr  # slow to import: on first use
+    from scipy.stats import spearmanr
 
-    return _rank_correlation(spearmanr, a, b)
+    return _correlation(spearmanr, a, b)
 
 
 def kendall_tau(a: Ratings, b: Ratings) -> float | None:
     """Kendall's tau-b over the items both rated; None with fewer than 3 pairs or a constant side."""
     from scipy.stats import kendalltau
 
-    return _rank_correlation(kendalltau, a, b)
+    return _correlation(kendalltau, a, b)
 
 
 def _cluster_draws(codes: np.ndarray, n_clusters: int, n_boot: int, seed: int):
@@ -374,14 +381,25 @@ def bootstrap_quadratic_kappa(a: Ratings, b: Ratings, values: Sequence, clusters
     return _interval_from(value, replicates, int(both.sum()), n_clusters, n_boot, level)
 
 
-def _group_ranks(values: np.ndarray, codes: np.ndarray, n_clusters: int, weights: np.ndarray):
-    """Each item's group of equal values, and per replicate each group's average rank and weight."""
+def _group_sizes(values: np.ndarray, codes: np.ndarray, n_clusters: int,
+                 weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each item's group of equal values, and per replicate how many items of each group it drew."""
     groups = np.unique(values, return_inverse=True)[1].ravel()
     n_groups = int(groups.max()) + 1
     per_cluster = np.bincount(codes * n_groups + groups, minlength=n_clusters * n_groups).reshape(n_clusters, -1)
-    sizes = weights @ per_cluster  # replicates x groups: how many items of each group were drawn
+    return groups, weights @ per_cluster  # replicates x groups
+
+
+def _group_ranks(values: np.ndarray, codes: np.ndarray, n_clusters: int, weights: np.ndarray):
+    """Each item's group of equal values, and per replicate each group's average rank and weight."""
+    groups, sizes = _group_sizes(values, codes, n_clusters, weights)
     ranks = np.cumsum(sizes, axis=1) - sizes + (sizes + 1.0) / 2.0  # average rank of the ties of each group
     return groups, ranks, sizes
+
+
+def _varied(sizes: np.ndarray) -> np.ndarray:
+    """Per replicate, whether it drew more than one distinct value (sizes: replicates x groups of equal values)."""
+    return (sizes > 0).sum(axis=1) > 1
 
 
 def bootstrap_spearman(a: Ratings, b: Ratings, clusters: ArrayLike, n_boot: int = DEFAULT_N_BOOT,
@@ -408,7 +426,117 @@ def bootstrap_spearman(a: Ratings, b: Ratings, clusters: ArrayLike, n_boot: int 
         cov = (w * (rx - mx[:, None]) * (ry - my[:, None])).sum(axis=1)
         vx = (w * (rx - mx[:, None]) ** 2).sum(axis=1)
         vy = (w * (ry - my[:, None]) ** 2).sum(axis=1)
-        varied = ((sizes_x[block] > 0).sum(axis=1) > 1) & ((sizes_y[block] > 0).sum(axis=1) > 1) & (n >= 3)
+        varied = _varied(sizes_x[block]) & _varied(sizes_y[block]) & (n >= 3)
         with np.errstate(divide="ignore", invalid="ignore"):
             replicates[block] = np.where(varied, cov / np.sqrt(vx * vy), np.nan)
     return _interval_from(value, replicates, int(both.sum()), n_clusters, n_boot, level)
+
+
+def _both_rated(a: Ratings, b: Ratings, clusters: ArrayLike, n_boot: int, seed: int):
+    """The items both rated: their cluster codes and values (floats), and the clusters' count and weights."""
+    a_arr, present_a = _with_mask(a)
+    b_arr, present_b = _with_mask(b)
+    both = present_a & present_b
+    codes, n_clusters, weights = _cluster_weights(np.asarray(clusters), n_boot, seed)
+    return codes[both], a_arr[both].astype(float), b_arr[both].astype(float), n_clusters, weights
+
+
+def bootstrap_pearson(a: Ratings, b: Ratings, clusters: ArrayLike, n_boot: int = DEFAULT_N_BOOT,
+                      level: float = DEFAULT_LEVEL, seed: int = 0) -> Agreement:
+    """bootstrap_agreement of pearson over the items both rated, vectorised: a replicate's r from its clusters'
+    sums of x, y, x^2, y^2 and x y (the values centred first)."""
+    value = pearson(a, b)
+    codes, x, y, n_clusters, weights = _both_rated(a, b, clusters, n_boot, seed)
+    if weights is None or value is None:
+        return _interval_from(value, np.zeros(0), x.size, n_clusters, n_boot, level)
+    x, y = x - x.mean(), y - y.mean()
+    sums = weights @ np.stack([_per_cluster(codes, n_clusters, v) for v in (np.ones_like(x), x, y, x * x, y * y,
+                                                                               x * y)], axis=1)
+    n, sx, sy, sxx, syy, sxy = sums.T
+    varied = _varied(_group_sizes(x, codes, n_clusters, weights)[1]) & \
+        _varied(_group_sizes(y, codes, n_clusters, weights)[1]) & (n >= 3)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = (sxy - sx * sy / n) / np.sqrt((sxx - sx ** 2 / n) * (syy - sy ** 2 / n))
+        replicates = np.where(varied, np.clip(r, -1.0, 1.0), np.nan)
+    return _interval_from(value, replicates, x.size, n_clusters, n_boot, level)
+
+
+def _concordance(x: np.ndarray, y: np.ndarray, codes: np.ndarray, n_clusters: int) -> np.ndarray:
+    """clusters x clusters: for clusters c and d, the sum over their items' pairs of sign(dx) sign(dy)."""
+    order = np.argsort(codes, kind="stable")
+    x, y, sorted_codes = x[order], y[order], codes[order]
+    bounds = np.searchsorted(sorted_codes, np.arange(n_clusters + 1))  # each cluster's items, in sorted order
+    out = np.zeros((n_clusters, n_clusters))
+    for start in range(0, x.size, _BLOCK):
+        rows = slice(start, start + _BLOCK)
+        signs = np.sign(x[rows, None] - x[None, :]) * np.sign(y[rows, None] - y[None, :])
+        running = np.concatenate([np.zeros((signs.shape[0], 1)), np.cumsum(signs, axis=1)], axis=1)
+        np.add.at(out, sorted_codes[rows], running[:, bounds[1:]] - running[:, bounds[:-1]])
+    return out
+
+
+def bootstrap_kendall(a: Ratings, b: Ratings, clusters: ArrayLike, n_boot: int = DEFAULT_N_BOOT,
+                      level: float = DEFAULT_LEVEL, seed: int = 0) -> Agreement:
+    """bootstrap_agreement of kendall_tau (tau-b) over the items both rated, vectorised: a replicate's
+    concordant less discordant pairs are w K w / 2 (w its cluster weights, K the clusters' concordance), its ties
+    counted by groups of equal values."""
+    value = kendall_tau(a, b)
+    codes, x, y, n_clusters, weights = _both_rated(a, b, clusters, n_boot, seed)
+    if weights is None or value is None:
+        return _interval_from(value, np.zeros(0), x.size, n_clusters, n_boot, level)
+    concordance = _concordance(x, y, codes, n_clusters)
+    sizes_x = _group_sizes(x, codes, n_clusters, weights)[1].astype(float)
+    sizes_y = _group_sizes(y, codes, n_clusters, weights)[1].astype(float)
+    n = sizes_x.sum(axis=1)
+    pairs = n * (n - 1) / 2.0
+    untied_x = pairs - (sizes_x * (sizes_x - 1) / 2.0).sum(axis=1)
+    untied_y = pairs - (sizes_y * (sizes_y - 1) / 2.0).sum(axis=1)
+    net = np.empty(n_boot)
+    for start in range(0, n_boot, _BLOCK):
+        w = weights[start:start + _BLOCK].astype(float)
+        net[start:start + _BLOCK] = ((w @ concordance) * w).sum(axis=1) / 2.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tau = net / np.sqrt(untied_x * untied_y)
+        replicates = np.where((n >= 3) & (untied_x > 0) & (untied_y > 0), np.clip(tau, -1.0, 1.0), np.nan)
+    return _interval_from(value, replicates, x.size, n_clusters, n_boot, level)
+
+
+def _method_means(values: np.ndarray, methods: np.ndarray, n_methods: int) -> np.ndarray:
+    """Each method's mean of the values (NaN where it has none)."""
+    counts = np.bincount(methods, minlength=n_methods)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.bincount(methods, weights=values, minlength=n_methods) / counts
+
+
+def bootstrap_method_tau(a: Ratings, b: Ratings, methods: Sequence, clusters: ArrayLike,
+                         n_boot: int = DEFAULT_N_BOOT, level: float = DEFAULT_LEVEL, seed: int = 0) -> Agreement:
+    """Kendall's tau between the methods' orders by two raters' mean ratings over the items both rated (items
+    labelled by method), with bootstrap_agreement's interval: each replicate ranks the methods by its own means."""
+    a_arr, present_a = _with_mask(a)
+    b_arr, present_b = _with_mask(b)
+    labels = np.asarray(methods, dtype=object)
+    both = present_a & present_b
+    if labels.shape != a_arr.shape:
+        raise ValueError("methods must name the method of each item")
+    codes, n_clusters, weights = _cluster_weights(np.asarray(clusters), n_boot, seed)
+    x, y, codes = a_arr[both].astype(float), b_arr[both].astype(float), codes[both]
+    kinds = _label_codes(labels[both]) if both.any() else np.zeros(0, dtype=int)
+    k = int(kinds.max()) + 1 if kinds.size else 0
+    value = kendall_tau(_method_means(x, kinds, k), _method_means(y, kinds, k)) if k else None
+    if weights is None or value is None:
+        return _interval_from(value, np.zeros(0), x.size, n_clusters, n_boot, level)
+    cells = codes * k + kinds
+    per_cluster = [np.bincount(cells, weights=v, minlength=n_clusters * k).reshape(n_clusters, k)
+                   for v in (np.ones_like(x), x, y)]
+    counts, sum_x, sum_y = (weights @ c for c in per_cluster)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean_x, mean_y = sum_x / counts, sum_y / counts  # replicates x methods, NaN where a method was not drawn
+    first, second = np.triu_indices(k, 1)
+    drawn = (counts[:, first] > 0) & (counts[:, second] > 0)
+    sign_x = np.where(drawn, np.sign(mean_x[:, first] - mean_x[:, second]), 0.0)
+    sign_y = np.where(drawn, np.sign(mean_y[:, first] - mean_y[:, second]), 0.0)
+    untied_x, untied_y = (sign_x != 0).sum(axis=1), (sign_y != 0).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tau = (sign_x * sign_y).sum(axis=1) / np.sqrt(untied_x * untied_y)
+        replicates = np.where(((counts > 0).sum(axis=1) >= 3) & (untied_x > 0) & (untied_y > 0), tau, np.nan)
+    return _interval_from(value, replicates, x.size, n_clusters, n_boot, level)

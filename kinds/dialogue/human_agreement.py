@@ -1,10 +1,12 @@
 """How far the judges agree with people: the `agreement.human` block of a dialogue result with ratings attached.
 
 Items are the replies people rated (kinds/dialogue/human_file.py). For each rater (each judge, and the panel)
-over the items both rated: Spearman's rho and Krippendorff's alpha (interval) of the fine total and of each
-dimension people rated, Cohen's kappa and alpha (nominal) of the keep-chatting verdict, each with a 95% bootstrap
-interval over sessions; and the methods ranked by people and by the rater on the same replies (Kendall's tau).
-A rater's verdict on a reply is the majority of its samples (a panel's, of its judges); a tie is left out.
+over the items both rated: Spearman's rho, Krippendorff's alpha (interval), Pearson's r and Kendall's tau-b of the
+fine total and of each dimension people rated, Cohen's kappa and alpha (nominal) of the keep-chatting verdict, each
+with a 95% bootstrap interval over sessions; and the methods ranked by people and by the rater on the same replies
+(Kendall's tau, with its interval over sessions). A rater's verdict on a reply is the majority of its samples (a
+panel's, of its judges); a tie is left out. Given each person's own ratings, and some reply rated by two or more,
+`people` is Krippendorff's alpha among them per field rated (nominal for the verdict), with its interval.
 """
 from __future__ import annotations
 
@@ -12,7 +14,16 @@ from typing import NotRequired, TypedDict, final
 
 import numpy as np
 
-from kinds.agreement import Agreement, bootstrap_alpha, bootstrap_kappa, bootstrap_spearman, kendall_tau
+from kinds.agreement import (
+    Agreement,
+    bootstrap_alpha,
+    bootstrap_kappa,
+    bootstrap_kendall,
+    bootstrap_method_tau,
+    bootstrap_pearson,
+    bootstrap_spearman,
+    kendall_tau,
+)
 from kinds.dialogue.judge_agreement import N_BOOT, vote
 from kinds.dialogue.prompts import DIMENSIONS
 
@@ -23,6 +34,8 @@ class ScoreAgreement(TypedDict):
 
     spearman: Agreement
     alpha: Agreement  # Krippendorff's, interval
+    pearson: Agreement
+    kendall: Agreement  # tau-b
 
 
 @final
@@ -48,6 +61,7 @@ class Ranking(TypedDict):
     human: dict[str, dict[str, float | None]]  # rater -> method -> people's mean on the replies both rated
     by_rater: dict[str, dict[str, float | None]]  # rater -> method -> the rater's own mean there
     kendall_tau: dict[str, float | None]  # rater -> Kendall's tau of the two rankings
+    kendall_tau_interval: dict[str, Agreement]  # rater -> the same tau with its bootstrap interval over sessions
 
 
 class HumanAgreement(TypedDict):
@@ -58,6 +72,7 @@ class HumanAgreement(TypedDict):
     rated: list[str]  # what people rated: "total", "verdict" and dimension keys
     by_rater: dict[str, RaterAgreement]
     ranking: Ranking
+    people: NotRequired[dict[str, Agreement]]  # field -> alpha among people, when some reply has several raters
 
 
 def _values(rows: list, field: str) -> np.ndarray:
@@ -67,7 +82,9 @@ def _values(rows: list, field: str) -> np.ndarray:
 def _scores(human: np.ndarray, rater: np.ndarray, sessions: list, n_boot: int) -> ScoreAgreement:
     """Agreement of two aligned columns of scores (NaN: not rated)."""
     return {"spearman": bootstrap_spearman(human, rater, sessions, n_boot=n_boot),
-            "alpha": bootstrap_alpha(np.column_stack([human, rater]), sessions, "interval", n_boot=n_boot)}
+            "alpha": bootstrap_alpha(np.column_stack([human, rater]), sessions, "interval", n_boot=n_boot),
+            "pearson": bootstrap_pearson(human, rater, sessions, n_boot=n_boot),
+            "kendall": bootstrap_kendall(human, rater, sessions, n_boot=n_boot)}
 
 
 def _verdicts(human: np.ndarray, rater: np.ndarray, sessions: list, n_boot: int) -> VerdictAgreement:
@@ -86,11 +103,34 @@ def _method_means(values: np.ndarray, mask: np.ndarray, methods_of: list,
     return means
 
 
+def people_alpha(per_rater: list[dict], dimensions: tuple[str, ...] = DIMENSIONS,
+                 n_boot: int = N_BOOT) -> dict[str, Agreement] | None:
+    """Krippendorff's alpha among people per field rated (total, verdict, dimensions), replies x raters with a
+    bootstrap interval over sessions; None unless some reply has two raters or more. `per_rater` are each person's
+    rows (rater, session_id, round, method, total, verdict, each dimension under its key)."""
+    replies: dict[tuple, dict[str, dict]] = {}
+    for row in per_rater:
+        replies.setdefault((row["session_id"], row["round"], row["method"]), {})[row["rater"]] = row
+    if not any(len(by) >= 2 for by in replies.values()):
+        return None
+    names = list(dict.fromkeys(row["rater"] for row in per_rater))
+    sessions = [key[0] for key in replies]
+    out: dict[str, Agreement] = {}
+    for field in ("total", "verdict", *dimensions):
+        if all(row.get(field) is None for row in per_rater):
+            continue
+        matrix = np.array([[np.nan if (v := by.get(name, {}).get(field)) is None else float(v) for name in names]
+                           for by in replies.values()])
+        out[field] = bootstrap_alpha(matrix, sessions, "nominal" if field == "verdict" else "interval", n_boot=n_boot)
+    return out
+
+
 def human_agreement(ratings: list[dict], raters: dict[str, dict], methods: list[str],
-                    dimensions: tuple[str, ...] = DIMENSIONS, n_boot: int = N_BOOT) -> HumanAgreement:
+                    dimensions: tuple[str, ...] = DIMENSIONS, n_boot: int = N_BOOT,
+                    per_rater: list[dict] | None = None) -> HumanAgreement:
     """Judges (and panel) against people. `ratings` are stored human ratings (each dimension's rating under its key);
     `raters` each rater's reply cells (panel.cells) by its label, keyed (session index, session id, round, method);
-    `dimensions` the rubric's keys."""
+    `dimensions` the rubric's keys; `per_rater` each person's own ratings (people_alpha), when known."""
     sessions = [r["session_id"] for r in ratings]
     methods_of = [r["method"] for r in ratings]
     rated = [field for field in ("total", "verdict", *dimensions) if any(r.get(field) is not None for r in ratings)]
@@ -99,7 +139,7 @@ def human_agreement(ratings: list[dict], raters: dict[str, dict], methods: list[
     rank_field = "total" if "total" in rated else "verdict" if "verdict" in rated else None
     scale = 100.0 if rank_field == "verdict" else 1.0
     by_rater: dict[str, RaterAgreement] = {}
-    ranking: Ranking = {"by": rank_field, "human": {}, "by_rater": {}, "kendall_tau": {}}
+    ranking: Ranking = {"by": rank_field, "human": {}, "by_rater": {}, "kendall_tau": {}, "kendall_tau_interval": {}}
     for label, cells in raters.items():
         by_key = {(sid, rnd, method): cell for (_idx, sid, rnd, method), cell in cells.items()}
         mine = [by_key.get((r["session_id"], r["round"], r["method"]), {}) for r in ratings]
@@ -121,5 +161,12 @@ def human_agreement(ratings: list[dict], raters: dict[str, dict], methods: list[
             ranking["by_rater"][label] = _method_means(own * scale, mask, methods_of, methods)
             ranking["kendall_tau"][label] = kendall_tau(list(ranking["human"][label].values()),
                                                         list(ranking["by_rater"][label].values()))
-    return {"ratings": len(ratings), "sessions": len(set(sessions)), "rated": rated, "by_rater": by_rater,
-            "ranking": ranking}
+            ranking["kendall_tau_interval"][label] = bootstrap_method_tau(
+                np.where(mask, human[rank_field], np.nan), np.where(mask, own, np.nan), methods_of, sessions,
+                n_boot=n_boot)
+    document: HumanAgreement = {"ratings": len(ratings), "sessions": len(set(sessions)), "rated": rated,
+                                "by_rater": by_rater, "ranking": ranking}
+    people = people_alpha(per_rater, dimensions, n_boot) if per_rater is not None else None
+    if people is not None:
+        document["people"] = people
+    return document

@@ -12,9 +12,14 @@ from kinds.agreement import (
     bootstrap_agreement,
     bootstrap_alpha,
     bootstrap_kappa,
+    bootstrap_kendall,
+    bootstrap_method_tau,
+    bootstrap_pearson,
     bootstrap_spearman,
     cohen_kappa,
+    kendall_tau,
     krippendorff_alpha,
+    pearson,
     spearman,
 )
 
@@ -192,6 +197,7 @@ def test_rank_correlations_match_scipy():
     b = a + rng.normal(0, 30, size=80).round()
     assert ag.spearman(a, b) == pytest.approx(scipy.stats.spearmanr(a, b).statistic, rel=1e-12)
     assert ag.kendall_tau(a, b) == pytest.approx(scipy.stats.kendalltau(a, b).statistic, rel=1e-12)
+    assert ag.pearson(a, b) == pytest.approx(scipy.stats.pearsonr(a, b).statistic, rel=1e-12)
 
 
 def test_rank_correlations_use_items_both_rated():
@@ -199,9 +205,12 @@ def test_rank_correlations_use_items_both_rated():
     b = [2, 1, 4, 3, 5, None, 9]
     assert ag.spearman(a, b) == pytest.approx(scipy.stats.spearmanr([1, 2, 3, 4], [2, 1, 4, 3]).statistic)
     assert ag.kendall_tau(a, b) == pytest.approx(scipy.stats.kendalltau([1, 2, 3, 4], [2, 1, 4, 3]).statistic)
+    # Pearson by hand on (1, 2), (2, 1), (3, 4), (4, 3): deviations -1.5, -0.5, 0.5, 1.5 and -0.5, -1.5, 1.5, 0.5;
+    # products 0.75 + 0.75 + 0.75 + 0.75 = 3, sums of squares 5 and 5: r = 3 / 5.
+    assert ag.pearson(a, b) == pytest.approx(0.6)
 
 
-@pytest.mark.parametrize("func", [ag.spearman, ag.kendall_tau])
+@pytest.mark.parametrize("func", [ag.spearman, ag.kendall_tau, ag.pearson])
 def test_rank_correlations_undefined_cases_are_none(func):
     assert func([5, 5, 5, 5], [1, 2, 3, 4]) is None  # constant side
     assert func([1, 2, 3, 4], [7, 7, 7, 7]) is None
@@ -353,7 +362,8 @@ def test_vectorised_bootstraps_match_the_generic_one(seed, labels, raters, missi
     columns = [ratings[:, i] for i in range(raters)]
     _close(bootstrap_alpha(ratings, clusters, level, n_boot=300),
            bootstrap_agreement(lambda *c: krippendorff_alpha(np.column_stack(c), level), columns, clusters, n_boot=300))
-    for fast, test in ((bootstrap_spearman, spearman), (bootstrap_kappa, cohen_kappa)):
+    for fast, test in ((bootstrap_spearman, spearman), (bootstrap_kappa, cohen_kappa), (bootstrap_pearson, pearson),
+                       (bootstrap_kendall, kendall_tau)):
         _close(fast(ratings[:, 0], ratings[:, 1], clusters, n_boot=300),
                bootstrap_agreement(_pair(test), columns[:2], clusters, n_boot=300))
 
@@ -364,6 +374,8 @@ def test_vectorised_bootstraps_when_undefined():
     assert bootstrap_alpha(constant, clusters) == {"value": None, "low": None, "high": None, "n": 20}
     assert bootstrap_spearman(constant[:, 0], constant[:, 1], clusters)["value"] is None
     assert bootstrap_kappa(constant[:, 0], constant[:, 1], clusters)["value"] is None
+    assert bootstrap_pearson(constant[:, 0], constant[:, 1], clusters)["value"] is None
+    assert bootstrap_kendall(constant[:, 0], constant[:, 1], clusters)["value"] is None
     one_cluster = bootstrap_spearman([1, 2, 3, 4], [1, 3, 2, 4], [0, 0, 0, 0])
     assert one_cluster["value"] == pytest.approx(0.8) and one_cluster["low"] is None
     # A replicate drawing only flat units has no alpha: skipped, as bootstrap_agreement skips it.
@@ -391,3 +403,66 @@ def test_quadratic_kappa_matches_scikit_learn_and_its_bootstrap_the_generic_one(
     assert ag.quadratic_kappa([3, 3], [3, 3], values) is None  # no disagreement by chance: undefined
     with pytest.raises(ValueError, match="not one of the ordered values"):
         ag.quadratic_kappa([1, 6], [1, 2], values)
+
+
+@pytest.mark.parametrize("fast, test", [(bootstrap_pearson, pearson), (bootstrap_kendall, kendall_tau)])
+def test_pearson_and_kendall_bootstraps_skip_replicates_as_the_generic_one(fast, test):
+    # The case of test_bootstrap_skips_undefined_replicates: a replicate drawing the first cluster twice has a
+    # constant side; the generic bootstrap skips it, and so must the vectorised one.
+    a, b, clusters = [1, 2, 3, 4, 5, 6], [3, 3, 3, 1, 2, 4], [0, 0, 0, 1, 1, 1]
+    _close(fast(a, b, clusters, n_boot=200), bootstrap_agreement(_pair(test), [np.array(a, float), np.array(b, float)],
+                                                                 clusters, n_boot=200))
+
+
+def test_alpha_equals_the_krippendorff_package():
+    krippendorff = pytest.importorskip("krippendorff")  # requirements-dev.txt pins it
+    rng = np.random.default_rng(21)
+    for level in ag.LEVELS:
+        truth = rng.integers(0, 6, size=50)
+        ratings = np.clip(truth[:, None] + rng.integers(-1, 2, size=(50, 3)), 0, 5).astype(float)
+        ratings[rng.random(ratings.shape) < 0.25] = np.nan
+        # the package takes raters x units
+        expected = krippendorff.alpha(reliability_data=ratings.T, level_of_measurement=level)
+        assert ag.krippendorff_alpha(ratings, level) == pytest.approx(expected, rel=1e-9)
+    expected = krippendorff.alpha(reliability_data=np.array(KRIPPENDORFF_2011_C), level_of_measurement="interval")
+    assert bootstrap_alpha(UNITS_BY_RATERS, list(range(12)), n_boot=50)["value"] == pytest.approx(expected, rel=1e-9)
+
+
+def _methods_tau(methods):
+    """Kendall's tau of the methods' mean ratings by two raters, as bootstrap_agreement calls it."""
+    def stat(a, b, method):
+        both = ~np.isnan(a) & ~np.isnan(b)
+        labels = sorted(set(method[both].tolist()))
+        means = [[np.mean(v[both & (method == m)]) for m in labels] for v in (a, b)]
+        return kendall_tau(*means)
+    return stat
+
+
+@pytest.mark.parametrize("seed, n_methods, n_clusters", [(31, 4, 30), (32, 3, 8), (33, 6, 50)])
+def test_method_tau_bootstrap_matches_the_generic_one(seed, n_methods, n_clusters):
+    rng = np.random.default_rng(seed)
+    items = 240
+    method = rng.integers(0, n_methods, items)
+    quality = method * 3.0 + rng.normal(0, 8, items)  # methods apart by 3 points, replies spread by 8
+    a = quality + rng.normal(0, 4, items)
+    b = quality + rng.normal(0, 4, items)
+    b[rng.random(items) < 0.2] = np.nan
+    clusters = [f"s{c}" for c in rng.integers(0, n_clusters, items)]
+    names = np.array([f"method-{m}" for m in method], dtype=object)
+    fast = bootstrap_method_tau(a, b, names, clusters, n_boot=300)
+    slow = bootstrap_agreement(_methods_tau(method), [a, b, method.astype(float)], clusters, n_boot=300)
+    assert fast["n"] == int(np.sum(~np.isnan(b)))
+    for key in ("value", "low", "high"):
+        assert fast[key] == pytest.approx(slow[key], rel=1e-12), key
+
+
+def test_method_tau_by_hand():
+    # Three methods; rater a's means 1, 2, 3, rater b's 2, 1, 3: pairs (1,2) discordant, (1,3) and (2,3)
+    # concordant: tau = (2 - 1) / 3.
+    a = [1.0, 1.0, 2.0, 2.0, 3.0, 3.0]
+    b = [2.0, 2.0, 1.0, 1.0, 3.0, 3.0]
+    result = bootstrap_method_tau(a, b, ["x", "x", "y", "y", "z", "z"], [0, 1, 2, 3, 4, 5], n_boot=100)
+    assert result["value"] == pytest.approx(1 / 3) and result["n"] == 6
+    assert bootstrap_method_tau(a[:4], b[:4], ["x", "x", "y", "y"], [0, 1, 2, 3])["value"] is None  # 2 methods
+    with pytest.raises(ValueError, match="method of each item"):
+        bootstrap_method_tau(a, b, ["x"], [0, 1, 2, 3, 4, 5])

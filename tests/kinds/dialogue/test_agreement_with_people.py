@@ -10,12 +10,15 @@ import re
 import numpy as np
 import pytest
 
+from kinds.agreement import krippendorff_alpha
 from kinds.dialogue import human_file
+from kinds.dialogue.human_agreement import human_agreement, people_alpha
 from tests.conftest import jsonl, session_line, wait_for
 from tests.kinds.dialogue.test_judge_panel import SCORES, marked_sessions, naive_interval_alpha
 from tests.web.test_api import upload
 from tests.web.test_share import create_share, share_path
 
+NAN = float("nan")
 CELLS = {("s1", 1), ("s1", 2), ("s2", 1)}
 METHODS = ["A", "B"]
 
@@ -121,10 +124,13 @@ def test_people_who_rate_exactly_like_one_judge(client, judge_server):
     assert human["ratings"] == len(rated) and human["rated"] == ["total", "verdict", "style"]
     a, b, panel = (human["by_rater"][k] for k in ("judge-a", "judge-b", "panel"))
     assert a["total"]["spearman"]["value"] == pytest.approx(1) and a["total"]["alpha"]["value"] == pytest.approx(1)
+    assert a["total"]["pearson"]["value"] == pytest.approx(1) and a["total"]["kendall"]["value"] == pytest.approx(1)
     assert a["binary"]["kappa"]["value"] == pytest.approx(1) and a["binary"]["alpha"]["value"] == pytest.approx(1)
     assert a["dimensions"]["style"]["alpha"]["value"] == pytest.approx(1)
     totals = [t for _s, _k, _m, t, _v in rated]
     assert b["total"]["spearman"]["value"] == pytest.approx(1)  # +10 keeps the order
+    assert b["total"]["pearson"]["value"] == pytest.approx(1) and b["total"]["kendall"]["value"] == pytest.approx(1)
+    assert b["dimensions"]["style"]["pearson"]["n"] == len(rated)
     assert b["total"]["alpha"]["value"] == pytest.approx(naive_interval_alpha([[t, t + 10] for t in totals]))
     keeps = [v for *_rest, v in rated]
     p1 = np.mean(keeps)
@@ -135,6 +141,10 @@ def test_people_who_rate_exactly_like_one_judge(client, judge_server):
     assert a["total"]["spearman"]["n"] == len(rated) and a["total"]["spearman"]["low"] is not None
     ranking = human["ranking"]
     assert ranking["by"] == "total"
+    assert ranking["kendall_tau"] == {"judge-a": None, "judge-b": None, "panel": None}  # two methods: no tau
+    assert all(ranking["kendall_tau_interval"][label] == {"value": None, "low": None, "high": None, "n": len(rated)}
+               for label in ("judge-a", "judge-b", "panel"))
+    assert "people" not in human  # one rating per reply
     for method in ("A", "B"):
         mine = [t for _s, _k, m, t, _v in rated if m == method]
         assert ranking["human"]["judge-a"][method] == pytest.approx(np.mean(mine))
@@ -173,7 +183,12 @@ def test_methods_ranked_by_people_and_by_one_judge(client, judge_server):
     assert ranking["by_rater"]["judge-test"] == pytest.approx(means)
     assert ranking["human"]["judge-test"] == pytest.approx({m: 100 - v for m, v in means.items()})
     assert ranking["kendall_tau"]["judge-test"] == pytest.approx(-1.0)
-    assert human["by_rater"]["judge-test"]["total"]["spearman"]["value"] == pytest.approx(-1.0)
+    # every replicate draws the three methods and reverses them
+    assert ranking["kendall_tau_interval"]["judge-test"] == {"value": pytest.approx(-1.0), "low": pytest.approx(-1.0),
+                                                             "high": pytest.approx(-1.0), "n": len(rows)}
+    total = human["by_rater"]["judge-test"]["total"]
+    assert total["spearman"]["value"] == pytest.approx(-1.0)
+    assert total["pearson"]["value"] == pytest.approx(-1.0) and total["kendall"]["value"] == pytest.approx(-1.0)
     assert "binary" not in human["by_rater"]["judge-test"] and human["rated"] == ["total"]
 
 
@@ -227,3 +242,49 @@ def test_the_result_page_form_needs_its_token_and_lists_problems(make_app, judge
     report = client.get(f"/evaluations/{evaluation_id}/report.html").get_data(as_text=True)
     assert 'id="human"' in report and 'name="file"' not in report
     assert json.loads(client.get(f"/evaluations/{evaluation_id}.json").data)["agreement"]["human"]["ratings"] == 16
+
+
+# -- several people per reply ----------------------------------------------------------------------
+
+def person(rater, session_id, round_, method, total=None, verdict=None, style=None):
+    return {"rater": rater, "session_id": session_id, "round": round_, "method": method, "total": total,
+            "verdict": verdict, "style": style}
+
+
+def test_alpha_among_people_who_rate_the_same_replies():
+    rows = [person("ann", "s1", 1, "A", 70, 1, 14), person("bob", "s1", 1, "A", 60, 1, 12),
+            person("ann", "s1", 2, "A", 40, 0), person("bob", "s1", 2, "A", 50, 0),
+            person("cy", "s1", 2, "A", 45, 1),
+            person("ann", "s2", 1, "B", 90, 1), person("cy", "s2", 1, "B", 80, 1),
+            person("bob", "s3", 1, "A", 20, 0)]  # rated by one person only: no pair, no weight in alpha
+    people = people_alpha(rows, ("style",), n_boot=200)
+    # replies x raters (ann, bob, cy), NaN where that person did not rate
+    totals = [[70, 60, NAN], [40, 50, 45], [90, NAN, 80], [NAN, 20, NAN]]
+    verdicts = [[1, 1, NAN], [0, 0, 1], [1, NAN, 1], [NAN, 0, NAN]]
+    assert list(people) == ["total", "verdict", "style"]
+    assert people["total"]["value"] == pytest.approx(krippendorff_alpha(totals, "interval"))
+    assert people["verdict"]["value"] == pytest.approx(krippendorff_alpha(verdicts, "nominal"))
+    # style: one reply rated twice (14, 12), its observed disagreement all there is: alpha 1 - 4 / 4 = 0
+    assert people["style"]["value"] == pytest.approx(0.0)
+    assert people["total"]["n"] == 3
+    krippendorff = pytest.importorskip("krippendorff")
+    assert people["total"]["value"] == pytest.approx(
+        krippendorff.alpha(reliability_data=np.array(totals, dtype=float).T, level_of_measurement="interval"))
+    # Nobody's reply rated twice: no alpha among people.
+    assert people_alpha([person("ann", "s1", 1, "A", 70), person("bob", "s1", 2, "A", 60)]) is None
+
+
+def test_human_agreement_gives_people_only_with_their_own_ratings():
+    ratings = [{"session_id": f"s{i}", "round": 1, "method": "A", "total": float(10 * i), "verdict": None}
+               for i in range(1, 6)]
+    cells = {(i - 1, f"s{i}", 1, "A"): {"total": float(10 * i + i % 2)} for i in range(1, 6)}
+    plain = human_agreement(ratings, {"judge": cells}, ["A"], ("style",), n_boot=100)
+    assert "people" not in plain
+    assert plain["by_rater"]["judge"]["total"]["pearson"]["value"] == pytest.approx(
+        np.corrcoef([10, 20, 30, 40, 50], [11, 20, 31, 40, 51])[0, 1])
+    rows = [person(name, f"s{i}", 1, "A", 10 * i + shift) for i in range(1, 6) for name, shift in (("a", 0), ("b", 2))]
+    both = human_agreement(ratings, {"judge": cells}, ["A"], ("style",), n_boot=100, per_rater=rows)
+    assert {k: v for k, v in both.items() if k != "people"} == plain
+    assert list(both["people"]) == ["total"]
+    expected = krippendorff_alpha([[10 * i, 10 * i + 2] for i in range(1, 6)], "interval")
+    assert both["people"]["total"]["value"] == pytest.approx(expected)
