@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 from common.lazy_modules import lazy
 from judge import JudgeConfig, judge_labels, judge_summary, split_mode, usage_totals
 from kinds.agreement import Agreement
+from kinds.dialogue.calibrated import Calibration, calibration_block
 from kinds.dialogue.human_agreement import HumanAgreement, human_agreement
 from kinds.dialogue.judge_agreement import Consistency, JudgePair, consistency, judges_agreement
 from kinds.dialogue.length_bias import LengthBias, length_bias
@@ -86,6 +87,7 @@ class DialogueResult(ResultDocument):
     length_bias: LengthBias
     by_judge: NotRequired[dict[str, JudgeScores]]  # each judge's own figures; a panel only
     agreement: NotRequired[AgreementBlock]  # a panel, or people's ratings attached
+    calibration: NotRequired[Calibration]  # only when people's ratings are attached (calibrated.py)
     pairwise: NotRequired[Pairwise]  # pairwise mode only
     consistency: NotRequired[Consistency]  # only when each judgment was asked several times (samples)
     reviews: NotRequired[ReviewCounts]  # only when people reviewed judgments
@@ -126,8 +128,9 @@ def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | pd.
                  reviews: list[dict] | None = None, rubric: Rubric = DEFAULT) -> DialogueResult:
     """The whole result document of a dialogue evaluation from its judgments (records.judgment_frame, or the rows
     it is made of) under its `rubric`; `configs` are its judges' (one, or a panel's; none for scores imported from
-    another judge, settings["scores"]), `lengths` the replies' lengths (records.reply_lengths), `human` people's ratings attached to it, `reviews` people's reviews of single
-    judgments (reviews.py: their counts, and "overrides": the methods' metrics with the overrides applied).
+    another judge, settings["scores"]), `lengths` the replies' lengths (records.reply_lengths), `human` people's
+    ratings attached to it, per reply (the `agreement.human` and `calibration` blocks), `reviews` people's reviews of
+    single judgments (reviews.py: their counts, and "overrides": the methods' metrics with the overrides applied).
 
     With a panel, "methods", "comparisons", "sessions" and "length_bias" hold the panel's figures (panel.py), and
     "by_judge" each judge's; "agreement" says how far the judges agree. A rubric without a yes/no question has null
@@ -183,6 +186,9 @@ def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | pd.
     if human:
         raters = dict(zip(labels, judge_cells)) | ({"panel": cells(records, dims)} if len(labels) > 1 else {})
         document.setdefault("agreement", {})["human"] = human_agreement(human, raters, methods, dims)
+        headline = "panel" if len(labels) > 1 else labels[0]  # whose figures the methods table shows
+        document["calibration"] = calibration_block(human, raters[headline], methods, dims, rubric.has_binary,
+                                                    headline, comparisons)
     if settings.get("pairwise"):
         pair_rows = frame[frame["mode"].map({m: split_mode(m)[0] in PAIR_MODES for m in frame["mode"].unique()})]
         document["pairwise"] = pairwise_result(as_records(pair_rows), methods, labels)

@@ -1,0 +1,247 @@
+"""The `calibration` block of a dialogue result (issue 40, item 4): each figure three ways, the calibrated AL(k), the
+calibrated paired differences and the warnings, checked against kinds/calibration.py called directly on hand-built
+data, and the judge-only figures against the methods table's own."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kinds import calibration
+from kinds.calibration import Stratum
+from kinds.dialogue.calibrated import calibration_block
+from kinds.dialogue.metrics import score_methods
+from kinds.dialogue.panel import cells
+
+METHODS = ["A", "B", "C"]
+DIMS = ("style", "content")
+SESSIONS = [f"s{n:02d}" for n in range(12)]
+FAILED = ("s00", 1, "B")  # a reply whose fine judgment failed
+
+
+def rounds_of(session: str) -> list[int]:
+    """Sessions s00-s07 have three rounds, s08-s11 two: the rounds weigh differently by replies than equally."""
+    return [1, 2, 3] if int(session[1:]) < 8 else [1, 2]
+
+
+def hand_built():
+    """Judgments (records as metrics.score_methods reads them) and people's ratings per reply.
+
+    The judge scores A about 10 above B; people rate A 20 below the judge and B as the judge (so the calibrated order
+    of A and B reverses the judge's); people's ratings of C are made uncorrelated with the judge's within each round
+    (the judge tells nothing of them: its weight is 0). Every third reply of A has two samples with opposite verdicts
+    (a cell's verdict 0.5). People rate the even sessions, and s01 and s03 (every round has at least 5 ratings)."""
+    rng = np.random.default_rng(7)
+    records, judge, people = [], {}, {}
+    for n, session in enumerate(SESSIONS):
+        for k in rounds_of(session):
+            for m in METHODS:
+                total = float(np.clip(rng.normal({"A": 70, "B": 60, "C": 55}[m] + 3 * k, 10), 0, 100))
+                verdict = int(rng.random() < total / 100)
+                style, content = round(total / 5, 1), float(rng.integers(0, 21))
+                base = {"session_idx": n, "session_id": session, "session": session, "round": k, "method": m,
+                        "status": "ok"}
+                samples = [(verdict, total)] + ([(1 - verdict, total)] if m == "A" and (n + k) % 3 == 0 else [])
+                failed = (session, k, m) == FAILED  # its fine judgment failed: no total nor dimension, rated or not
+                for v, t in samples:
+                    records.append({**base, "mode": "fine", "total": None if failed else t, "verdict": None,
+                                    "style": None if failed else style, "content": None if failed else content,
+                                    **({"status": "failed"} if failed else {})})
+                    records.append({**base, "mode": "binary", "total": None, "verdict": v, "style": None,
+                                    "content": None})
+                judge[(session, k, m)] = {"total": None if failed else total,
+                                          "verdict": float(np.mean([v for v, _t in samples])),
+                                          "style": None if failed else style, "content": None if failed else content}
+    rated = [s for n, s in enumerate(SESSIONS) if n % 2 == 0 or s in ("s01", "s03")]
+    for session in rated:
+        for k in rounds_of(session):
+            for m in ("A", "B"):
+                j = judge[(session, k, m)]
+                known = judge[(session, k, "A" if (session, k, m) == FAILED else m)]  # people rate it all the same
+                people[(session, k, m)] = {"total": known["total"] - (20 if m == "A" else 0) + rng.normal(0, 4),
+                                           "verdict": int(round(j["verdict"] + 0.01)) if m == "B" else
+                                           int(rng.random() < 0.5), "style": known["style"] + rng.normal(0, 1)}
+    for k in (1, 2, 3):  # C: people's totals orthogonal to the judge's within each round
+        keys = [(s, k, "C") for s in rated if k in rounds_of(s)]
+        x = np.array([judge[key]["total"] for key in keys])
+        z = rng.normal(50, 10, len(keys))
+        centred = x - x.mean()
+        y = z - (z - z.mean()) @ centred / (centred @ centred) * centred
+        for key, value in zip(keys, y):
+            people[key] = {"total": float(value), "verdict": None, "style": None}
+    human = [{"session_id": s, "round": k, "method": m, **{f: v for f, v in values.items()}, "raters": 1}
+             for (s, k, m), values in people.items()]
+    return records, judge, people, human
+
+
+def direct_strata(judge: dict, people: dict, method: str, field: str) -> list[Stratum]:
+    """A method's rounds as strata, built from the hand-built values (rated replies in session order)."""
+    scale = 100.0 if field == "verdict" else 1.0
+    out = []
+    for k in (1, 2, 3):
+        every = [s for s in SESSIONS if k in rounds_of(s) and judge[(s, k, method)][field] is not None]
+        rated = [s for s in every if (people.get((s, k, method)) or {}).get(field) is not None]
+        out.append(Stratum([scale * judge[(s, k, method)][field] for s in rated],
+                           [scale * people[(s, k, method)][field] for s in rated],
+                           [scale * judge[(s, k, method)][field] for s in every], rated, every))
+    return out
+
+
+def same(actual, expected) -> bool:
+    """Whether two nested values are equal, floats to 1e-9 relative (pytest.approx compares one level only)."""
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and actual.keys() == expected.keys() and all(
+            same(actual[k], expected[k]) for k in expected)
+    if isinstance(expected, list):
+        return isinstance(actual, list) and len(actual) == len(expected) and all(map(same, actual, expected))
+    if isinstance(expected, float) and actual is not None:
+        return actual == pytest.approx(expected, rel=1e-9, abs=1e-12)
+    return actual == expected
+
+
+def block_of(records, human, methods=METHODS):
+    table, comparisons = score_methods(records, methods, dimensions=DIMS)
+    return table, comparisons, calibration_block(human, cells(records, DIMS), methods, DIMS, True, "judge-x",
+                                                 comparisons)
+
+
+def test_each_figure_three_ways_equals_calibration_called_directly():
+    records, judge, people, human = hand_built()
+    table, _comparisons, block = block_of(records, human)
+    assert (block["rater"], block["confidence"], block["min_rated"]) == ("judge-x", 0.95, calibration.MIN_RATED)
+    assert list(block["methods"]) == METHODS
+    for m in METHODS:
+        for metric, field, weighting in (("avg", "total", "equal"), ("binary_rate", "verdict", "judged")):
+            strata = direct_strata(judge, people, m, field)
+            expected = {"judge": calibration.stratified_judge_mean(strata, weighting=weighting),
+                        "people": calibration.stratified_people_mean(strata, weighting=weighting),
+                        "calibrated": calibration.stratified_ppi_mean(strata, weighting=weighting)}
+            assert same(block["methods"][m][metric], expected), (m, metric)
+        if m != "C":
+            strata = direct_strata(judge, people, m, "style")
+            assert same(block["methods"][m]["dimensions"], {"style": {
+                "judge": calibration.stratified_judge_mean(strata, weighting="judged"),
+                "people": calibration.stratified_people_mean(strata, weighting="judged"),
+                "calibrated": calibration.stratified_ppi_mean(strata, weighting="judged")}})
+    # people rated neither C's verdicts nor its style (but A's and B's): C's say why they are missing; nobody rated
+    # content
+    assert list(block["methods"]["C"]) == ["avg", "al_curve", "binary_rate", "dimensions"]
+    assert list(block["methods"]["C"]["dimensions"]) == ["style"]
+    for figure in (block["methods"]["C"]["dimensions"]["style"], block["methods"]["C"]["binary_rate"]):
+        assert figure["judge"]["value"] is not None and figure["judge"]["n_judged"] == 8 * 3 + 4 * 2
+        for estimate in (figure["people"], figure["calibrated"]):
+            assert (estimate["value"], estimate["n_rated"], estimate["reason"]) == (None, 0, calibration.TOO_FEW_RATED)
+    # the numbers are people's (A: 20 below the judge) and the judge's, not a default
+    a = block["methods"]["A"]["avg"]
+    assert a["judge"]["value"] - a["calibrated"]["value"] == pytest.approx(20, abs=3)
+    assert a["calibrated"]["low"] < a["calibrated"]["value"] < a["calibrated"]["high"]
+    assert a["calibrated"]["n_rated"] == 4 * 3 + 2 * 2 + 2 * 3  # s00-s06 even, s08, s10, s01, s03
+    b = block["methods"]["B"]["avg"]["calibrated"]
+    assert (b["n_rated"], b["n_judged"]) == (22 - 1, 32 - 1)  # without the reply whose judgment failed
+    assert table["B"]["failed"] == 1
+
+
+def test_the_judge_only_figures_are_the_methods_tables():
+    """AVG: rounds weigh the same; the rate and the dimension means: every reply weighs the same (the rounds by their
+    replies). Rounds with fewer sessions make the two differ, so a wrong weighting would show."""
+    records, judge, people, human = hand_built()
+    table, _comparisons, block = block_of(records, human)
+    for m in METHODS:
+        figures = block["methods"][m]
+        assert figures["avg"]["judge"]["value"] == pytest.approx(table[m]["avg"], rel=1e-12)
+        if m != "C":
+            assert figures["binary_rate"]["judge"]["value"] == pytest.approx(table[m]["binary_rate"], rel=1e-12)
+        assert figures["dimensions"]["style"]["judge"]["value"] == pytest.approx(table[m]["dimensions"]["style"],
+                                                                                 rel=1e-12)
+    # by hand: AVG = mean over rounds of the round's mean; the rate and style: the mean over every reply
+    a = [[judge[(s, k, "A")] for s in SESSIONS if k in rounds_of(s)] for k in (1, 2, 3)]
+    avg = np.mean([np.mean([c["total"] for c in r]) for r in a])
+    assert table["A"]["avg"] == pytest.approx(avg)
+    assert table["A"]["binary_rate"] == pytest.approx(100 * np.mean([c["verdict"] for r in a for c in r]))
+    assert table["A"]["dimensions"]["style"] == pytest.approx(np.mean([c["style"] for r in a for c in r]))
+    # the other weighting gives another number here
+    strata = direct_strata(judge, people, "A", "style")
+    assert calibration.stratified_judge_mean(strata, weighting="equal")["value"] != pytest.approx(
+        table["A"]["dimensions"]["style"], rel=1e-6)
+    strata = direct_strata(judge, people, "A", "total")
+    assert calibration.stratified_judge_mean(strata, weighting="judged")["value"] != pytest.approx(
+        table["A"]["avg"], rel=1e-6)
+
+
+def test_the_calibrated_al_curve_and_why_it_is_missing():
+    records, judge, people, human = hand_built()
+    _table, _comparisons, block = block_of(records, human)
+    for m in METHODS:
+        curve = block["methods"][m]["al_curve"]
+        expected = calibration.ppi_strata(direct_strata(judge, people, m, "total"))
+        assert curve["reason"] is None and [p["round"] for p in curve["points"]] == [1, 2, 3]
+        assert same([{k: v for k, v in p.items() if k != "round"} for p in curve["points"]], expected)
+        # the mean of the curve is the AVG calibrated (one lambda for all rounds)
+        assert np.mean([p["value"] for p in curve["points"]]) == pytest.approx(
+            block["methods"][m]["avg"]["calibrated"]["value"])
+    # B's round 3 rated once only: no curve (round 3 named), and no calibrated AVG either
+    fewer = [r for r in human if not (r["method"] == "B" and r["round"] == 3 and r["session_id"] != "s00")]
+    _table, _comparisons, block = block_of(records, fewer)
+    curve = block["methods"]["B"]["al_curve"]
+    assert curve == {"points": [], "reason": calibration.TOO_FEW_RATED, "round": 3, "rated": 1}
+    assert block["methods"]["B"]["avg"]["calibrated"]["reason"] == calibration.TOO_FEW_RATED
+    assert block["methods"]["B"]["avg"]["calibrated"]["value"] is None
+    assert block["methods"]["A"]["al_curve"]["reason"] is None
+
+
+def test_paired_differences_calibrated_beside_the_judges():
+    records, judge, people, human = hand_built()
+    _table, comparisons, block = block_of(records, human)
+    pairs = [(d["a"], d["b"], d["metric"]) for d in block["differences"]]
+    assert pairs == [("A", "B", "avg"), ("A", "B", "binary_rate"), ("A", "C", "avg"), ("A", "C", "binary_rate"),
+                     ("B", "C", "avg"), ("B", "C", "binary_rate")]
+    for d in block["differences"]:
+        field, weighting = ("total", "equal") if d["metric"] == "avg" else ("verdict", "judged")
+        expected = calibration.ppi_difference(direct_strata(judge, people, d["a"], field),
+                                              direct_strata(judge, people, d["b"], field), weighting=weighting)
+        assert same(d["calibrated"], expected)
+        assert (d["calibrated"]["reason"] is None) == (d["metric"] == "avg" or "C" not in (d["a"], d["b"]))
+        comparison = next(c for c in comparisons if (c["a"], c["b"]) == (d["a"], d["b"])
+                          and c["metric"] == {"avg": "fine", "binary_rate": "binary"}[d["metric"]])
+        assert d["judge"] == {"diff": comparison["diff"], "ci95": comparison["ci95"]}
+    # A - B: the judge says about +10, people about -10
+    ab = block["differences"][0]
+    assert ab["judge"]["diff"] > 5 and ab["calibrated"]["value"] < -5 and ab["calibrated"]["high"] < 0
+
+
+def test_warnings_a_reversed_order_and_an_uninformative_judge():
+    records, judge, people, human = hand_built()
+    _table, _comparisons, block = block_of(records, human)
+    avg = {m: block["methods"][m]["avg"] for m in METHODS}
+    c_weight = avg["C"]["calibrated"]["weight"]
+    assert c_weight == pytest.approx(0.0, abs=1e-9)  # people's C ratings are uncorrelated with the judge's
+    expected_reversed = calibration.reversed_orders({m: f["calibrated"] for m, f in avg.items()},
+                                                    {m: f["judge"] for m, f in avg.items()})
+    assert ("B", "A") in expected_reversed
+    reversed_avg = [w for w in block["warnings"] if w["code"] == "reversed_order" and w["metric"] == "avg"]
+    assert [(w["a"], w["b"]) for w in reversed_avg] == expected_reversed
+    first = reversed_avg[0]
+    assert first == {"code": "reversed_order", "metric": "avg", "a": "B", "b": "A",
+                     "calibrated": {"B": avg["B"]["calibrated"]["value"], "A": avg["A"]["calibrated"]["value"]},
+                     "judge": {"B": avg["B"]["judge"]["value"], "A": avg["A"]["judge"]["value"]},
+                     "significant": True}
+    uninformative = [w for w in block["warnings"] if w["code"] == "uninformative_judge"]
+    weights = {(m, metric): f[metric]["calibrated"]["weight"] for m, f in block["methods"].items()
+               for metric in ("avg", "binary_rate") if metric in f}
+    assert [(w["method"], w["metric"]) for w in uninformative] == [
+        key for key, weight in weights.items() if weight is not None and weight < calibration.LOW_WEIGHT]
+    assert {"code": "uninformative_judge", "metric": "avg", "method": "C", "weight": c_weight,
+            "threshold": 0.1} in uninformative
+    assert weights[("B", "avg")] > 0.5  # B's people follow the judge: no warning for it
+
+
+def test_without_anything_rated_that_the_judge_has():
+    """A rating of a reply whose judgment failed is no rating of its total; one verdict is too few."""
+    records, _judge, _people, _human = hand_built()
+    human = [{"session_id": "s00", "round": 1, "method": "B", "total": 50.0, "verdict": 1, "raters": 1}]
+    _table, _comparisons, block = block_of(records, human, ["B"])
+    figure = block["methods"]["B"]["avg"]
+    assert figure["people"]["reason"] == figure["calibrated"]["reason"] == calibration.TOO_FEW_RATED
+    assert figure["judge"]["value"] is not None and figure["calibrated"]["n_rated"] == 0
+    assert block["methods"]["B"]["binary_rate"]["calibrated"]["n_rated"] == 1
+    assert block["methods"]["B"]["binary_rate"]["calibrated"]["reason"] == calibration.TOO_FEW_RATED
+    assert block["differences"] == [] and block["warnings"] == []
