@@ -7,7 +7,8 @@ of every reply). The strata are the rounds and the jackknife leaves out one sess
 - AVG: the mean over rounds (each round weighing the same) of the reply totals, the judge's a reply's cell (the mean
   of its samples; a panel's, the panel's score), people's the mean of their raters' totals;
 - the keep-chatting rate x 100 (a rubric with a yes/no question): each round weighed by its replies judged, the
-  judge's value of a reply its mean verdict x 100, people's their majority verdict x 100 (a tie is left out);
+  judge's value of a reply its mean verdict x 100 (a panel's tie: 50), people's their majority verdict x 100 (a tie
+  is left out);
 - each dimension people rated, on its scale, weighed as the rate: the methods table's dimension means are over the
   replies, each round's replies counting once each.
 A reply people rated counts in a figure only when the judge gave it that figure too (a failed judgment, a reply
@@ -133,11 +134,12 @@ def _judge(cell: Mapping, field: str) -> float | None:
 
 def strata(human: list[dict], cells: Mapping[tuple, Mapping], method: str, field: str) -> dict[int, Stratum]:
     """One method's rounds as calibration strata of a field ("total", "verdict" or a dimension key), with sessions:
-    the judge's values of every reply judged, people's and the judge's of those people rated too."""
+    the judge's values of every reply judged (`cells`: metrics.reply_cells), people's and the judge's of those people
+    rated too."""
     rated = {(r["session_id"], r["round"]): value for r in human
              if r["method"] == method and (value := _people(r, field)) is not None}
     judged: dict[int, list[tuple[str, float]]] = {}
-    for (_idx, session, rnd, cell_method), cell in cells.items():
+    for (session, rnd, cell_method), cell in cells.items():
         if cell_method == method and (value := _judge(cell, field)) is not None:
             judged.setdefault(rnd, []).append((session, value))
     out = {}
@@ -209,7 +211,7 @@ def calibration_block(human: list[dict], cells: Mapping[tuple, Mapping], methods
                       dimensions: tuple[str, ...], has_binary: bool, rater: str, comparisons: list[Comparison],
                       confidence: float = calibration.DEFAULT_CONFIDENCE) -> Calibration:
     """The `calibration` block from people's ratings per reply (rating_store.human_ratings), the headline rater's
-    reply cells (panel.cells, keyed (session index, session id, round, method)) and its `comparisons`."""
+    values of each reply as its figures read them (metrics.reply_cells) and its `comparisons`."""
     gave = {field for row in human for field in ("total", "verdict", *dimensions) if row.get(field) is not None}
     rounds = {m: {field: strata(human, cells, m, field) for field in gave} for m in methods}
     per_method: dict[str, MethodCalibration] = {}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from itertools import combinations
-from typing import TYPE_CHECKING, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 import numpy as np
 
@@ -225,6 +225,27 @@ def dimension_means(fine: pd.DataFrame, dimensions: tuple[str, ...] = DIMENSIONS
     AL(k), a reply judged several times weighs the same as one judged once."""
     by_reply = fine.groupby(["session", "round"], sort=False)[list(dimensions)].mean()
     return {d: stats.as_float(by_reply[d].mean()) for d in dimensions}
+
+
+def reply_cells(records: Iterable[dict] | pd.DataFrame,
+                dimensions: tuple[str, ...] = DIMENSIONS) -> dict[tuple, dict[str, float | None]]:
+    """Each reply's values as the methods' figures read them, keyed (session, round, method): the mean of its valid
+    fine totals and dimensions ("total", each key) and of its valid verdicts ("binary", in [0, 1]; a panel's tie
+    counts 0.5); None for a value it lacks."""
+    frame = _frame(records, ("total", "verdict") + tuple(dimensions))
+    valid = _valid_mask(frame)
+    keys = ["session", "round", "method"]
+    fine = frame[valid & (frame["mode"] == "fine")].groupby(keys, sort=False, observed=True)[
+        ["total", *dimensions]].mean()
+    binary = frame[valid & (frame["mode"] == "binary")].groupby(keys, sort=False, observed=True)["verdict"].mean()
+    fine_rows: dict[Any, dict[Any, Any]] = fine.to_dict("index")
+    verdicts: dict[Any, Any] = binary.to_dict()
+    found: dict[tuple, dict[str, float | None]] = {}
+    for key in [*fine_rows, *(key for key in verdicts if key not in fine_rows)]:
+        found[key] = {"total": None, "binary": None, **{d: None for d in dimensions}}
+        found[key].update({column: stats.as_float(value) for column, value in fine_rows.get(key, {}).items()})
+        found[key]["binary"] = stats.as_float(verdicts.get(key))
+    return found
 
 
 class _Judgments:

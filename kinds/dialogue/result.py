@@ -11,7 +11,7 @@ from kinds.dialogue.calibrated import Calibration, calibration_block
 from kinds.dialogue.human_agreement import HumanAgreement, human_agreement
 from kinds.dialogue.judge_agreement import Consistency, JudgePair, consistency, judges_agreement
 from kinds.dialogue.length_bias import LengthBias, length_bias
-from kinds.dialogue.metrics import Comparison, MethodScores, score_methods
+from kinds.dialogue.metrics import Comparison, MethodScores, reply_cells, score_methods
 from kinds.dialogue.pairwise_mode import PAIR_MODES, Pairwise, pairwise_result
 from kinds.dialogue.panel import by_judge, cells, panel_records
 from kinds.dialogue.prompts import DEFAULT
@@ -187,8 +187,8 @@ def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | pd.
         raters = dict(zip(labels, judge_cells)) | ({"panel": cells(records, dims)} if len(labels) > 1 else {})
         document.setdefault("agreement", {})["human"] = human_agreement(human, raters, methods, dims)
         headline = "panel" if len(labels) > 1 else labels[0]  # whose figures the methods table shows
-        document["calibration"] = calibration_block(human, raters[headline], methods, dims, rubric.has_binary,
-                                                    headline, comparisons)
+        document["calibration"] = calibration_block(human, reply_cells(records, dims), methods, dims,
+                                                    rubric.has_binary, headline, comparisons)
     if settings.get("pairwise"):
         pair_rows = frame[frame["mode"].map({m: split_mode(m)[0] in PAIR_MODES for m in frame["mode"].unique()})]
         document["pairwise"] = pairwise_result(as_records(pair_rows), methods, labels)

@@ -3,14 +3,18 @@ calibrated paired differences and the warnings, checked against kinds/calibratio
 data, and the judge-only figures against the methods table's own."""
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pytest
 
 from kinds import calibration
 from kinds.calibration import Stratum
 from kinds.dialogue.calibrated import calibration_block
-from kinds.dialogue.metrics import score_methods
-from kinds.dialogue.panel import cells
+from kinds.dialogue.metrics import reply_cells, score_methods
+from tests.conftest import jsonl, session_line, wait_for
+from tests.kinds.dialogue.test_agreement_with_people import attach, panel_evaluation, ratings_csv, replies
+from tests.web.test_api import upload
 
 METHODS = ["A", "B", "C"]
 DIMS = ("style", "content")
@@ -100,7 +104,7 @@ def same(actual, expected) -> bool:
 
 def block_of(records, human, methods=METHODS):
     table, comparisons = score_methods(records, methods, dimensions=DIMS)
-    return table, comparisons, calibration_block(human, cells(records, DIMS), methods, DIMS, True, "judge-x",
+    return table, comparisons, calibration_block(human, reply_cells(records, DIMS), methods, DIMS, True, "judge-x",
                                                  comparisons)
 
 
@@ -245,3 +249,111 @@ def test_without_anything_rated_that_the_judge_has():
     assert block["methods"]["B"]["binary_rate"]["calibrated"]["n_rated"] == 1
     assert block["methods"]["B"]["binary_rate"]["calibrated"]["reason"] == calibration.TOO_FEW_RATED
     assert block["differences"] == [] and block["warnings"] == []
+
+
+# -- the whole path: judged by the local judge, ratings attached through the API, the result document read back ----
+
+# per session, per round: (A total, A keep, B total, B keep); s0-s5 three rounds, s6-s9 two
+MARKED = {f"s{n}": [((37 * n + 11 * k) % 50 + 40, (n + k) % 2, (23 * n + 7 * k) % 45 + 30, (n * k) % 3 != 0)
+                    for k in range(1, 4 if n < 6 else 3)] for n in range(10)}
+
+
+def marked_upload(client) -> str:
+    sessions = []
+    for sid, rounds in MARKED.items():
+        s = session_line(sid, rounds=len(rounds))
+        for rnd, (a, ka, b, kb) in zip(s["rounds"], rounds):
+            rnd["responses"] = {"A": f"A [[score={a}]] [[keep={int(ka)}]]", "B": f"B [[score={b}]] [[keep={int(kb)}]]"}
+        sessions.append(s)
+    return upload(client, jsonl(*sessions)).get_json()["id"]
+
+
+def people_file() -> tuple[str, dict]:
+    """alice and bob rate the replies of s0, s1, s2, s4, s6 and s8 (bob only A's); their mean total, and alice's
+    verdicts (bob gives none). People rate A 15 below the judge and B 5 above it. Returns the CSV, and per reply
+    people's (total, verdict)."""
+    rows, means = ["rater,session_id,round,method,total,binary"], {}
+    for sid in ("s0", "s1", "s2", "s4", "s6", "s8"):
+        for k, (a, ka, b, kb) in enumerate(MARKED[sid], 1):
+            for m, total, keep in (("A", a - 15, int(ka)), ("B", b + 5, 1 - int(kb) if k == 2 else int(kb))):
+                alice, bob = total - 2 * (k % 2), total + 2 * (k % 2)
+                rows.append(f"alice,{sid},{k},{m},{alice},{keep}")
+                if m == "A":
+                    rows.append(f"bob,{sid},{k},{m},{bob},")
+                means[(sid, k, m)] = ((alice + bob) / 2 if m == "A" else alice, keep)
+    return "\n".join(rows) + "\n", means
+
+
+def test_the_calibration_block_through_the_api(client, judge_server):
+    upload_id = marked_upload(client)
+    done = wait_for(client, client.post("/api/evaluations", json={"upload_id": upload_id}).get_json()["id"])
+    assert done["status"] == "done", done
+    evaluation_id = done["id"]
+    assert "calibration" not in client.get(f"/evaluations/{evaluation_id}.json").get_json()
+    text, people = people_file()
+    answer = client.post(f"/api/evaluations/{evaluation_id}/human-ratings",
+                         data={"file": (io.BytesIO(text.encode()), "people.csv")}, content_type="multipart/form-data")
+    assert answer.status_code == 200, answer.get_json()
+    result = client.get(f"/evaluations/{evaluation_id}.json").get_json()
+    block = result["calibration"]
+    assert (block["rater"], block["min_rated"]) == ("judge-test", 2)
+
+    def strata(method: str, field: str) -> list[Stratum]:
+        out = []
+        for k in (1, 2, 3):
+            every = sorted(s for s, rounds in MARKED.items() if len(rounds) >= k)
+            value = {s: MARKED[s][k - 1][0 if method == "A" else 2] if field == "total"
+                     else 100.0 * MARKED[s][k - 1][1 if method == "A" else 3] for s in every}
+            rated = [s for s in every if (s, k, method) in people]
+            out.append(Stratum([value[s] for s in rated],
+                               [people[(s, k, method)][0 if field == "total" else 1] * (1 if field == "total" else 100)
+                                for s in rated], [value[s] for s in every], rated, every))
+        return out
+
+    for m in ("A", "B"):
+        for metric, field, weighting in (("avg", "total", "equal"), ("binary_rate", "verdict", "judged")):
+            figure = block["methods"][m][metric]
+            expected = {"judge": calibration.stratified_judge_mean(strata(m, field), weighting=weighting),
+                        "people": calibration.stratified_people_mean(strata(m, field), weighting=weighting),
+                        "calibrated": calibration.stratified_ppi_mean(strata(m, field), weighting=weighting)}
+            assert same(figure, expected), (m, metric)
+            assert figure["judge"]["value"] == pytest.approx(result["methods"][m][metric], rel=1e-12)
+        assert same(block["methods"][m]["al_curve"]["points"],
+                    [{"round": k, **e} for k, e in zip((1, 2, 3), calibration.ppi_strata(strata(m, "total")))])
+    # people rate A 15 below the judge, B 5 above: calibrated, A falls below B
+    ab = next(d for d in block["differences"] if d["metric"] == "avg")
+    assert same(ab["calibrated"], calibration.ppi_difference(strata("A", "total"), strata("B", "total")))
+    fine = next(c for c in result["comparisons"] if c["metric"] == "fine")
+    assert ab["judge"] == {"diff": fine["diff"], "ci95": fine["ci95"]}
+    avg = {m: block["methods"][m]["avg"] for m in ("A", "B")}
+    assert ab["calibrated"]["value"] == pytest.approx(avg["A"]["calibrated"]["value"]
+                                                      - avg["B"]["calibrated"]["value"])
+    assert ab["calibrated"]["value"] < 0 < fine["diff"]
+    assert [w for w in block["warnings"] if w["code"] == "reversed_order" and w["metric"] == "avg"] == [
+        {"code": "reversed_order", "metric": "avg", "a": "B", "b": "A",
+         "calibrated": {m: avg[m]["calibrated"]["value"] for m in ("B", "A")},
+         "judge": {m: avg[m]["judge"]["value"] for m in ("B", "A")}, "significant": ab["calibrated"]["high"] < 0}]
+    # people's totals follow the judge's; their verdicts of B go against its in round 2: there its weight is 0
+    weights = {(m, metric): block["methods"][m][metric]["calibrated"]["weight"]
+               for m in ("A", "B") for metric in ("avg", "binary_rate")}
+    assert min(weights[("A", "avg")], weights[("B", "avg")]) > 0.3 and weights[("B", "binary_rate")] < 0.1
+    assert [w for w in block["warnings"] if w["code"] == "uninformative_judge"] == [
+        {"code": "uninformative_judge", "metric": "binary_rate", "method": m, "weight": weights[(m, "binary_rate")],
+         "threshold": 0.1} for m in ("A", "B") if weights[(m, "binary_rate")] < 0.1]
+    # the ratings removed: no block
+    assert client.delete(f"/api/evaluations/{evaluation_id}/human-ratings").status_code == 200
+    assert "calibration" not in client.get(f"/evaluations/{evaluation_id}.json").get_json()
+
+
+def test_a_panel_is_calibrated_as_the_methods_table_shows_it(client, judge_server):
+    evaluation_id = panel_evaluation(client, judge_server)
+    rows = [(s, k, m, t - 10, v, "") for s, k, m, t, v in replies()]
+    assert attach(client, evaluation_id, ratings_csv(rows)).status_code == 200
+    result = client.get(f"/evaluations/{evaluation_id}.json").get_json()
+    block = result["calibration"]
+    assert block["rater"] == "panel"
+    for m, figures in block["methods"].items():
+        # the panel's scores (the mean of judge-a's and judge-b's, judge-a's + 10) are its figures
+        assert figures["avg"]["judge"]["value"] == pytest.approx(result["methods"][m]["avg"], rel=1e-12)
+        assert figures["binary_rate"]["judge"]["value"] == pytest.approx(result["methods"][m]["binary_rate"])
+        assert figures["avg"]["judge"]["value"] != pytest.approx(result["by_judge"]["judge-a"]["methods"][m]["avg"])
