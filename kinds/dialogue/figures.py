@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from kinds.dialogue import result_rubric
+from kinds.dialogue.calibrated import CurvePoint as CalibratedPoint
 from kinds.dialogue.metrics import CurvePoint, MethodScores
 from kinds.dialogue.pairwise_mode import PairRates
 from kinds.dialogue.result import DialogueResult
@@ -17,8 +18,10 @@ Curve = Literal["al_curve", "binary_curve"]  # a method's per-round curves
 
 
 def curve_figure(result: DialogueResult, key: Curve, title: str, y_title: str, colours: dict[str, str]) -> dict:
-    """Line chart of a per-round curve (AL(k) or BAR(k)) for every method, with its 95% band."""
+    """Line chart of a per-round curve (AL(k) or BAR(k)) for every method, with its 95% band; AL(k) calibrated to
+    people too, where the result has it."""
     traces = []
+    calibrated = result["calibration"]["methods"] if key == "al_curve" and "calibration" in result else {}
     for name, m in result["methods"].items():
         points = m[key] or []  # BAR(k) is drawn only when the rubric asks a yes/no question
         traces.extend(_band(points, name, colours[name]))
@@ -27,7 +30,26 @@ def curve_figure(result: DialogueResult, key: Curve, title: str, y_title: str, c
                        "x": [p["round"] for p in points], "y": [p["value"] for p in points],
                        "customdata": [p.get("n") for p in points],
                        "hovertemplate": "k=%{x}: %{y:.1f} (n=%{customdata})<extra>" + name + "</extra>"})
+        curve = calibrated.get(name, {}).get("al_curve")
+        if curve and curve["points"]:
+            traces.append(_calibrated_curve(curve["points"], name, colours[name]))
     return {"data": traces, "layout": base_layout(title, _("Round k"), y_title, [0, 100])}
+
+
+def _calibrated_curve(points: list[CalibratedPoint], name: str, colour: str) -> dict:
+    """A method's AL(k) calibrated to people: dotted, each round's 95% interval as an error bar."""
+    label = _("%(method)s, calibrated to people", method=name)
+    return {"type": "scatter", "mode": "lines+markers", "name": plain(label), "legendgroup": name,
+            "line": {"color": colour, "dash": "dot"}, "marker": {"color": colour, "symbol": "diamond", "size": 7},
+            "x": [p["round"] for p in points], "y": [p["value"] for p in points],
+            "error_y": {"type": "data", "symmetric": False, "color": colour, "thickness": 1.5, "width": 4,
+                        "array": [None if p["high"] is None or p["value"] is None else p["high"] - p["value"]
+                                  for p in points],
+                        "arrayminus": [None if p["low"] is None or p["value"] is None else p["value"] - p["low"]
+                                       for p in points]},
+            "customdata": [p["n_rated"] for p in points],
+            "hovertemplate": "k=%{x}: %{y:.1f} (" + _("rated") + ": %{customdata})<extra>" + plain(label)
+                             + "</extra>"}
 
 
 def _rgba(colour: str, alpha: float) -> str:

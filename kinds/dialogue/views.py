@@ -5,6 +5,7 @@ from typing import Final, Mapping
 
 from judge import judge_labels, split_mode
 from kinds.dialogue import figures, result_rubric
+from kinds.dialogue.calibrated import ReversedOrder, UninformativeJudge
 from kinds.dialogue.format import read_session
 from kinds.dialogue.metrics import MethodScores
 from kinds.dialogue.prompts import MODES
@@ -155,7 +156,20 @@ def with_methods(result: DialogueResult, methods: list[str]) -> DialogueResult:
     if result.get("length_bias"):  # its numbers are the whole evaluation's; the scatter shows the chosen methods
         bias = result["length_bias"]
         narrowed["length_bias"] = {**bias, "points": {m: p for m, p in bias["points"].items() if m in keep}}
+    if "calibration" in result:
+        calibrated = result["calibration"]
+        narrowed["calibration"] = {
+            **calibrated, "methods": {m: f for m, f in calibrated["methods"].items() if m in keep},
+            "differences": [d for d in calibrated["differences"] if d["a"] in keep and d["b"] in keep],
+            "warnings": [w for w in calibrated["warnings"] if _names(w) <= keep]}
     return narrowed
+
+
+def _names(warning: ReversedOrder | UninformativeJudge) -> set[str]:
+    """The methods a calibration warning is about."""
+    if warning["code"] == "uninformative_judge":
+        return {warning["method"]}
+    return {warning["a"], warning["b"]}
 
 
 def failures(record: dict, store) -> list[dict]:
@@ -182,7 +196,8 @@ def method_toggles(all_methods: list[str], chosen: list[str]) -> list[dict]:
 
 def result_tables(result: DialogueResult) -> dict:
     """The tables a result is shown with (best values, rounds, difference matrices: the binary one when the rubric
-    asks a yes/no question), and its rubric's page values (result_rubric.page_values), for page and report."""
+    asks a yes/no question, the figures calibrated to people), and its rubric's page values
+    (result_rubric.page_values), for page and report."""
     rubric = result_rubric.of(result)
     metrics = ("fine", "binary") if result_rubric.has_binary(rubric) else ("fine",)
     consistency = result.get("consistency")
@@ -192,7 +207,13 @@ def result_tables(result: DialogueResult) -> dict:
                                             (consistency["by_judge"] if consistency else {}).values()
                                             for c in per_method.values()),
             "matrices": {metric: comparison_matrix(result, metric) for metric in metrics},
-            **result_rubric.page_values(rubric)}
+            "calibrated": calibrated_figures(result), **result_rubric.page_values(rubric)}
+
+
+def calibrated_figures(result: DialogueResult) -> list[str]:
+    """The methods table's figures that have calibrated counterparts ("avg", "binary_rate"): those people rated."""
+    methods = result["calibration"]["methods"].values() if "calibration" in result else []
+    return [metric for metric in ("avg", "binary_rate") if any(metric in m for m in methods)]
 
 
 def _difference(first, second) -> float | None:

@@ -3,7 +3,10 @@ calibrated paired differences and the warnings, checked against kinds/calibratio
 data, and the judge-only figures against the methods table's own."""
 from __future__ import annotations
 
+import html
 import io
+import json
+import re
 
 import numpy as np
 import pytest
@@ -270,12 +273,13 @@ def marked_upload(client) -> str:
 
 def people_file() -> tuple[str, dict]:
     """alice and bob rate the replies of s0, s1, s2, s4, s6 and s8 (bob only A's); their mean total, and alice's
-    verdicts (bob gives none). People rate A 15 below the judge and B 5 above it. Returns the CSV, and per reply
-    people's (total, verdict)."""
+    verdicts (bob gives none). People rate A 15 below the judge and B 5 above it, and answer B's yes/no question as
+    the judge but in round 2 of s0-s4. Returns the CSV, and per reply people's (total, verdict)."""
     rows, means = ["rater,session_id,round,method,total,binary"], {}
     for sid in ("s0", "s1", "s2", "s4", "s6", "s8"):
         for k, (a, ka, b, kb) in enumerate(MARKED[sid], 1):
-            for m, total, keep in (("A", a - 15, int(ka)), ("B", b + 5, 1 - int(kb) if k == 2 else int(kb))):
+            flip = k == 2 or sid == "s1"
+            for m, total, keep in (("A", a - 15, int(ka)), ("B", b + 5, 1 - int(kb) if flip else int(kb))):
                 alice, bob = total - 2 * (k % 2), total + 2 * (k % 2)
                 rows.append(f"alice,{sid},{k},{m},{alice},{keep}")
                 if m == "A":
@@ -284,16 +288,24 @@ def people_file() -> tuple[str, dict]:
     return "\n".join(rows) + "\n", means
 
 
-def test_the_calibration_block_through_the_api(client, judge_server):
-    upload_id = marked_upload(client)
-    done = wait_for(client, client.post("/api/evaluations", json={"upload_id": upload_id}).get_json()["id"])
+def judged(client) -> str:
+    """A finished evaluation of MARKED by the local judge."""
+    done = wait_for(client, client.post("/api/evaluations", json={"upload_id": marked_upload(client)}).get_json()["id"])
     assert done["status"] == "done", done
-    evaluation_id = done["id"]
-    assert "calibration" not in client.get(f"/evaluations/{evaluation_id}.json").get_json()
-    text, people = people_file()
+    return done["id"]
+
+
+def add_people(client, evaluation_id: str, text: str) -> None:
     answer = client.post(f"/api/evaluations/{evaluation_id}/human-ratings",
                          data={"file": (io.BytesIO(text.encode()), "people.csv")}, content_type="multipart/form-data")
     assert answer.status_code == 200, answer.get_json()
+
+
+def test_the_calibration_block_through_the_api(client, judge_server):
+    evaluation_id = judged(client)
+    assert "calibration" not in client.get(f"/evaluations/{evaluation_id}.json").get_json()
+    text, people = people_file()
+    add_people(client, evaluation_id, text)
     result = client.get(f"/evaluations/{evaluation_id}.json").get_json()
     block = result["calibration"]
     assert (block["rater"], block["min_rated"]) == ("judge-test", 2)
@@ -333,7 +345,7 @@ def test_the_calibration_block_through_the_api(client, judge_server):
         {"code": "reversed_order", "metric": "avg", "a": "B", "b": "A",
          "calibrated": {m: avg[m]["calibrated"]["value"] for m in ("B", "A")},
          "judge": {m: avg[m]["judge"]["value"] for m in ("B", "A")}, "significant": ab["calibrated"]["high"] < 0}]
-    # people's totals follow the judge's; their verdicts of B go against its in round 2: there its weight is 0
+    # people's totals follow the judge's; their verdicts of B go against its in round 2: there its weight is low
     weights = {(m, metric): block["methods"][m][metric]["calibrated"]["weight"]
                for m in ("A", "B") for metric in ("avg", "binary_rate")}
     assert min(weights[("A", "avg")], weights[("B", "avg")]) > 0.3 and weights[("B", "binary_rate")] < 0.1
@@ -357,3 +369,97 @@ def test_a_panel_is_calibrated_as_the_methods_table_shows_it(client, judge_serve
         assert figures["avg"]["judge"]["value"] == pytest.approx(result["methods"][m]["avg"], rel=1e-12)
         assert figures["binary_rate"]["judge"]["value"] == pytest.approx(result["methods"][m]["binary_rate"])
         assert figures["avg"]["judge"]["value"] != pytest.approx(result["by_judge"]["judge-a"]["methods"][m]["avg"])
+
+
+def figures_of(page: str) -> dict:
+    """The page's charts (the JSON the page draws them from)."""
+    return json.loads(html.unescape(re.search(r'<script id="figures" type="application/json"[^>]*>(.*?)</script>',
+                                              page, re.S).group(1)))
+
+
+def row_of(page: str, method: str) -> str:
+    """The methods table's row of a method, its markup without line breaks and indentation."""
+    table = page[page.index('<table class="grid metrics">'):]
+    row = re.search(r'<tr>\s*<th scope="row"><span class="swatch"[^>]*></span>' + method + r'</th>(.*?)</tr>',
+                    table, re.S).group(1)
+    return re.sub(r"\s*\n\s*", "", row)
+
+
+def shown(e: dict) -> str:
+    """An estimate as a table cell shows it: its value over its interval."""
+    return f'{e["value"]:.1f}<br><small class="hint">[{e["low"]:.1f}, {e["high"]:.1f}]</small>'
+
+
+def test_the_result_page_shows_the_calibrated_figures(client, judge_server):
+    evaluation_id = judged(client)
+    page = client.get(f"/evaluations/{evaluation_id}").get_data(as_text=True)
+    assert "calibrated" not in page and "calibration-warnings" not in page
+    text, _people = people_file()
+    add_people(client, evaluation_id, text)
+    block = client.get(f"/evaluations/{evaluation_id}.json").get_json()["calibration"]
+    page = client.get(f"/evaluations/{evaluation_id}").get_data(as_text=True)
+    # the methods table: AVG and the rate each as the judge's (with its bootstrap CI), people's and calibrated
+    assert "<th>judge</th><th>95% CI</th><th>people</th><th>calibrated</th>" in re.sub(r"\s*\n\s*", "", page)
+    for m in ("A", "B"):
+        row = row_of(page, m)
+        for metric in ("avg", "binary_rate"):
+            f = block["methods"][m][metric]
+            assert f"<td>{shown(f['people'])}</td>" in row and shown(f["calibrated"]) in row, (m, metric, row)
+            assert f"weight {f['calibrated']['weight']:.2f}; 16 of 26 replies rated" in row
+    # the curves, drawn dotted with their error bars
+    assert "The AL(k) chart shows the calibrated curve of A, B, dotted, with 95% error bars." in page
+    traces = {t["name"]: t for t in figures_of(page)["al_curve"]["data"] if t.get("name")}
+    for m in ("A", "B"):
+        points = block["methods"][m]["al_curve"]["points"]
+        trace = traces[f"{m}, calibrated to people"]
+        assert trace["x"] == [1, 2, 3] and trace["y"] == [p["value"] for p in points]
+        assert trace["error_y"]["array"] == pytest.approx([p["high"] - p["value"] for p in points])
+        assert trace["error_y"]["arrayminus"] == pytest.approx([p["value"] - p["low"] for p in points])
+    assert "calibrated to people" not in json.dumps(figures_of(page)["binary_curve"])
+    # the warnings, in words, with their figures
+    avg = {m: block["methods"]["B" if m == "B" else "A"]["avg"] for m in ("A", "B")}
+    rate = block["methods"]["B"]["binary_rate"]["calibrated"]
+    assert (f"Calibrated to people, B ranks above A on AVG ({avg['B']['calibrated']['value']:.1f} against "
+            f"{avg['A']['calibrated']['value']:.1f}), but the judge ranks it below ({avg['B']['judge']['value']:.1f} "
+            f"against {avg['A']['judge']['value']:.1f}).") in page
+    assert "The calibrated difference's 95% interval includes 0: people's ratings do not settle the order." \
+        in page
+    assert (f"For B's Keep-chatting rate the judge tells almost nothing of people's ratings (weight "
+            f"{rate['weight']:.2f}, below 0.1): its calibrated figure rests on the rated replies alone.") in page
+    # the paired differences calibrated, beside the judge's
+    card = page[page.index('id="calibrated-differences"'):]
+    card = re.sub(r"\s*\n\s*", "", card[:card.index("</section>")])
+    for d in block["differences"]:
+        e = d["calibrated"]
+        star = "*" if e["low"] > 0 or e["high"] < 0 else ""
+        assert (f'<tr><th scope="row">A − B</th><td>{"AVG" if d["metric"] == "avg" else "Keep-chatting rate"}</td>'
+                f'<td>{d["judge"]["diff"]:.1f} <span class="hint">[{d["judge"]["ci95"][0]:.1f}, '
+                f'{d["judge"]["ci95"][1]:.1f}]</span></td><td>{e["value"]:.1f}{star} <span class="hint">'
+                f'[{e["low"]:.1f}, {e["high"]:.1f}]</span></td><td>{e["n_rated"]}</td><td>{e["weight"]:.2f}</td></tr>'
+                ) in card, card
+    # one method shown: its figures, no warning nor difference about the other
+    one = client.get(f"/evaluations/{evaluation_id}?methods=A").get_data(as_text=True)
+    assert shown(block["methods"]["A"]["avg"]["calibrated"]) in row_of(one, "A")
+    assert "calibration-warnings" not in one and "calibrated-differences" not in one
+    assert "The AL(k) chart shows the calibrated curve of A, dotted" in one
+    # the offline report shows the same
+    report = client.get(f"/evaluations/{evaluation_id}/report.html").get_data(as_text=True)
+    assert shown(block["methods"]["B"]["avg"]["calibrated"]) in row_of(report, "B")
+    assert 'id="calibration-warnings"' in report and 'id="calibrated-differences"' in report
+
+
+def test_the_page_says_why_a_calibrated_curve_is_missing(client, judge_server):
+    evaluation_id = judged(client)
+    text, _people = people_file()
+    # B's round 3 rated in s0 only
+    kept = [line for line in text.splitlines() if ",B," not in line or ",3,B," not in line or ",s0," in line]
+    add_people(client, evaluation_id, "\n".join(kept) + "\n")
+    block = client.get(f"/evaluations/{evaluation_id}.json").get_json()["calibration"]
+    assert block["methods"]["B"]["al_curve"] == {"points": [], "reason": "too_few_rated", "round": 3, "rated": 1}
+    page = client.get(f"/evaluations/{evaluation_id}").get_data(as_text=True)
+    assert ("No calibrated AL(k) curve for B: its round 3 has 1 rated reply, and each round needs 2." in page)
+    assert "The AL(k) chart shows the calibrated curve of A, dotted" in page
+    row = row_of(page, "B")
+    assert '<td title="13 of 26 replies rated">—<br><small class="hint">too few ratings</small></td>' in row
+    names = [t.get("name") for t in figures_of(page)["al_curve"]["data"]]
+    assert "A, calibrated to people" in names and "B, calibrated to people" not in names
