@@ -463,3 +463,9 @@ def test_the_page_says_why_a_calibrated_curve_is_missing(client, judge_server):
     assert '<td title="13 of 26 replies rated">—<br><small class="hint">too few ratings</small></td>' in row
     names = [t.get("name") for t in figures_of(page)["al_curve"]["data"]]
     assert "A, calibrated to people" in names and "B, calibrated to people" not in names
+    # in Chinese and Korean
+    zh = client.get(f"/evaluations/{evaluation_id}", headers={"Accept-Language": "zh"}).get_data(as_text=True)
+    assert "B 没有校准后的 AL(k) 曲线：它的第 3 轮只有 1 条已评分回复，而每一轮至少需要 2 条。" in zh
+    assert "人工评分过少" in row_of(zh, "B") and "A（按人工评分校准）" in json.dumps(figures_of(zh), ensure_ascii=False)
+    ko = client.get(f"/evaluations/{evaluation_id}", headers={"Accept-Language": "ko"}).get_data(as_text=True)
+    assert "B의 보정된 AL(k) 곡선이 없습니다: 3라운드에 평가된 응답이 1개뿐이며, 각 라운드에는 2개가 필요합니다." in ko
