@@ -7,9 +7,10 @@ and each of its views, the offline report, the list, each kind's compare, the co
 settings, the rubrics and one rubric's page, the references page, a share link and its views, a dialogue result's
 Ask people page and a rating link's pages, a conversation result
 with behaviour labels (the paper's analysis), its labelling pages and the humanness page, and the "not found" page
-(a dialogue session's detail is a fragment the result page loads into itself: it is audited there). Each page is loaded once per language in
-that language's browser context; axe runs on it, then the window is resized to each width and the clipped elements
-measured. The keyboard test tabs through a result page.
+(a dialogue session's detail is a fragment the result page loads into itself: it is audited there); and a dialogue
+result with people's ratings, its figures calibrated to people, and its offline report. Each page is loaded once per
+language in that language's browser context; axe runs on it, then the window is resized to each width and the
+clipped elements measured. The keyboard test tabs through a result page.
 """
 from __future__ import annotations
 
@@ -286,21 +287,91 @@ def open_in(contexts, server, pages, name: str, language: str, request=None):  #
     return page
 
 
+def audit(page, name: str, language: str) -> None:
+    """axe-core finds no critical or serious violation on the page, and nothing is clipped at any of WIDTHS."""
+    found = axe_violations(page)
+    assert not found, f"{name} in {language} ({page.url}):\n" + "\n".join(found)
+    clipped = {}
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(50)  # Plotly redraws on resize
+        if found := page.evaluate(CLIPPED):
+            clipped[width] = found
+    assert not clipped, f"clipped on {name} in {language} ({page.url}): {clipped}"
+
+
 @pytest.mark.parametrize("language", LANGUAGES)
 @pytest.mark.parametrize("name", PAGES)
 def test_page_has_no_serious_violation_and_nothing_clipped(contexts, server, pages, name, language,  # noqa: F811
                                                            request):
     page = open_in(contexts, server, pages, name, language, request)
     try:
-        found = axe_violations(page)
-        assert not found, f"{name} in {language} ({page.url}):\n" + "\n".join(found)
-        clipped = {}
-        for width in WIDTHS:
-            page.set_viewport_size({"width": width, "height": 900})
-            page.wait_for_timeout(50)  # Plotly redraws on resize
-            if found := page.evaluate(CLIPPED):
-                clipped[width] = found
-        assert not clipped, f"clipped on {name} in {language} ({page.url}): {clipped}"
+        audit(page, name, language)
+    finally:
+        page.close()
+
+
+def calibrated_evaluation(server) -> str:
+    """An evaluation of sample_data.jsonl with people's ratings (issue 40, item 4): two raters rate sessions 0, 1,
+    2, 4 and 6, each reply but CoT's round 7 of session 6 (CoT has no calibrated AVG nor curve: its round 7 has one
+    rated reply). People rate Base 30 above the judge and PersonaSteer 30 below it (their calibrated order reverses
+    the judge's), and answer PersonaSteer's yes/no question against the judge (the judge tells nothing of it)."""
+    import hashlib
+    import json
+
+    evaluation_id = server.evaluate(server.upload(SAMPLE.read_bytes(), "calibrated.jsonl"))["id"]
+    sessions = server.call(f"/api/evaluations/{evaluation_id}/sessions?per_page=50")["sessions"]
+    rows = ["rater,session_id,round,method,total,binary,style"]
+    for number, session in enumerate(sessions):
+        if number not in (0, 1, 2, 4, 6):
+            continue
+        for rnd in session["rounds"]:
+            for method, judged in rnd["methods"].items():
+                if (method, number, rnd["round"]) == ("CoT", 6, 7):
+                    continue
+                total, verdict = judged["fine"]["total"], judged["binary"]["verdict"]
+                shift = {"Base": 30, "PersonaSteer": -30}.get(method, 0)
+                for rater, spread in (("Ana", -4), ("Bo", 4)):
+                    noise = int(hashlib.sha256(f"{rater}{session['session_id']}{rnd['round']}{method}".encode())
+                                .hexdigest(), 16) % 9 - 4
+                    value = min(100, max(0, total + shift + spread + noise))
+                    keep = 1 - verdict if method == "PersonaSteer" else verdict
+                    rows.append(f"{rater},{session['session_id']},{rnd['round']},{method},{value},{keep},"
+                                f"{min(20, max(0, round(value / 5)))}")
+    boundary = "calibratedboundary"
+    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"people.csv\"\r\n"
+            "Content-Type: text/csv\r\n\r\n" + "\n".join(rows) + f"\n\r\n--{boundary}--\r\n").encode()
+    server.call(f"/api/evaluations/{evaluation_id}/human-ratings", body,
+                {"Content-Type": f"multipart/form-data; boundary={boundary}"})
+    calibration = server.call(f"/api/evaluations/{evaluation_id}")["result"]["calibration"]
+    assert {w["code"] for w in calibration["warnings"]} == {"reversed_order", "uninformative_judge"}, \
+        json.dumps(calibration["warnings"])
+    return evaluation_id
+
+
+@pytest.fixture(scope="module")
+def calibrated_pages(server, tmp_path_factory) -> dict[str, str]:  # noqa: F811
+    """A result page and its offline report with the figures calibrated to people."""
+    evaluation_id = calibrated_evaluation(server)
+    report = tmp_path_factory.mktemp("calibrated") / "report.html"
+    report.write_text(_get(server, f"/evaluations/{evaluation_id}/report.html"), "utf-8")
+    return {"calibrated result": f"/evaluations/{evaluation_id}", "calibrated report": report.as_uri()}
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+@pytest.mark.parametrize("name", ("calibrated result", "calibrated report"))
+def test_a_result_calibrated_to_people_has_no_serious_violation_and_nothing_clipped(contexts, server,  # noqa: F811
+                                                                                     calibrated_pages, name, language):
+    page = open_in(contexts, server, calibrated_pages, name, language)
+    try:
+        # what is audited: the calibrated rows, the warnings, the paired differences and the calibrated curves
+        assert page.locator("tr.calibrated-row").count() == 6 and page.locator("#calibration-warnings li").count() == 2
+        assert page.locator("#calibrated-differences tbody tr").count() == 6
+        page.locator("#chart-al").scroll_into_view_if_needed()  # charts are drawn as they come into view
+        page.wait_for_selector("#chart-al .scatterlayer .trace")
+        # each method's band (two edges) and curve, and the calibrated curves of Base and PersonaSteer
+        assert page.locator("#chart-al .scatterlayer .trace").count() == 3 * 2 + 3 + 2
+        audit(page, name, language)
     finally:
         page.close()
 

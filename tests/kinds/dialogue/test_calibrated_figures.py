@@ -377,17 +377,25 @@ def figures_of(page: str) -> dict:
                                               page, re.S).group(1)))
 
 
-def row_of(page: str, method: str) -> str:
-    """The methods table's row of a method, its markup without line breaks and indentation."""
-    table = page[page.index('<table class="grid metrics">'):]
-    row = re.search(r'<tr>\s*<th scope="row"><span class="swatch"[^>]*></span>' + method + r'</th>(.*?)</tr>',
-                    table, re.S).group(1)
-    return re.sub(r"\s*\n\s*", "", row)
+def rows_of(page: str, method: str) -> tuple[str, str, str]:
+    """The methods table's rows of a method: its own (the judge's figures), people's and the calibrated figures' under
+    it (when the result has them), each without line breaks and indentation."""
+    table = re.sub(r"\s*\n\s*", "", page[page.index('<table class="grid metrics">'):])
+    found = re.search(r'<th scope="row"><span class="swatch"[^>]*></span>' + method + r'</th>(.*?)</tr>'
+                      r'(?:<tr class="calibrated-row people"><th scope="row" aria-label="[^"]*">[^<]*</th>(.*?)</tr>'
+                      r'<tr class="calibrated-row calibrated"><th scope="row" aria-label="[^"]*">[^<]*</th>(.*?)</tr>)?',
+                      table)
+    return found.group(1), found.group(2) or "", found.group(3) or ""
 
 
-def shown(e: dict) -> str:
-    """An estimate as a table cell shows it: its value over its interval."""
-    return f'{e["value"]:.1f}<br><small class="hint">[{e["low"]:.1f}, {e["high"]:.1f}]</small>'
+def shown(e: dict, interval: bool = True) -> str:
+    """An estimate as the methods table shows it: its value, then (unless hidden) its interval in the next column."""
+    if e["value"] is None:
+        return f'<td title="{e["n_rated"]} of {e["n_judged"]} replies rated">—</td>' + (
+            '<td><span class="hint">too few ratings</span></td>' if interval else "")
+    weight = f'weight {e["weight"]:.2f}; ' if e["weight"] is not None else ""
+    return (f'<td title="{weight}{e["n_rated"]} of {e["n_judged"]} replies rated">{e["value"]:.1f}</td>'
+            + (f'<td>[{e["low"]:.1f}, {e["high"]:.1f}]</td>' if interval else ""))
 
 
 def test_the_result_page_shows_the_calibrated_figures(client, judge_server):
@@ -398,14 +406,18 @@ def test_the_result_page_shows_the_calibrated_figures(client, judge_server):
     add_people(client, evaluation_id, text)
     block = client.get(f"/evaluations/{evaluation_id}.json").get_json()["calibration"]
     page = client.get(f"/evaluations/{evaluation_id}").get_data(as_text=True)
-    # the methods table: AVG and the rate each as the judge's (with its bootstrap CI), people's and calibrated
-    assert "<th>judge</th><th>95% CI</th><th>people</th><th>calibrated</th>" in re.sub(r"\s*\n\s*", "", page)
+    # the methods table: under each method's row (the judge's figures), people's and the calibrated ones, each in the
+    # column of the judge's AVG and rate, its interval in the interval's column; nothing in the other columns
     for m in ("A", "B"):
-        row = row_of(page, m)
-        for metric in ("avg", "binary_rate"):
-            f = block["methods"][m][metric]
-            assert f"<td>{shown(f['people'])}</td>" in row and shown(f["calibrated"]) in row, (m, metric, row)
-            assert f"weight {f['calibrated']['weight']:.2f}; 16 of 26 replies rated" in row
+        judge, people, calibrated = rows_of(page, m)
+        figures = block["methods"][m]
+        assert judge.startswith(f'<td class="best">{figures["avg"]["judge"]["value"]:.1f}</td>' if m == "A" else
+                                f'<td>{figures["avg"]["judge"]["value"]:.1f}</td>')
+        for source, row in (("people", people), ("calibrated", calibrated)):
+            assert row == (shown(figures["avg"][source]) + "<td></td>" * 5 + shown(figures["binary_rate"][source])
+                           + "<td></td>" * 3), (m, source, row)
+        assert f"weight {figures['avg']['calibrated']['weight']:.2f}; 16 of 26 replies rated" in calibrated
+    assert 'aria-label="A: people"' in page and 'aria-label="B: calibrated"' in page
     # the curves, drawn dotted with their error bars
     assert "The AL(k) chart shows the calibrated curve of A, B, dotted, with 95% error bars." in page
     traces = {t["name"]: t for t in figures_of(page)["al_curve"]["data"] if t.get("name")}
@@ -432,19 +444,19 @@ def test_the_result_page_shows_the_calibrated_figures(client, judge_server):
     for d in block["differences"]:
         e = d["calibrated"]
         star = "*" if e["low"] > 0 or e["high"] < 0 else ""
-        assert (f'<tr><th scope="row">A − B</th><td>{"AVG" if d["metric"] == "avg" else "Keep-chatting rate"}</td>'
+        assert (f'<tr><th scope="row">A − B</th><td class="figure">{"AVG" if d["metric"] == "avg" else "Keep-chatting rate"}</td>'
                 f'<td>{d["judge"]["diff"]:.1f} <span class="hint">[{d["judge"]["ci95"][0]:.1f}, '
                 f'{d["judge"]["ci95"][1]:.1f}]</span></td><td>{e["value"]:.1f}{star} <span class="hint">'
                 f'[{e["low"]:.1f}, {e["high"]:.1f}]</span></td><td>{e["n_rated"]}</td><td>{e["weight"]:.2f}</td></tr>'
                 ) in card, card
     # one method shown: its figures, no warning nor difference about the other
     one = client.get(f"/evaluations/{evaluation_id}?methods=A").get_data(as_text=True)
-    assert shown(block["methods"]["A"]["avg"]["calibrated"]) in row_of(one, "A")
+    assert shown(block["methods"]["A"]["avg"]["calibrated"]) in rows_of(one, "A")[2]
     assert "calibration-warnings" not in one and "calibrated-differences" not in one
     assert "The AL(k) chart shows the calibrated curve of A, dotted" in one
     # the offline report shows the same
     report = client.get(f"/evaluations/{evaluation_id}/report.html").get_data(as_text=True)
-    assert shown(block["methods"]["B"]["avg"]["calibrated"]) in row_of(report, "B")
+    assert shown(block["methods"]["B"]["avg"]["calibrated"]) in rows_of(report, "B")[2]
     assert 'id="calibration-warnings"' in report and 'id="calibrated-differences"' in report
 
 
@@ -459,13 +471,19 @@ def test_the_page_says_why_a_calibrated_curve_is_missing(client, judge_server):
     page = client.get(f"/evaluations/{evaluation_id}").get_data(as_text=True)
     assert ("No calibrated AL(k) curve for B: its round 3 has 1 rated reply, and each round needs 2." in page)
     assert "The AL(k) chart shows the calibrated curve of A, dotted" in page
-    row = row_of(page, "B")
-    assert '<td title="13 of 26 replies rated">—<br><small class="hint">too few ratings</small></td>' in row
+    people, calibrated = rows_of(page, "B")[1:]
+    assert calibrated.startswith('<td title="13 of 26 replies rated">—</td><td><span class="hint">too few ratings'
+                                 '</span></td>')
+    assert people.startswith(shown(block["methods"]["B"]["avg"]["people"]))
+    # the columns hidden by the chooser are hidden in the rows under each method too
+    narrow = client.get(f"/evaluations/{evaluation_id}?cols=avg,binary_rate").get_data(as_text=True)
+    a = block["methods"]["A"]
+    assert rows_of(narrow, "A")[1] == shown(a["avg"]["people"], False) + shown(a["binary_rate"]["people"], False)
     names = [t.get("name") for t in figures_of(page)["al_curve"]["data"]]
     assert "A, calibrated to people" in names and "B, calibrated to people" not in names
     # in Chinese and Korean
     zh = client.get(f"/evaluations/{evaluation_id}", headers={"Accept-Language": "zh"}).get_data(as_text=True)
     assert "B 没有校准后的 AL(k) 曲线：它的第 3 轮只有 1 条已评分回复，而每一轮至少需要 2 条。" in zh
-    assert "人工评分过少" in row_of(zh, "B") and "A（按人工评分校准）" in json.dumps(figures_of(zh), ensure_ascii=False)
+    assert "人工评分过少" in rows_of(zh, "B")[2] and "A（按人工评分校准）" in json.dumps(figures_of(zh), ensure_ascii=False)
     ko = client.get(f"/evaluations/{evaluation_id}", headers={"Accept-Language": "ko"}).get_data(as_text=True)
     assert "B의 보정된 AL(k) 곡선이 없습니다: 3라운드에 평가된 응답이 1개뿐이며, 각 라운드에는 2개가 필요합니다." in ko
