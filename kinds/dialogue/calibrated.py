@@ -132,27 +132,28 @@ def _judge(cell: Mapping, field: str) -> float | None:
     return 100.0 * value if field == "verdict" else float(value)
 
 
-def strata(human: list[dict], cells: Mapping[tuple, Mapping], method: str, field: str) -> dict[int, Stratum]:
+def strata(human: list[dict], replies: list[tuple[str, int, Mapping]], method: str,
+           field: str) -> dict[int, Stratum]:
     """One method's rounds as calibration strata of a field ("total", "verdict" or a dimension key), with sessions:
-    the judge's values of every reply judged (`cells`: metrics.reply_cells), people's and the judge's of those people
-    rated too."""
+    the judge's values of every reply of the method judged (`replies`: session, round and its metrics.reply_cells
+    cell), people's and the judge's of those people rated too."""
     rated = {(r["session_id"], r["round"]): value for r in human
              if r["method"] == method and (value := _people(r, field)) is not None}
     judged: dict[int, list[tuple[str, float]]] = {}
-    for (session, rnd, cell_method), cell in cells.items():
-        if cell_method == method and (value := _judge(cell, field)) is not None:
+    for session, rnd, cell in replies:
+        if (value := _judge(cell, field)) is not None:
             judged.setdefault(rnd, []).append((session, value))
     out = {}
     for rnd in sorted(judged):
-        replies = sorted(judged[rnd])
-        both = [(session, value, rated[(session, rnd)]) for session, value in replies if (session, rnd) in rated]
-        out[rnd] = Stratum([j for _s, j, _p in both], [p for _s, _j, p in both], [v for _s, v in replies],
-                           [s for s, _j, _p in both], [s for s, _v in replies])
+        every = sorted(judged[rnd])
+        both = [(session, value, rated[(session, rnd)]) for session, value in every if (session, rnd) in rated]
+        out[rnd] = Stratum([j for _s, j, _p in both], [p for _s, _j, p in both], [v for _s, v in every],
+                           [s for s, _j, _p in both], [s for s, _v in every])
     return out
 
 
 def _missing(reason: str) -> Estimate:
-    """No estimate: a method without any reply judged for the figure."""
+    """An estimate that cannot be made (no reply judged or rated for it), saying why."""
     return {"value": None, "low": None, "high": None, "n_rated": 0, "n_judged": 0, "weight": None, "se": None,
             "reason": reason}
 
@@ -212,15 +213,20 @@ def calibration_block(human: list[dict], cells: Mapping[tuple, Mapping], methods
                       confidence: float = calibration.DEFAULT_CONFIDENCE) -> Calibration:
     """The `calibration` block from people's ratings per reply (rating_store.human_ratings), the headline rater's
     values of each reply as its figures read them (metrics.reply_cells) and its `comparisons`."""
-    gave = {field for row in human for field in ("total", "verdict", *dimensions) if row.get(field) is not None}
-    rounds = {m: {field: strata(human, cells, m, field) for field in gave} for m in methods}
+    asked = ("total", *(("verdict",) if has_binary else ()), *dimensions)
+    gave = {field for row in human for field in asked if row.get(field) is not None}
+    replies: dict[str, list[tuple[str, int, Mapping]]] = {m: [] for m in methods}
+    for (session, rnd, method), cell in cells.items():
+        if method in replies:
+            replies[method].append((session, rnd, cell))
+    rounds = {m: {field: strata(human, replies[m], m, field) for field in gave} for m in methods}
     per_method: dict[str, MethodCalibration] = {}
     for m in methods:
         mine: MethodCalibration = {}
         if "total" in gave:
             mine["avg"] = figure(list(rounds[m]["total"].values()), "equal", confidence)
             mine["al_curve"] = curve(rounds[m]["total"], confidence)
-        if has_binary and "verdict" in gave:
+        if "verdict" in gave:
             mine["binary_rate"] = figure(list(rounds[m]["verdict"].values()), "judged", confidence)
         if gave & set(dimensions):
             mine["dimensions"] = {d: figure(list(rounds[m][d].values()), "judged", confidence)

@@ -241,6 +241,15 @@ def test_warnings_a_reversed_order_and_an_uninformative_judge():
     assert weights[("B", "avg")] > 0.5  # B's people follow the judge: no warning for it
 
 
+def test_a_rubric_without_a_yes_no_question_has_no_rate():
+    records, _judge, _people, human = hand_built()
+    _table, comparisons = score_methods(records, METHODS, dimensions=DIMS, binary=False)
+    block = calibration_block(human, reply_cells(records, DIMS), METHODS, DIMS, False, "judge-x", comparisons)
+    assert [list(f) for f in block["methods"].values()] == [["avg", "al_curve", "dimensions"]] * 3
+    assert {d["metric"] for d in block["differences"]} == {"avg"}
+    assert {w["metric"] for w in block["warnings"]} == {"avg"}
+
+
 def test_without_anything_rated_that_the_judge_has():
     """A rating of a reply whose judgment failed is no rating of its total; one verdict is too few."""
     records, _judge, _people, _human = hand_built()
