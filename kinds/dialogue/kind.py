@@ -185,12 +185,13 @@ def _statistics(figures: ScoreAgreement | VerdictAgreement) -> list[tuple[str, A
     """A rater's figures against people on one score, by statistic, in the result's order."""
     if "kappa" in figures:
         return [("kappa", figures["kappa"]), ("alpha", figures["alpha"])]
-    return [("spearman", figures["spearman"]), ("alpha", figures["alpha"])]
+    # results kept before Pearson and Kendall were added lack them
+    return [(name, figures[name]) for name in ("spearman", "pearson", "kendall", "alpha") if name in figures]
 
 
 def _agreement_table(agreement: AgreementBlock) -> tuple[tuple, list[tuple]]:
-    """Every agreement figure (between a panel's judges, and with people) as (statistic, score, raters, value, low,
-    high, n) rows; a pair of judges has no kappa when the rubric asks no yes/no question."""
+    """Every agreement figure (between a panel's judges, with people, and among people) as (statistic, score, raters,
+    value, low, high, n) rows; a pair of judges has no kappa when the rubric asks no yes/no question."""
     header = ("statistic", "score", "raters", "value", "ci95_low", "ci95_high", "n")
     rows = [("krippendorff_alpha", field, "all judges", *_figure(a))
             for field, a in agreement.get("krippendorff_alpha", {}).items()]
@@ -210,8 +211,10 @@ def _agreement_table(agreement: AgreementBlock) -> tuple[tuple, list[tuple]]:
                  for score, figures in scores if figures for statistic, value in _statistics(figures)]
         ranking = human["ranking"]
         if label in ranking["kendall_tau"]:
-            rows.append(("kendall_tau_method_mean", ranking["by"], raters, ranking["kendall_tau"][label], None, None,
-                         None))
+            interval = ranking.get("kendall_tau_interval", {}).get(label)
+            rows.append(("kendall_tau_method_mean", ranking["by"], raters, ranking["kendall_tau"][label],
+                         *(_figure(interval)[1:] if interval else (None, None, None))))
+    rows += [("krippendorff_alpha", field, "people", *_figure(a)) for field, a in human.get("people", {}).items()]
     return header, rows
 
 
@@ -422,11 +425,12 @@ class DialogueKind(RecordsDialogues[DialogueResult], Paired[DialogueResult], Off
         rubric = rubric_store.of_evaluation(job.store, job.evaluation)
         judgments = judgment_frame(job.store.iter_judgments(evaluation_id, batch=CHUNK, columns=STORED),
                                    size=job.store.progress(evaluation_id)["total"], dimensions=rubric.keys)
+        people = rating_store.people_ratings(job.store, evaluation_id)  # each rater's; their mean per reply below
         return build_result(job.evaluation, job.upload, judgments,
                             job.store.usage(evaluation_id), job.judges or [job.config],
                             reply_lengths(job.path, job.evaluation["methods"]),
-                            rating_store.human_ratings(job.store, evaluation_id),
-                            dialogue_tables.reviews(job.store, evaluation_id), rubric)
+                            rating_store.by_reply(people), dialogue_tables.reviews(job.store, evaluation_id), rubric,
+                            per_rater=people)
 
     def prompt_templates(self, evaluation: dict, config: JudgeConfig, store: Store | None = None
                          ) -> dict[str, tuple[str, str]]:

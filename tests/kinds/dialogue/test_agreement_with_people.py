@@ -284,7 +284,14 @@ def test_human_agreement_gives_people_only_with_their_own_ratings():
         np.corrcoef([10, 20, 30, 40, 50], [11, 20, 31, 40, 51])[0, 1])
     rows = [person(name, f"s{i}", 1, "A", 10 * i + shift) for i in range(1, 6) for name, shift in (("a", 0), ("b", 2))]
     both = human_agreement(ratings, {"judge": cells}, ["A"], ("style",), n_boot=100, per_rater=rows)
-    assert {k: v for k, v in both.items() if k != "people"} == plain
+    assert {k: v for k, v in both.items() if k not in ("people", "scatter")} == {
+        k: v for k, v in plain.items() if k != "scatter"}
+    # without each person's rows a reply's mean stands for one rating; with them, its raters and their spread
+    assert plain["scatter"] == {"rater": "judge", "points": [
+        {"session_id": f"s{i}", "round": 1, "method": "A", "judge": 10 * i + i % 2, "people": 10 * i, "raters": 1,
+         "low": 10 * i, "high": 10 * i} for i in range(1, 6)]}
+    assert [(p["raters"], p["low"], p["high"]) for p in both["scatter"]["points"]] == [
+        (2, 10 * i, 10 * i + 2) for i in range(1, 6)]
     assert list(both["people"]) == ["total"]
     expected = krippendorff_alpha([[10 * i, 10 * i + 2] for i in range(1, 6)], "interval")
     assert both["people"]["total"]["value"] == pytest.approx(expected)
