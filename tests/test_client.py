@@ -312,7 +312,12 @@ def test_peoples_ratings_are_added_read_exported_and_deleted(live, tmp_path):
     assert [json.loads(line)["total"] for line in text.splitlines()] == [60.0, 59.0, 58.0, 57.0, 56.0]
     assert client.export_ratings(evaluation_id).splitlines()[0] == "rater,session_id,round,method,total,binary," \
         "style,content,naturalness,personalization,conversation"
-    assert client.delete_ratings(evaluation_id, rater="bob") == {"ratings": 11}
+    removed = client.delete_ratings(evaluation_id, rater="bob")
+    assert removed["ratings"] == 11 and removed["rescore"]["status"] == "done"
+    assert removed["agreement"]["by_rater"]["judge-test"]["total"]["spearman"]["n"] == 10  # alice's replies left
+    started = client.add_ratings(evaluation_id, verdicts, rater="carol", wait=False)
+    assert started["rescore"]["status"] in ("queued", "running", "done") and "agreement" not in started
+    assert client.wait_rescored(evaluation_id, timeout=60)["status"] == "done"
     with pytest.raises(ApiError) as missing:
         client.delete_ratings(evaluation_id, rater="bob")
     assert missing.value.status == 404 and missing.value.message == "There are no ratings by bob."
@@ -320,7 +325,8 @@ def test_peoples_ratings_are_added_read_exported_and_deleted(live, tmp_path):
     with pytest.raises(ApiError) as refused:
         client.add_ratings(evaluation_id, people)
     assert refused.value.status == 400 and "line 2 total: Line 2: 'total' must be a number" in str(refused.value)
-    assert client.delete_ratings(evaluation_id) == {"ratings": 0} and client.ratings(evaluation_id)["raters"] == []
+    emptied = client.delete_ratings(evaluation_id)
+    assert emptied["ratings"] == 0 and emptied["agreement"] is None and client.ratings(evaluation_id)["raters"] == []
 
 
 # -- the HTTP rules, against small servers of the test's own --------------------------------------------------

@@ -10,7 +10,7 @@ import click
 
 from common.contract import Flag
 from judge import JudgeConfig, Prompt, mode_key, panel_settings, sample_version, split_mode
-from kinds import search
+from kinds import host, search
 from kinds.agreement import Agreement
 from kinds.dialogue import (
     columns,
@@ -454,7 +454,8 @@ class DialogueKind(RecordsDialogues[DialogueResult], Paired[DialogueResult], Off
                 "bootstrap": {"seed": DEFAULT_SEED, "replicates": DEFAULT_N_BOOT}}
 
     def result_context(self, record: dict, args: Mapping, site: Site) -> dict:
-        """Colours, the methods and columns shown (`methods`, `cols` in the query), the tables and a page of sessions."""
+        """Colours, the methods and columns shown (`methods`, `cols` in the query), the tables, a page of sessions,
+        and the state of the rescore job updating the figures after people's ratings changed."""
         context = {"colours": method_colours(record["methods"]),
                    **result_rubric.page_values(result_rubric.of_record(record, site.store))}
         if record.get("result"):
@@ -469,6 +470,7 @@ class DialogueKind(RecordsDialogues[DialogueResult], Paired[DialogueResult], Off
             context.update(result=result, toggles=views.method_toggles(list(record["result"]["methods"]), chosen),
                            columns=columns.chosen(args, tables["rubric"], tables["by_round_dimensions"]),
                            human_info=rating_store.human_ratings_info(site.store, record["id"]),
+                           rescore=host.rescores().state(record["id"]),  # the figures, being updated
                            detail=views.session_list(record, args, site.store),
                            failures=views.failures(record, site.store), **tables)
         return context
