@@ -22,6 +22,7 @@ from kinds.dialogue import (
     rating_slice,
     rating_store,
     ratings_cli,
+    ratings_files,
     result_rubric,
     rubric_cli,
     rubric_files,
@@ -67,6 +68,7 @@ from kinds.kind import (
     StartRequest,
     StoredFile,
     TakesAttachments,
+    TakesRatings,
     as_flag,
     upload_as,
 )
@@ -232,7 +234,7 @@ def _pairwise_table(pairwise: Pairwise) -> tuple[tuple, list[tuple]]:
 
 
 class DialogueKind(RecordsDialogues[DialogueResult], Paired[DialogueResult], OfflineReport[DialogueResult],
-                   TakesAttachments, HoldsPersonas, OwnPages, OwnCommands):
+                   TakesAttachments, TakesRatings[DialogueResult], HoldsPersonas, OwnPages, OwnCommands):
     """PersonaSteer / ALOE / RLPA style JSONL: sessions of rounds, one reply per method per round."""
 
     name = "dialogue"
@@ -286,6 +288,18 @@ class DialogueKind(RecordsDialogues[DialogueResult], Paired[DialogueResult], Off
         under the rubric named (`rubric`, else the default one, or bare totals), and every reply of the methods it
         scores has its scores."""
         return imported.check(stream, filename, upload, options, site)
+
+    def attach_ratings(self, evaluation_id: str, stream: BinaryIO, filename: str, rater: str | None,
+                       site: Site) -> Report:
+        """A file of people's ratings (CSV or JSONL, docs/ratings.md) checked and kept as `ratings add` keeps it, in
+        place of the ratings of the raters it names; its report (its problems, when nothing was kept)."""
+        try:
+            report, _rows = ratings_files.attach(site.store, evaluation_id, stream, filename, rater)
+        except ratings_files.NotAttached as exc:
+            if exc.args[2] is not None:
+                return exc.args[2]
+            raise StartError(exc.args[1]) from exc
+        return report
 
     def personas(self, stream: BinaryIO) -> Iterator[dict]:
         """Each session's user: its session_id as persona_id, its profile and personality (no scenario nor
