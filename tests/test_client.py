@@ -447,6 +447,26 @@ def test_remote_mode_writes_the_same_result_as_local_mode(live, tmp_path):
     assert list(json.loads(quiet.stdout)["methods"]) == ["A"]
 
 
+def test_remote_mode_attaches_peoples_ratings_once_judged(live, tmp_path):
+    path, people = tmp_path / "log.jsonl", tmp_path / "people.csv"
+    path.write_bytes(dialogue_file())
+    people.write_text("session_id,round,method,total\ns0,1,A,40\ns1,1,B,60\ns2,2,A,55\n", encoding="utf-8")
+    env = cli_env(tmp_path, PSB_TOKEN=live.token)
+    rated = flask(f"flask --app app score {path} --server {live.url} --ratings {people} --rater dana", env)
+    assert rated.returncode == 0, rated.stderr
+    assert "People's ratings of people.csv attached; the evaluation was scored again." in rated.stderr
+    assert json.loads(rated.stdout)["agreement"]["human"]["ratings"] == 3  # the result scored again is printed
+    evaluation_id = next(line.split()[1] for line in rated.stderr.splitlines() if line.startswith("evaluation "))
+    assert [(r["rater"], r["ratings"]) for r in Client(live.url, live.token).ratings(evaluation_id)["raters"]] == [
+        ("dana", 3)]
+    people.write_text("session_id,round,method,total\ns0,1,A,500\n", encoding="utf-8")
+    refused = flask(f"flask --app app score {path} --server {live.url} --ratings {people}", env)
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert refused.stderr.splitlines()[-2:] == [
+        f"{people}: line 2 total: Line 2: 'total' must be a number from 0 to 100, found 500.",
+        "The ratings file has problems; nothing was attached."]
+
+
 def test_remote_mode_gates_like_local_mode(live, tmp_path):
     path = tmp_path / "log.jsonl"
     path.write_bytes(dialogue_file())

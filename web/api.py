@@ -12,7 +12,7 @@ from pipeline.evaluations import create_evaluation
 from pipeline.ingest import InvalidUpload, ingest
 from pipeline.judge_requests import RequestError
 from translations import _
-from web import get_judge_settings, get_runner, get_site, get_store, get_uploads, openapi
+from web import get_judge_settings, get_rescores, get_runner, get_site, get_store, get_uploads, openapi
 from web import schemas as S
 from web.compare import CompareError, load_runs, requested_ids
 from web.paired_view import PairedError, answer, choose_baseline, choose_correction
@@ -198,7 +198,7 @@ def rescore_state(evaluation_id: str):
     """The state of the evaluation's last rescore job (queued, running, done, failed, cancelled); 404 when it never
     had one. The pages and the API that change people's ratings start it and point here."""
     get_store().get_evaluation(evaluation_id, with_result=False) or abort(404)
-    state = current_app.extensions["rescores"].state(evaluation_id)
+    state = get_rescores().state(evaluation_id)
     if state is None:
         return jsonify({"error": _("Evaluation %(id)s has not been scored again.", id=evaluation_id)}), 404
     return jsonify(state)
