@@ -21,6 +21,7 @@ from pipeline import provenance
 from pipeline.evaluations import Evaluations
 from pipeline.ingest import stored_name
 from pipeline.job import Backend
+from pipeline.rescores import Rescores, Rescoring
 from pipeline.thread_backend import ThreadBackend
 from simulate.simulations import Simulations
 from storage import blobs, shared_secrets
@@ -122,9 +123,13 @@ def create_app(config: dict | None = None) -> Flask:
         runner = workers.add(evaluations)
     simulation_jobs = Simulations(store, uploads, runner, judge_settings.environ)
     simulations: Backend[Simulations] = workers.add(simulation_jobs) if workers else ThreadBackend(simulation_jobs)
+    # scoring a finished evaluation again (people's ratings changed), a job on the same backend
+    rescore_jobs = Rescores(evaluations)
+    rescores: Backend[Rescores] = workers.add(rescore_jobs) if workers else ThreadBackend(rescore_jobs)
     app.extensions["store"] = store
     app.extensions["runner"] = runner
     app.extensions["simulations"] = simulations
+    app.extensions["rescores"] = Rescoring(rescores)  # kinds/host.py's rescores(); its .backend runs them
     app.extensions["judge_settings"] = judge_settings
     app.extensions["uploads"], app.extensions["results"] = uploads, results
     app.extensions["site"] = Site(store, uploads, stored_name)  # what the kinds' pages read (kinds/host.py)
@@ -170,6 +175,7 @@ def create_app(config: dict | None = None) -> Flask:
             if not resumed:
                 resumed.append(runner.resume())
                 simulations.resume()
+                rescores.resume()
     return app
 
 
@@ -209,4 +215,5 @@ if __name__ == "__main__":
         logging.getLogger("personasteer").warning(note)
     application.extensions["runner"].resume()
     application.extensions["simulations"].resume()
+    application.extensions["rescores"].backend.resume()
     application.run(host=host, port=int(os.environ.get("PORT", "5000")), threaded=True, use_reloader=False)

@@ -275,15 +275,43 @@ class Client:
 
     # -- people's ratings (dialogue) ------------------------------------------------------------------------------
 
-    def add_ratings(self, evaluation_id: str, path: str | os.PathLike, rater: str | None = None) -> dict:
+    def add_ratings(self, evaluation_id: str, path: str | os.PathLike, rater: str | None = None, wait: bool = True,
+                    timeout: float | None = None) -> dict:
         """Attach a file of people's ratings (CSV or JSONL: session_id, round, method, an optional rater, and total,
         binary and/or the rubric's dimensions) to a finished dialogue evaluation, in place of the ratings of the
-        raters it names (its rows without a rater are `rater`'s, else the file's name); the evaluation is scored
-        again. Answers {ratings, replies, attached, raters, agreement}; ApiError with every problem of the file, each
-        with its line and column."""
+        raters it names (its rows without a rater are `rater`'s, else the file's name); a rescore job scores the
+        evaluation again. Answers {ratings, replies, attached, raters, rescore}; with `wait` (the default) once the
+        job is over (wait_rescored), with `agreement` added (the result's agreement.human). ApiError with every
+        problem of the file, each with its line and column."""
         path = Path(path)
-        return self._single(path.read_bytes(), path.name, None, {"rater": rater or ""},
-                            f"/api/evaluations/{_quote(evaluation_id)}/human-ratings")
+        answer = self._single(path.read_bytes(), path.name, None, {"rater": rater or ""},
+                              f"/api/evaluations/{_quote(evaluation_id)}/human-ratings")
+        return self._rescored(evaluation_id, answer, timeout) if wait else answer
+
+    def _rescored(self, evaluation_id: str, answer: dict, timeout: float | None) -> dict:
+        """An answer that started a rescore job, once the job is over: its last state, and `agreement`."""
+        state = self.wait_rescored(evaluation_id, timeout)
+        result = self.status(evaluation_id)["result"] or {}
+        return {**answer, "rescore": state, "agreement": (result.get("agreement") or {}).get("human")}
+
+    def rescore_state(self, evaluation_id: str) -> dict:
+        """The state of the evaluation's last rescore job, which attaching or removing people's ratings starts:
+        {status (queued, running, done, failed, cancelled), error, requested_at, finished_at}."""
+        return self._json("GET", f"/api/evaluations/{_quote(evaluation_id)}/rescore")
+
+    def wait_rescored(self, evaluation_id: str, timeout: float | None = None) -> dict:
+        """Poll until the evaluation's rescore job is over; its last state (ApiError 409 with its error when it
+        failed; TimeoutError after `timeout` seconds)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            state = self.rescore_state(evaluation_id)
+            if state["status"] == "failed":
+                raise ApiError(409, state["error"] or "scoring again failed", body=state)
+            if state["status"] not in ("queued", "running"):
+                return state
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"evaluation {evaluation_id} is still being scored again after {timeout} s")
+            time.sleep(self.poll_s)
 
     def ratings(self, evaluation_id: str, rater: str | None = None) -> dict:
         """Every rater's ratings of a dialogue evaluation (or one rater's): {raters: [{rater, ratings, sources,
@@ -303,11 +331,14 @@ class Client:
             Path(path).write_text(text, encoding="utf-8")
         return text
 
-    def delete_ratings(self, evaluation_id: str, rater: str | None = None) -> dict:
-        """Remove one rater's ratings (ApiError 404 when they have none), else every rater's; the evaluation is scored
-        again. Answers {ratings} (how many are left)."""
-        return self._json("DELETE", f"/api/evaluations/{_quote(evaluation_id)}/human-ratings",
-                          params={"rater": rater} if rater else None, idempotent=False)
+    def delete_ratings(self, evaluation_id: str, rater: str | None = None, wait: bool = True,
+                       timeout: float | None = None) -> dict:
+        """Remove one rater's ratings (ApiError 404 when they have none), else every rater's; a rescore job scores the
+        evaluation again. Answers {ratings (how many are left), rescore}; with `wait` (the default) once the job is
+        over, with `agreement` added as add_ratings does."""
+        answer = self._json("DELETE", f"/api/evaluations/{_quote(evaluation_id)}/human-ratings",
+                            params={"rater": rater} if rater else None, idempotent=False)
+        return self._rescored(evaluation_id, answer, timeout) if wait else answer
 
     def status(self, evaluation_id: str) -> dict:
         """An evaluation's status document: {id, status, progress, error, failure, result, ...}."""

@@ -55,6 +55,16 @@ class Problem(Answer):
     path: str | None = None
 
 
+class RescoreState(Answer):
+    """Scoring a finished evaluation again (a job, after people's ratings of it changed): its last request's state,
+    `finished_at` once it is over, `error` when it failed."""
+
+    status: Literal["queued", "running", "done", "failed", "cancelled"]
+    error: str | None
+    requested_at: str
+    finished_at: str | None
+
+
 class Refused(Error):
     """A refused file or request, with each problem found."""
 

@@ -11,8 +11,10 @@ What it gets of the host is typed here:
   (`Kind.tables`): the store creates them with its own schema steps and deletes an evaluation's rows with it.
 - `Files`: the stored files (uploads and whatever a kind keeps there, e.g. reference sets); `StoredFile`, one of them.
 - `Site`: the store and the stored files together, as a kind's pages and jobs see them.
-- `Runner`: what a kind's pages may ask of the evaluation runner (`rescore`).
-- For a kind's Flask pages: `store()`, `site()`, `runner()` (the running application's) and `csv_response`.
+- `Runner`: what a kind's pages may ask of the evaluation runner (`rescore`, in the foreground).
+- `Rescores`: scoring a finished evaluation again as a job (`later`: in the background; `now`; `state`).
+- For a kind's Flask pages: `store()`, `site()`, `runner()`, `rescores()` (the running application's) and
+  `csv_response`.
 """
 from __future__ import annotations
 
@@ -260,9 +262,31 @@ def site() -> Site:
     return current_app.extensions["site"]
 
 
+class Rescores(Protocol):
+    """Scoring finished evaluations again as jobs (pipeline/rescores.py's Rescoring), for a kind's pages."""
+
+    def later(self, evaluation_id: str) -> dict:
+        """Score it again in the background (a job on the evaluations' backend); its state at once: status, error,
+        requested_at, finished_at. JobFailed when it has not finished."""
+        ...
+
+    def now(self, evaluation_id: str) -> dict:
+        """Score it again in the foreground; the new result document (JobFailed if it cannot be)."""
+        ...
+
+    def state(self, evaluation_id: str) -> dict | None:
+        """The state of its last rescore (as `later` gives it), None when it never had one."""
+        ...
+
+
 def runner() -> Runner:
     """The running application's evaluations (the job type its backend runs, whichever backend it is)."""
     return current_app.extensions["runner"].job
+
+
+def rescores() -> Rescores:
+    """The running application's rescore jobs (on the backend the evaluations run on)."""
+    return current_app.extensions["rescores"]
 
 
 def csv_response(header: tuple, rows: Iterable[Iterable], filename: str) -> Response:

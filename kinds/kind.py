@@ -11,6 +11,7 @@ Every kind subclasses `Kind`, the core all of them implement; what only some kin
 - `Paired`: a scored kind whose runs pair sample by sample (paired differences, the row-level diff);
 - `OfflineReport`: a scored kind with its own self-contained report;
 - `TakesAttachments`: files attached to a stored upload (dialogue: another judge's scores);
+- `TakesRatings`: a scored kind whose finished evaluations take people's ratings from a file (dialogue);
 - `HoldsPersonas`: a simulation may take its simulated users from an upload of the kind;
 - `RecordsDialogues`: a judged kind whose files a simulation writes its conversations as;
 - `OwnPages`, `OwnCommands`: Flask pages and `flask --app app` commands of its own.
@@ -411,6 +412,20 @@ class TakesAttachments(Kind):
         ...
 
 
+class TakesRatings(Scored[ResultT]):
+    """A scored kind whose finished evaluations take people's ratings of their samples from a file (dialogue: people's
+    ratings of replies), which its result then compares the judge with and calibrates its figures to; `flask score
+    --ratings FILE` attaches one to the evaluation it made and scores it again."""
+
+    @abstractmethod
+    def attach_ratings(self, evaluation_id: str, stream: BinaryIO, filename: str, rater: str | None,
+                       site: Site) -> Report:
+        """Check a ratings file against a finished evaluation of this kind and keep its ratings (`rater`: whose its
+        rows that name none are); the report, whose problems name a line and a field (nothing is kept when it has
+        any). StartError when the evaluation cannot take ratings. The caller scores the evaluation again."""
+        ...
+
+
 class HoldsPersonas(Kind):
     """A kind a simulation may take its simulated users from (personas files; dialogue files, their sessions'
     users)."""
@@ -478,8 +493,8 @@ class OwnCommands(Kind):
 
 
 # The interface: the core every kind implements, then each capability a kind may declare, in the order the docs give.
-INTERFACE: tuple[type[Kind], ...] = (Kind, Scored, Judged, Paired, OfflineReport, TakesAttachments, HoldsPersonas,
-                                     RecordsDialogues, OwnPages, OwnCommands)
+INTERFACE: tuple[type[Kind], ...] = (Kind, Scored, Judged, Paired, OfflineReport, TakesAttachments, TakesRatings,
+                                     HoldsPersonas, RecordsDialogues, OwnPages, OwnCommands)
 
 
 def capabilities(kind: Kind) -> list[str]:

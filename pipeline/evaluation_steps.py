@@ -220,6 +220,13 @@ class Pipeline:
     def rescore(self, evaluation_id: str) -> dict:
         """Score a finished evaluation again from what is stored (after human ratings were attached, say) and keep
         the new document with the same status; JobFailed when it cannot be."""
+        document, evaluation = self.rescored(evaluation_id)
+        self.finish(evaluation_id, document, status=evaluation["status"], error=evaluation["error"])
+        return document
+
+    def rescored(self, evaluation_id: str) -> tuple[dict, dict]:
+        """A finished evaluation's result document made again from what is stored, not kept, and the evaluation as
+        it was read (its status to keep it with); JobFailed when it cannot be."""
         evaluation = self.store.get_evaluation(evaluation_id, with_result=False)
         if evaluation is None or evaluation["status"] not in FINISHED:
             raise JobFailed(_("Only a finished evaluation can be scored again."))
@@ -235,9 +242,7 @@ class Pipeline:
                                       base_url=settings.get("base_url"), api_key=PLACEHOLDER_API_KEY)
                           for settings in panel_settings(evaluation["settings"])]
             job.config = job.judges[0]
-        document = self.score(kind, job)
-        self.finish(evaluation_id, document, status=evaluation["status"], error=evaluation["error"])
-        return document
+        return self.score(kind, job), evaluation
 
     def score(self, kind: Scored, job: Job) -> dict:
         """The kind's result document of the job, with its provenance (pipeline/provenance.py) ending now; the

@@ -88,11 +88,18 @@ class ThreadBackend(Generic[J]):
 
     def run(self, job_id: str, on_progress: Progress | None = None) -> None:
         """Run one job to its end in this thread, recording a failure instead of raising. While the database cannot be
-        reached (a restart), it tries again every DATABASE_WAIT_S and goes on from where it stood."""
+        reached (a restart), it tries again every DATABASE_WAIT_S and goes on from where it stood. A job queued again
+        while it ran (a start that found it running here) is run again, so that no start is lost."""
+        while self._run_once(job_id, on_progress):
+            pass
+
+    def _run_once(self, job_id: str, on_progress: Progress | None) -> bool:
+        """One run of the job; whether it is to be run again: it ran, and was queued again meanwhile. A thread of
+        this backend that ends leaves the backend's list under its lock, so a start after that check starts anew."""
         while True:
             try:
-                self._run(job_id, on_progress)
-                return
+                ran = self._run(job_id, on_progress)
+                break
             except Exception as exc:  # the job must end in a visible state, whatever went wrong
                 if database_unreachable(exc) and job_id not in self._cancelled:
                     log.warning("%s %s: the database cannot be reached (%s); trying again in %s s", self.job.name,
@@ -101,14 +108,21 @@ class ThreadBackend(Generic[J]):
                     continue
                 log.exception("%s %s failed", self.job.name, job_id)
                 self.job.failed(job_id, exc)
-                return
+                ran = False
+                break
+        with self._lock:
+            if ran and job_id not in self._cancelled and self.job.status(job_id) == "queued":
+                return True
+            if self._threads.get(job_id) is threading.current_thread():
+                del self._threads[job_id]
+            return False
 
-    def _run(self, job_id: str, on_progress: Progress | None) -> None:
+    def _run(self, job_id: str, on_progress: Progress | None) -> bool:
         """Open, mark running, run every block (and again, after the job type's pause, while it asks to), then
-        record the result: cancelled when asked to stop meanwhile."""
+        record the result: cancelled when asked to stop meanwhile. False when the job could not be opened."""
         work = self.job.open(job_id)
         if work is None:
-            return
+            return False
         self.job.set_status(job_id, "running")
         stop = lambda: job_id in self._cancelled  # noqa: E731
         try:
@@ -123,5 +137,6 @@ class ThreadBackend(Generic[J]):
             result = self.job.result(work)
         except JobFailed as exc:
             self.job.set_status(job_id, "failed", str(exc))
-            return
+            return True
         self.job.record(work, result, cancelled=stop())
+        return True

@@ -15,9 +15,10 @@ from storage.judgments import Judgments
 from storage.simulations import Simulations
 
 UNFINISHED = ("queued", "running")
-# An evaluation's own keys in the settings table: its plan marker, its block grid (Celery) and the state of the
-# automatic retries of its failed judgments (kinds declare their own with their tables).
-EVALUATION_SETTINGS = ("planned", "grid", "retry")
+# An evaluation's own keys in the settings table: its plan marker, its block grid (Celery), the state of the
+# automatic retries of its failed judgments and of scoring it again (pipeline/rescores.py: asked, and done); kinds
+# declare their own with their tables.
+EVALUATION_SETTINGS = ("planned", "grid", "retry", "rescore", "rescored")
 _JSON_COLUMNS = {"summary", "warnings", "methods", "settings", "result", "tags", "headline"}
 
 # The columns each record has, in this order (the JSON API shows them so); the ordering column `seq` is not one.
@@ -236,6 +237,12 @@ class Store(Judgments, Simulations, Access):
     def delete_setting(self, name: str) -> None:
         """Forget a setting."""
         self._write("DELETE FROM settings WHERE name = :name", {"name": name})
+
+    def settings_starting(self, prefix: str) -> dict:
+        """Every setting whose name starts with `prefix`: name -> its JSON value."""
+        rows = self._all("SELECT name, value FROM settings WHERE substr(name, 1, :n) = :prefix",
+                         {"n": len(prefix), "prefix": prefix})
+        return {row["name"]: json.loads(row["value"]) for row in rows}
 
     def set_setting(self, name: str, value) -> None:
         """Store a setting as JSON."""

@@ -158,6 +158,16 @@ def wait_for(client, evaluation_id: str, timeout: float = 30.0) -> dict:
         time.sleep(0.05)
 
 
+def wait_rescored(client, evaluation_id: str, timeout: float = 30.0) -> dict:
+    """Poll the API until the evaluation's rescore job (pipeline/rescores.py) is over; its last state."""
+    deadline = time.monotonic() + timeout
+    while True:
+        body = client.get(f"/api/evaluations/{evaluation_id}/rescore").get_json()
+        if body.get("status") not in ("queued", "running") or time.monotonic() > deadline:
+            return body
+        time.sleep(0.02)
+
+
 @pytest.fixture
 def builtin_two(tmp_path, monkeypatch):
     """The built-in personas replaced by two of the simulation tests' (P2 gives a scenario and an opening)."""

@@ -312,7 +312,12 @@ def test_peoples_ratings_are_added_read_exported_and_deleted(live, tmp_path):
     assert [json.loads(line)["total"] for line in text.splitlines()] == [60.0, 59.0, 58.0, 57.0, 56.0]
     assert client.export_ratings(evaluation_id).splitlines()[0] == "rater,session_id,round,method,total,binary," \
         "style,content,naturalness,personalization,conversation"
-    assert client.delete_ratings(evaluation_id, rater="bob") == {"ratings": 11}
+    removed = client.delete_ratings(evaluation_id, rater="bob")
+    assert removed["ratings"] == 11 and removed["rescore"]["status"] == "done"
+    assert removed["agreement"]["by_rater"]["judge-test"]["total"]["spearman"]["n"] == 10  # alice's replies left
+    started = client.add_ratings(evaluation_id, verdicts, rater="carol", wait=False)
+    assert started["rescore"]["status"] in ("queued", "running", "done") and "agreement" not in started
+    assert client.wait_rescored(evaluation_id, timeout=60)["status"] == "done"
     with pytest.raises(ApiError) as missing:
         client.delete_ratings(evaluation_id, rater="bob")
     assert missing.value.status == 404 and missing.value.message == "There are no ratings by bob."
@@ -320,7 +325,8 @@ def test_peoples_ratings_are_added_read_exported_and_deleted(live, tmp_path):
     with pytest.raises(ApiError) as refused:
         client.add_ratings(evaluation_id, people)
     assert refused.value.status == 400 and "line 2 total: Line 2: 'total' must be a number" in str(refused.value)
-    assert client.delete_ratings(evaluation_id) == {"ratings": 0} and client.ratings(evaluation_id)["raters"] == []
+    emptied = client.delete_ratings(evaluation_id)
+    assert emptied["ratings"] == 0 and emptied["agreement"] is None and client.ratings(evaluation_id)["raters"] == []
 
 
 # -- the HTTP rules, against small servers of the test's own --------------------------------------------------
@@ -439,6 +445,26 @@ def test_remote_mode_writes_the_same_result_as_local_mode(live, tmp_path):
     quiet = flask(f"flask --app app score {path} --server {live.url} --methods A", cli_env(tmp_path, PSB_TOKEN=live.token))
     assert quiet.returncode == 0, quiet.stderr
     assert list(json.loads(quiet.stdout)["methods"]) == ["A"]
+
+
+def test_remote_mode_attaches_peoples_ratings_once_judged(live, tmp_path):
+    path, people = tmp_path / "log.jsonl", tmp_path / "people.csv"
+    path.write_bytes(dialogue_file())
+    people.write_text("session_id,round,method,total\ns0,1,A,40\ns1,1,B,60\ns2,2,A,55\n", encoding="utf-8")
+    env = cli_env(tmp_path, PSB_TOKEN=live.token)
+    rated = flask(f"flask --app app score {path} --server {live.url} --ratings {people} --rater dana", env)
+    assert rated.returncode == 0, rated.stderr
+    assert "People's ratings of people.csv attached; the evaluation was scored again." in rated.stderr
+    assert json.loads(rated.stdout)["agreement"]["human"]["ratings"] == 3  # the result scored again is printed
+    evaluation_id = next(line.split()[1] for line in rated.stderr.splitlines() if line.startswith("evaluation "))
+    assert [(r["rater"], r["ratings"]) for r in Client(live.url, live.token).ratings(evaluation_id)["raters"]] == [
+        ("dana", 3)]
+    people.write_text("session_id,round,method,total\ns0,1,A,500\n", encoding="utf-8")
+    refused = flask(f"flask --app app score {path} --server {live.url} --ratings {people}", env)
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert refused.stderr.splitlines()[-2:] == [
+        f"{people}: line 2 total: Line 2: 'total' must be a number from 0 to 100, found 500.",
+        "The ratings file has problems; nothing was attached."]
 
 
 def test_remote_mode_gates_like_local_mode(live, tmp_path):

@@ -7,6 +7,7 @@ from flask_wtf.csrf import CSRFProtect
 from kinds.host import site as get_site  # noqa: F401  (what the kinds' pages may read, for web/ too)
 from pipeline.evaluations import Evaluations
 from pipeline.job import Backend
+from pipeline.rescores import Rescoring
 from storage.blobs import Blobs
 from storage.store import Store
 from web.judge_settings import JudgeSettings
@@ -20,6 +21,11 @@ def get_store() -> Store:
 def get_runner() -> Backend[Evaluations]:
     """The application's evaluations' backend (pipeline/job.py)."""
     return current_app.extensions["runner"]
+
+
+def get_rescores() -> Rescoring:
+    """Scoring finished evaluations again as jobs on the evaluations' backend (pipeline/rescores.py)."""
+    return current_app.extensions["rescores"]
 
 
 def get_judge_settings() -> JudgeSettings:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, current_app, jsonify, request, url_for
 
-from common.contract import Error, Refused, operation
+from common.contract import Error, Refused, RescoreState, operation
 from common.version import product_version
 from kinds import registry
 from kinds.kind import attachment_names
@@ -12,7 +12,7 @@ from pipeline.evaluations import create_evaluation
 from pipeline.ingest import InvalidUpload, ingest
 from pipeline.judge_requests import RequestError
 from translations import _
-from web import get_judge_settings, get_runner, get_site, get_store, get_uploads, openapi
+from web import get_judge_settings, get_rescores, get_runner, get_site, get_store, get_uploads, openapi
 from web import schemas as S
 from web.compare import CompareError, load_runs, requested_ids
 from web.paired_view import PairedError, answer, choose_baseline, choose_correction
@@ -189,6 +189,19 @@ def get_evaluation(evaluation_id: str):
     """Status, progress and (when there is one) the result document."""
     evaluation = get_store().get_evaluation(evaluation_id) or abort(404)
     return jsonify({**evaluation_status(evaluation), "result": evaluation.get("result")})
+
+
+@bp.get("/evaluations/<evaluation_id>/rescore")
+@operation("Whether a finished evaluation is being scored again, after people's ratings of it changed",
+           {200: RescoreState, 404: Error})
+def rescore_state(evaluation_id: str):
+    """The state of the evaluation's last rescore job (queued, running, done, failed, cancelled); 404 when it never
+    had one. The pages and the API that change people's ratings start it and point here."""
+    get_store().get_evaluation(evaluation_id, with_result=False) or abort(404)
+    state = get_rescores().state(evaluation_id)
+    if state is None:
+        return jsonify({"error": _("Evaluation %(id)s has not been scored again.", id=evaluation_id)}), 404
+    return jsonify(state)
 
 
 @bp.post("/evaluations/<evaluation_id>/cancel")

@@ -127,6 +127,39 @@ def agreement_figure(result: DialogueResult) -> dict:
                        "paper_bgcolor": "#fff", "font": {"family": "system-ui, sans-serif"}}}
 
 
+def people_figure(result: DialogueResult, colours: dict[str, str]) -> dict:
+    """The judge's total of each reply people rated against people's mean total (agreement.human.scatter), one colour
+    per method, the line where they would be equal; a reply several people rated has a bar from the lowest to the
+    highest of their totals."""
+    scatter = result["agreement"]["human"]["scatter"]
+    traces: list[dict[str, Any]] = [{"type": "scatter", "mode": "lines", "x": [0, 100], "y": [0, 100],
+                                     "name": _("Judge = people"), "hoverinfo": "skip",
+                                     "line": {"color": "#9aa5b1", "dash": "dot", "width": 1}}]
+    for method in result["methods"]:
+        points = [p for p in scatter["points"] if p["method"] == method]
+        if not points:
+            continue
+        traces.append({"type": "scatter", "mode": "markers", "name": method,
+                       "marker": {"color": colours.get(method), "size": 7, "opacity": 0.75},
+                       "x": [p["judge"] for p in points], "y": [p["people"] for p in points],
+                       "error_y": {"type": "data", "symmetric": False, "color": colours.get(method), "thickness": 1,
+                                   "width": 3, "array": [p["high"] - p["people"] for p in points],
+                                   "arrayminus": [p["people"] - p["low"] for p in points]},
+                       "customdata": [[plain(p["session_id"]), p["round"], p["raters"]] for p in points],
+                       "hovertemplate": _("%(session)s, round %(round)s: judge %(judge)s, people %(people)s "
+                                          "(%(raters)s raters)", session="%{customdata[0]}",
+                                          round="%{customdata[1]}", judge="%{x:.1f}", people="%{y:.1f}",
+                                          raters="%{customdata[2]}") + "<extra>" + method + "</extra>"})
+    rater = scatter["rater"]
+    layout = base_layout(_("Judge against people, each rated reply"),
+                         _("Fine score by the panel (0-100)") if rater == "panel"
+                         else _("Fine score by %(judge)s (0-100)", judge=plain(rater)),
+                         _("People's mean fine score (0-100)"), [0, 100])
+    layout["xaxis"] = {**layout["xaxis"], "range": [0, 100]}
+    layout["xaxis"].pop("dtick")
+    return {"data": traces, "layout": layout}
+
+
 def win_rate_figure(result: DialogueResult) -> dict:
     """Win, tie and loss rates of every pair of methods in pairwise mode (the panel's, or the one judge's) as
     stacked bars, with the 95% interval of the win rate."""
@@ -180,6 +213,8 @@ def dialogue_figures(result: DialogueResult, colours: dict[str, str] | None = No
         "length": length_figure(result, colours),
         **({"agreement": agreement_figure(result)} if result.get("by_judge") else {}),
         **({"winrate": win_rate_figure(result)} if result.get("pairwise") else {}),
+        **({"people": people_figure(result, colours)} if "scatter" in result.get("agreement", {}).get("human", {})
+           else {}),
     }
 
 

@@ -6,7 +6,10 @@ fine total and of each dimension people rated, Cohen's kappa and alpha (nominal)
 with a 95% bootstrap interval over sessions; and the methods ranked by people and by the rater on the same replies
 (Kendall's tau, with its interval over sessions). A rater's verdict on a reply is the majority of its samples (a
 panel's, of its judges); a tie is left out. Given each person's own ratings, and some reply rated by two or more,
-`people` is Krippendorff's alpha among them per field rated (nominal for the verdict), with its interval.
+`people` is Krippendorff's alpha among them per field rated (nominal for the verdict), with its interval. When people
+gave totals, `scatter` holds each reply both rated: the headline rater's total (the panel's, else the one judge's)
+against people's mean, with how many people rated it and the lowest and highest of their totals (the spread the
+result page's scatter draws).
 """
 from __future__ import annotations
 
@@ -64,6 +67,26 @@ class Ranking(TypedDict):
     kendall_tau_interval: dict[str, Agreement]  # rater -> the same tau with its bootstrap interval over sessions
 
 
+class ReplyPoint(TypedDict):
+    """One rated reply: the rater's total against people's."""
+
+    session_id: str
+    round: int
+    method: str
+    judge: float  # the rater's total (the mean of its samples; a panel's, of its judges)
+    people: float  # people's mean total
+    raters: int  # how many people gave it a total
+    low: float  # the lowest of their totals
+    high: float  # the highest
+
+
+class Scatter(TypedDict):
+    """The replies both rated, for a scatter of the headline rater against people."""
+
+    rater: str  # whose totals: "panel" with a panel of judges, else the one judge's label
+    points: list[ReplyPoint]
+
+
 class HumanAgreement(TypedDict):
     """The `agreement.human` block: the judges (and the panel) against people's ratings."""
 
@@ -73,6 +96,7 @@ class HumanAgreement(TypedDict):
     by_rater: dict[str, RaterAgreement]
     ranking: Ranking
     people: NotRequired[dict[str, Agreement]]  # field -> alpha among people, when some reply has several raters
+    scatter: NotRequired[Scatter]  # when people gave totals
 
 
 def _values(rows: list, field: str) -> np.ndarray:
@@ -125,6 +149,27 @@ def people_alpha(per_rater: list[dict], dimensions: tuple[str, ...] = DIMENSIONS
     return out
 
 
+def reply_points(ratings: list[dict], cells: dict, per_rater: list[dict] | None = None) -> list[ReplyPoint]:
+    """Each reply with people's total and the rater's (`cells` as human_agreement's `raters` values): the rater's
+    total, people's mean, and how many people gave a total with the lowest and highest of them (from `per_rater`,
+    each person's own rows; without them, the mean stands for one rating)."""
+    by_key = {(sid, rnd, method): cell for (_idx, sid, rnd, method), cell in cells.items()}
+    totals: dict[tuple, list[float]] = {}
+    for row in per_rater or ():
+        if row.get("total") is not None:
+            totals.setdefault((row["session_id"], row["round"], row["method"]), []).append(float(row["total"]))
+    points: list[ReplyPoint] = []
+    for r in ratings:
+        key = (r["session_id"], r["round"], r["method"])
+        judge = by_key.get(key, {}).get("total")
+        if r.get("total") is None or judge is None or judge != judge:
+            continue
+        given = totals.get(key) or [float(r["total"])]
+        points.append({"session_id": key[0], "round": key[1], "method": key[2], "judge": float(judge),
+                       "people": float(r["total"]), "raters": len(given), "low": min(given), "high": max(given)})
+    return points
+
+
 def human_agreement(ratings: list[dict], raters: dict[str, dict], methods: list[str],
                     dimensions: tuple[str, ...] = DIMENSIONS, n_boot: int = N_BOOT,
                     per_rater: list[dict] | None = None) -> HumanAgreement:
@@ -169,4 +214,7 @@ def human_agreement(ratings: list[dict], raters: dict[str, dict], methods: list[
     people = people_alpha(per_rater, dimensions, n_boot) if per_rater is not None else None
     if people is not None:
         document["people"] = people
+    if "total" in rated and raters:
+        headline = "panel" if "panel" in raters else next(iter(raters))
+        document["scatter"] = {"rater": headline, "points": reply_points(ratings, raters[headline], per_rater)}
     return document

@@ -10,7 +10,7 @@ import click
 
 from common.contract import Flag
 from judge import JudgeConfig, Prompt, mode_key, panel_settings, sample_version, split_mode
-from kinds import search
+from kinds import host, search
 from kinds.agreement import Agreement
 from kinds.dialogue import (
     columns,
@@ -22,6 +22,7 @@ from kinds.dialogue import (
     rating_slice,
     rating_store,
     ratings_cli,
+    ratings_files,
     result_rubric,
     rubric_cli,
     rubric_files,
@@ -67,6 +68,7 @@ from kinds.kind import (
     StartRequest,
     StoredFile,
     TakesAttachments,
+    TakesRatings,
     as_flag,
     upload_as,
 )
@@ -185,12 +187,13 @@ def _statistics(figures: ScoreAgreement | VerdictAgreement) -> list[tuple[str, A
     """A rater's figures against people on one score, by statistic, in the result's order."""
     if "kappa" in figures:
         return [("kappa", figures["kappa"]), ("alpha", figures["alpha"])]
-    return [("spearman", figures["spearman"]), ("alpha", figures["alpha"])]
+    # results kept before Pearson and Kendall were added lack them
+    return [(name, figures[name]) for name in ("spearman", "pearson", "kendall", "alpha") if name in figures]
 
 
 def _agreement_table(agreement: AgreementBlock) -> tuple[tuple, list[tuple]]:
-    """Every agreement figure (between a panel's judges, and with people) as (statistic, score, raters, value, low,
-    high, n) rows; a pair of judges has no kappa when the rubric asks no yes/no question."""
+    """Every agreement figure (between a panel's judges, with people, and among people) as (statistic, score, raters,
+    value, low, high, n) rows; a pair of judges has no kappa when the rubric asks no yes/no question."""
     header = ("statistic", "score", "raters", "value", "ci95_low", "ci95_high", "n")
     rows = [("krippendorff_alpha", field, "all judges", *_figure(a))
             for field, a in agreement.get("krippendorff_alpha", {}).items()]
@@ -210,8 +213,10 @@ def _agreement_table(agreement: AgreementBlock) -> tuple[tuple, list[tuple]]:
                  for score, figures in scores if figures for statistic, value in _statistics(figures)]
         ranking = human["ranking"]
         if label in ranking["kendall_tau"]:
-            rows.append(("kendall_tau_method_mean", ranking["by"], raters, ranking["kendall_tau"][label], None, None,
-                         None))
+            interval = ranking.get("kendall_tau_interval", {}).get(label)
+            rows.append(("kendall_tau_method_mean", ranking["by"], raters, ranking["kendall_tau"][label],
+                         *(_figure(interval)[1:] if interval else (None, None, None))))
+    rows += [("krippendorff_alpha", field, "people", *_figure(a)) for field, a in human.get("people", {}).items()]
     return header, rows
 
 
@@ -229,7 +234,7 @@ def _pairwise_table(pairwise: Pairwise) -> tuple[tuple, list[tuple]]:
 
 
 class DialogueKind(RecordsDialogues[DialogueResult], Paired[DialogueResult], OfflineReport[DialogueResult],
-                   TakesAttachments, HoldsPersonas, OwnPages, OwnCommands):
+                   TakesAttachments, TakesRatings[DialogueResult], HoldsPersonas, OwnPages, OwnCommands):
     """PersonaSteer / ALOE / RLPA style JSONL: sessions of rounds, one reply per method per round."""
 
     name = "dialogue"
@@ -283,6 +288,18 @@ class DialogueKind(RecordsDialogues[DialogueResult], Paired[DialogueResult], Off
         under the rubric named (`rubric`, else the default one, or bare totals), and every reply of the methods it
         scores has its scores."""
         return imported.check(stream, filename, upload, options, site)
+
+    def attach_ratings(self, evaluation_id: str, stream: BinaryIO, filename: str, rater: str | None,
+                       site: Site) -> Report:
+        """A file of people's ratings (CSV or JSONL, docs/ratings.md) checked and kept as `ratings add` keeps it, in
+        place of the ratings of the raters it names; its report (its problems, when nothing was kept)."""
+        try:
+            report, _rows = ratings_files.attach(site.store, evaluation_id, stream, filename, rater)
+        except ratings_files.NotAttached as exc:
+            if exc.args[2] is not None:
+                return exc.args[2]
+            raise StartError(exc.args[1]) from exc
+        return report
 
     def personas(self, stream: BinaryIO) -> Iterator[dict]:
         """Each session's user: its session_id as persona_id, its profile and personality (no scenario nor
@@ -422,11 +439,12 @@ class DialogueKind(RecordsDialogues[DialogueResult], Paired[DialogueResult], Off
         rubric = rubric_store.of_evaluation(job.store, job.evaluation)
         judgments = judgment_frame(job.store.iter_judgments(evaluation_id, batch=CHUNK, columns=STORED),
                                    size=job.store.progress(evaluation_id)["total"], dimensions=rubric.keys)
+        people = rating_store.people_ratings(job.store, evaluation_id)  # each rater's; their mean per reply below
         return build_result(job.evaluation, job.upload, judgments,
                             job.store.usage(evaluation_id), job.judges or [job.config],
                             reply_lengths(job.path, job.evaluation["methods"]),
-                            rating_store.human_ratings(job.store, evaluation_id),
-                            dialogue_tables.reviews(job.store, evaluation_id), rubric)
+                            rating_store.by_reply(people), dialogue_tables.reviews(job.store, evaluation_id), rubric,
+                            per_rater=people)
 
     def prompt_templates(self, evaluation: dict, config: JudgeConfig, store: Store | None = None
                          ) -> dict[str, tuple[str, str]]:
@@ -450,7 +468,8 @@ class DialogueKind(RecordsDialogues[DialogueResult], Paired[DialogueResult], Off
                 "bootstrap": {"seed": DEFAULT_SEED, "replicates": DEFAULT_N_BOOT}}
 
     def result_context(self, record: dict, args: Mapping, site: Site) -> dict:
-        """Colours, the methods and columns shown (`methods`, `cols` in the query), the tables and a page of sessions."""
+        """Colours, the methods and columns shown (`methods`, `cols` in the query), the tables, a page of sessions,
+        and the state of the rescore job updating the figures after people's ratings changed."""
         context = {"colours": method_colours(record["methods"]),
                    **result_rubric.page_values(result_rubric.of_record(record, site.store))}
         if record.get("result"):
@@ -465,6 +484,7 @@ class DialogueKind(RecordsDialogues[DialogueResult], Paired[DialogueResult], Off
             context.update(result=result, toggles=views.method_toggles(list(record["result"]["methods"]), chosen),
                            columns=columns.chosen(args, tables["rubric"], tables["by_round_dimensions"]),
                            human_info=rating_store.human_ratings_info(site.store, record["id"]),
+                           rescore=host.rescores().state(record["id"]),  # the figures, being updated
                            detail=views.session_list(record, args, site.store),
                            failures=views.failures(record, site.store), **tables)
         return context

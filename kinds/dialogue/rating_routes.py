@@ -28,7 +28,7 @@ from flask_login import current_user
 
 from kinds import host
 from kinds.dialogue import rating_links, rating_queue, rating_slice, rating_store, result_rubric, rubric_store
-from kinds.dialogue.ratings_files import NotAttached, rescore
+from kinds.dialogue.ratings_files import NotAttached, rescore_later
 from kinds.kind import JobFailed
 from translations import _
 
@@ -198,10 +198,11 @@ def revoke_link(evaluation_id: str, token_hash: str):
 
 @bp.post("/evaluations/<evaluation_id>/rating/rescore")
 def update_figures(evaluation_id: str):
-    """Score the evaluation again, so that its figures read people's ratings as they are now."""
+    """Have the evaluation scored again in the background (a rescore job), so that its figures read people's ratings
+    as they are now; back to the result page, which shows them being updated."""
     _finished(evaluation_id)
     try:
-        rescore(evaluation_id)
+        rescore_later(evaluation_id)
     except NotAttached as exc:
         abort(exc.args[0], exc.args[1])
     return redirect(url_for("pages.evaluation", evaluation_id=evaluation_id, _anchor="human"))

@@ -47,7 +47,7 @@ def attach(store: Store, evaluation_id: str, stream: IO[bytes], filename: str, r
     """Check a ratings file against a finished evaluation and keep its ratings, in place of the earlier ratings of
     the raters it names (its rows without a rater are `rater`'s, else the file's name); the report (its summary
     says how many ratings, by which raters) and the rows kept. NotAttached with the report when it has problems:
-    then nothing is kept. The caller scores the evaluation again (rescore())."""
+    then nothing is kept. The caller has the evaluation scored again (rescore_later(), rescore())."""
     evaluation = finished_evaluation(store, evaluation_id)
     rubric = result_rubric.of_record(evaluation, store)
     report, rows = human_file.read(stream, filename, store.judged_rounds(evaluation_id), evaluation["methods"],
@@ -59,10 +59,20 @@ def attach(store: Store, evaluation_id: str, stream: IO[bytes], filename: str, r
 
 
 def rescore(evaluation_id: str) -> dict:
-    """Score the evaluation again now that its people's ratings (or reviews) changed; the new result document.
-    NotAttached (409) when it cannot be. The one place this happens, so that it can become a job of its own."""
+    """Score the evaluation again now that its people's ratings (or reviews) changed, in the foreground (the rescore
+    job, run here: the CLI, a reviewed judgment); the new result document. NotAttached (409) when it cannot be."""
     try:
-        return host.runner().rescore(evaluation_id)
+        return host.rescores().now(evaluation_id)
+    except JobFailed as exc:
+        raise NotAttached(409, str(exc), None) from exc
+
+
+def rescore_later(evaluation_id: str) -> dict:
+    """Have the evaluation scored again in the background now that its people's ratings changed (a rescore job on
+    the evaluations' backend: a thread, or the Celery workers); its state at once (status queued, ...). NotAttached
+    (409) when it cannot be."""
+    try:
+        return host.rescores().later(evaluation_id)
     except JobFailed as exc:
         raise NotAttached(409, str(exc), None) from exc
 

@@ -125,12 +125,15 @@ def imported_judge(scores: dict, methods: list[str]) -> dict[str, Any]:
 
 def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | pd.DataFrame, usage: list[dict],
                  configs: list[JudgeConfig], lengths: ReplyLengths, human: list[dict] | None = None,
-                 reviews: list[dict] | None = None, rubric: Rubric = DEFAULT) -> DialogueResult:
+                 reviews: list[dict] | None = None, rubric: Rubric = DEFAULT,
+                 per_rater: list[dict] | None = None) -> DialogueResult:
     """The whole result document of a dialogue evaluation from its judgments (records.judgment_frame, or the rows
     it is made of) under its `rubric`; `configs` are its judges' (one, or a panel's; none for scores imported from
     another judge, settings["scores"]), `lengths` the replies' lengths (records.reply_lengths), `human` people's
     ratings attached to it, per reply (the `agreement.human` and `calibration` blocks), `reviews` people's reviews of
-    single judgments (reviews.py: their counts, and "overrides": the methods' metrics with the overrides applied).
+    single judgments (reviews.py: their counts, and "overrides": the methods' metrics with the overrides applied),
+    `per_rater` each person's own ratings (rating_store.people_ratings: alpha among people, the spread of each reply's
+    ratings).
 
     With a panel, "methods", "comparisons", "sessions" and "length_bias" hold the panel's figures (panel.py), and
     "by_judge" each judge's; "agreement" says how far the judges agree. A rubric without a yes/no question has null
@@ -185,7 +188,8 @@ def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | pd.
              for label, doc in document["by_judge"].items()}, dims, rubric.has_binary)}
     if human:
         raters = dict(zip(labels, judge_cells)) | ({"panel": cells(records, dims)} if len(labels) > 1 else {})
-        document.setdefault("agreement", {})["human"] = human_agreement(human, raters, methods, dims)
+        document.setdefault("agreement", {})["human"] = human_agreement(human, raters, methods, dims,
+                                                                           per_rater=per_rater)
         headline = "panel" if len(labels) > 1 else labels[0]  # whose figures the methods table shows
         document["calibration"] = calibration_block(human, reply_cells(records, dims), methods, dims,
                                                     rubric.has_binary, headline, comparisons)

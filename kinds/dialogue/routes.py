@@ -8,12 +8,12 @@ from typing import Any, Literal
 from flask import Blueprint, Response, abort, jsonify, redirect, render_template, request, url_for
 from pydantic import Field, RootModel
 
-from common.contract import Answer, Count, Error, Refused, Request, operation
+from common.contract import Answer, Count, Error, Refused, Request, RescoreState, operation
 from common.downloads import attachment
 from kinds import host
 from kinds.dialogue import rating_store, ratings_files, reviews
 from kinds.dialogue import tables as dialogue_tables
-from kinds.dialogue.ratings_files import NotAttached, rescore
+from kinds.dialogue.ratings_files import NotAttached, rescore, rescore_later
 from translations import _
 
 ratings_bp = Blueprint("human_ratings", __name__)
@@ -24,19 +24,20 @@ REVIEWS_RATER = "reviews"  # the rater of the reviews used as people's ratings
 
 
 class Ratings(Answer):
-    """How many people's ratings the evaluation has, every rater's."""
+    """How many people's ratings the evaluation has, every rater's, and the rescore job that updates its figures
+    (`rescore`: its state; GET /api/evaluations/<id>/rescore, the Location header, follows it)."""
 
     ratings: int
+    rescore: RescoreState
 
 
 class Attached(Ratings):
-    """What a ratings file attached (`attached` ratings by `raters`), the replies rated now, and the judge-vs-people
-    agreement (`agreement.human` of the result)."""
+    """What a ratings file attached (`attached` ratings by `raters`), the replies rated now, and the rescore job
+    that updates the judge-vs-people agreement (`agreement.human` of the result, once it is done)."""
 
     replies: int
     attached: int
     raters: list[str]
-    agreement: dict[str, Any] | None
 
 
 class RatingsForm(Request):
@@ -129,7 +130,7 @@ def _error(exc: NotAttached):
 
 def _attach(evaluation_id: str) -> dict:
     """Check the uploaded ratings file (form field `rater`: whose rows without a rater column are), keep its
-    ratings and score the evaluation again; what the API answers."""
+    ratings and have the evaluation scored again in the background; what the API answers."""
     store = host.store()
     ratings_files.finished_evaluation(store, evaluation_id)
     file = request.files.get("file")
@@ -137,21 +138,27 @@ def _attach(evaluation_id: str) -> dict:
         raise NotAttached(400, _("Choose a CSV or JSONL file of ratings."), None)
     report, _rows = ratings_files.attach(store, evaluation_id, file.stream, file.filename,
                                          request.form.get("rater"))
-    document = rescore(evaluation_id)
+    state = rescore_later(evaluation_id)
     every = rating_store.people_ratings(store, evaluation_id)
     return {"ratings": len(every), "replies": len(rating_store.by_reply(every)),
-            "attached": report.summary["ratings"], "raters": report.summary["raters"],
-            "agreement": (document.get("agreement") or {}).get("human")}
+            "attached": report.summary["ratings"], "raters": report.summary["raters"], "rescore": state}
+
+
+def _accepted(evaluation_id: str, answer: dict):
+    """202 with the answer, the rescore job's state at its Location."""
+    return jsonify(answer), 202, {"Location": url_for("api.rescore_state", evaluation_id=evaluation_id)}
 
 
 @ratings_api_bp.post("/evaluations/<evaluation_id>/human-ratings")
-@operation("Attach people's ratings (CSV or JSONL) to a finished dialogue evaluation",
-           {200: Attached, 400: Refused, 409: Error}, form=RatingsForm, files=("file",), tags=("evaluations",))
+@operation("Attach people's ratings (CSV or JSONL) to a finished dialogue evaluation; its figures are updated by a "
+           "rescore job", {202: Attached, 400: Refused, 409: Error}, form=RatingsForm, files=("file",),
+           tags=("evaluations",))
 def attach_api(evaluation_id: str):
     """Attach a ratings file (multipart `file`, optional `rater`), in place of the ratings of the raters it names;
-    answers the counts and the judge-vs-people agreement."""
+    answers 202 at once with the counts and the rescore job's state (Location: where to follow it; the
+    judge-vs-people agreement is in the result once it is done)."""
     try:
-        return jsonify(_attach(evaluation_id))
+        return _accepted(evaluation_id, _attach(evaluation_id))
     except NotAttached as exc:
         return _error(exc)
 
@@ -177,25 +184,27 @@ def ratings_api(evaluation_id: str):
 
 
 @ratings_api_bp.delete("/evaluations/<evaluation_id>/human-ratings")
-@operation("Remove people's ratings: one rater's (?rater=), else every one", {200: Ratings, 400: Error, 409: Error},
-           query=RaterQuery, tags=("evaluations",))
+@operation("Remove people's ratings: one rater's (?rater=), else every one; the figures are updated by a rescore job",
+           {202: Ratings, 400: Error, 409: Error}, query=RaterQuery, tags=("evaluations",))
 def detach_api(evaluation_id: str):
-    """Remove one rater's ratings (`?rater=`; 404 when they have none), else all, and score the evaluation again."""
+    """Remove one rater's ratings (`?rater=`; 404 when they have none), else all, and have the evaluation scored
+    again in the background: 202 with the ratings left and the rescore job's state."""
     store = host.store()
     rater = request.args.get("rater") or None
     try:
         ratings_files.finished_evaluation(store, evaluation_id)
         if not rating_store.clear_human_ratings(store, evaluation_id, rater) and rater is not None:
             raise NotAttached(404, _("There are no ratings by %(rater)s.", rater=rater), None)
-        rescore(evaluation_id)
+        state = rescore_later(evaluation_id)
     except NotAttached as exc:
         return _error(exc)
-    return jsonify({"ratings": len(rating_store.people_ratings(store, evaluation_id))})
+    return _accepted(evaluation_id, {"ratings": len(rating_store.people_ratings(store, evaluation_id)),
+                                     "rescore": state})
 
 
 @ratings_bp.post("/evaluations/<evaluation_id>/human-ratings")
 def attach_page(evaluation_id: str):
-    """The result page's form: attach, then back to the agreement figures; or the problems found."""
+    """The result page's form: attach, then back to the agreement figures (being updated); or the problems found."""
     try:
         _attach(evaluation_id)
     except NotAttached as exc:
@@ -314,7 +323,7 @@ def as_ratings(evaluation_id: str):
             raise NotAttached(409, _("There are no reviews yet."), None)
         rating_store.add_ratings(host.store(), evaluation_id, [{**row, "rater": REVIEWS_RATER} for row in rows],
                                  "reviews")
-        rescore(evaluation_id)
+        rescore_later(evaluation_id)
     except NotAttached as exc:
         abort(exc.args[0], exc.args[1])
     return redirect(url_for("pages.evaluation", evaluation_id=evaluation_id, _anchor="human"))

@@ -59,6 +59,21 @@
     input.addEventListener("focus", function () { input.select(); });
   });
 
+  // The figures being updated after people's ratings changed (a rescore job): reload once it is over.
+  var rescoring = document.getElementById("rescoring");
+  if (rescoring && rescoring.dataset.url) {
+    var pollRescore = function () {
+      fetch(rescoring.dataset.url, {headers: {"Accept": "application/json"}})
+        .then(function (r) { return r.json(); })
+        .then(function (body) {
+          if (["queued", "running"].indexOf(body.status) < 0) { window.location.reload(); return; }
+          setTimeout(pollRescore, 1000);
+        })
+        .catch(function () { setTimeout(pollRescore, 3000); });
+    };
+    setTimeout(pollRescore, 1000);
+  }
+
   var progress = document.getElementById("progress");
   if (!progress) { return; }
   var bar = progress.querySelector("progress");

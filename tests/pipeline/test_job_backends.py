@@ -5,8 +5,8 @@ simulations, against the local server (the judge, the simulated users and the me
 For each: a started job's progress rises; cancel stops it (the calls in flight kept, nothing asked after) and resume
 finishes it asking nothing twice; requeue takes up a job that nothing runs (with Celery, its task dropped by the
 broker; on threads, never started by this process); a job whose worker process was killed with kill -9 mid-block is
-taken up and finishes, asking again at most the calls in flight. And a kind's page that scores a finished evaluation
-again (people's ratings attached) works whichever backend runs the evaluations.
+taken up and finishes, asking again at most the calls in flight. And scoring a finished evaluation again once
+people's ratings changed is a rescore job on the same backend (run by a worker with a broker), answered at once.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import inspect
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -306,21 +307,60 @@ def test_a_job_whose_worker_was_killed_is_taken_up(backend_name, job_type, serve
         site.stop()
 
 
+def rescore_state(site: Site, job_id: str) -> dict:
+    return site.client.get(f"/api/evaluations/{job_id}/rescore").get_json()
+
+
+def wait_rescored(site: Site, job_id: str) -> dict:
+    return wait_until(lambda: (state := rescore_state(site, job_id))["status"] not in ("queued", "running") and state,
+                      "the rescore job did not end", site)
+
+
 @pytest.mark.parametrize("backend_name", BACKENDS)
 def test_a_kind_scores_a_finished_evaluation_again_on_either_backend(backend_name, server, tmp_path, request):
-    # people's ratings attached to a dialogue evaluation make its kind score it again (kinds/host.py's runner())
+    # people's ratings attached to a dialogue evaluation, the rating page's "Update the figures" and ratings removed
+    # each start a rescore job (pipeline/rescores.py) on the evaluations' backend and answer at once; with a broker
+    # only a worker runs it
     site = site_for(backend_name, tmp_path, server, request)
-    jobs = EvaluationJobs(site)
-    job_id = jobs.create()
-    backend_of(site, jobs).run(job_id)  # in the foreground, broker or not (as `flask score` does)
-    assert status(site, jobs, job_id) == "done"
-    ratings = "session_id,round,method,total\ns000,1,A,50\ns000,1,B,70\n".encode()
-    attached = site.client.post(f"/api/evaluations/{job_id}/human-ratings",
-                                data={"file": (io.BytesIO(ratings), "people.csv")}, content_type="multipart/form-data")
-    assert attached.status_code == 200, attached.get_data(as_text=True)
-    assert attached.get_json()["ratings"] == 2
-    result = site.client.get(f"/api/evaluations/{job_id}").get_json()["result"]
-    assert result["agreement"]["human"]["ratings"] == 2 and status(site, jobs, job_id) == "done"
+    try:
+        jobs = EvaluationJobs(site)
+        job_id = jobs.create()
+        backend_of(site, jobs).run(job_id)  # in the foreground, broker or not (as `flask score` does)
+        assert status(site, jobs, job_id) == "done"
+        rescores = site.app.extensions["rescores"].backend
+        assert type(rescores).__name__ == {"thread": "ThreadBackend", "celery": "CeleryBackend"}[backend_name]
+        assert rescore_state(site, job_id)["error"].startswith("Evaluation ")  # 404: never scored again yet
+        ratings = "session_id,round,method,total\ns000,1,A,50\ns000,1,B,70\n".encode()
+        attached = site.client.post(f"/api/evaluations/{job_id}/human-ratings",
+                                    data={"file": (io.BytesIO(ratings), "people.csv")},
+                                    content_type="multipart/form-data")
+        assert attached.status_code == 202, attached.get_data(as_text=True)
+        assert attached.get_json()["ratings"] == 2 and attached.headers["Location"].endswith(f"/{job_id}/rescore")
+        if backend_name == "celery":
+            time.sleep(1.5)  # no worker yet: the job waits for one, and the result is as it was
+            assert rescore_state(site, job_id)["status"] == "queued" and rescores.waiting(job_id) == "worker"
+            assert "agreement" not in site.client.get(f"/api/evaluations/{job_id}").get_json()["result"]
+            site.start_worker("w1")
+        done = wait_rescored(site, job_id)
+        assert done["status"] == "done" and done["error"] is None and done["finished_at"] >= done["requested_at"]
+        result = site.client.get(f"/api/evaluations/{job_id}").get_json()["result"]
+        assert result["agreement"]["human"]["ratings"] == 2 and status(site, jobs, job_id) == "done"
+        if backend_name == "celery":  # the worker ran its three steps
+            assert all(f"psb.rescore_{step}" in site.log("w1") for step in ("plan", "block", "finish"))
+
+        store = site.store
+        store.set_result(job_id, {**result, "stale": True})  # what the next rescore replaces
+        page = site.client.get(f"/evaluations/{job_id}").get_data(as_text=True)
+        token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+        assert site.client.post(f"/evaluations/{job_id}/rating/rescore", data={"csrf_token": token}).status_code == 302
+        assert wait_rescored(site, job_id)["status"] == "done"
+        assert "stale" not in store.get_evaluation(job_id)["result"]
+        removed = site.client.delete(f"/api/evaluations/{job_id}/human-ratings")
+        assert removed.status_code == 202 and removed.get_json()["ratings"] == 0
+        assert wait_rescored(site, job_id)["status"] == "done"
+        assert "agreement" not in store.get_evaluation(job_id)["result"]
+    finally:
+        site.stop()
 
 
 def test_requeue_by_hand_needs_a_broker(server, tmp_path, request):
@@ -347,11 +387,12 @@ def test_the_celery_app_keeps_no_state_of_its_own(tmp_path):
     celery = app.extensions["celery"]
     assert [name for name in vars(celery) if name.startswith("psb")] == []
     workers = workers_of(celery)
-    assert workers is not None and workers.backends == [app.extensions["runner"], app.extensions["simulations"]]
+    assert workers is not None and workers.backends == [app.extensions["runner"], app.extensions["simulations"],
+                                                        app.extensions["rescores"].backend]
     assert all(isinstance(backend, CeleryBackend) for backend in workers.backends)
     tasks = {name: task for name, task in celery.tasks.items() if name.startswith("psb.")}
     assert set(tasks) == {"psb.plan", "psb.judge_block", "psb.score", "psb.simulate_plan", "psb.simulate_block",
-                          "psb.simulate_finish"}
+                          "psb.simulate_finish", "psb.rescore_plan", "psb.rescore_block", "psb.rescore_finish"}
     for name, task in tasks.items():  # the backend each task's body runs a step of
         assert inspect.getclosurevars(task.run).nonlocals["backend"] in workers.backends, name
     assert set(before.tasks) == set(celery.tasks) and workers_of(before) is not workers

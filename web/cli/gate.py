@@ -1,14 +1,18 @@
 """The CI gate of `flask --app app score`: --baseline prints the paired differences against a finished evaluation
 and --fail-on-regression fails on a significant drop (kinds/paired_rows.py `is_regression`); --fail-below fails
-when a method's headline value in the result document is below a threshold (docs/cli.md)."""
+when a method's headline value in the result document is below a threshold, or with --calibrated its figure
+calibrated to the people's ratings --ratings attached (the result's `calibration` block) (docs/cli.md)."""
 from __future__ import annotations
 
 import sys
-from typing import NoReturn
+from pathlib import Path
+from typing import Any, NoReturn
 
 import click
 
-from kinds.kind import Kind, StartError
+from kinds import registry
+from kinds.calibration import MIN_RATED, NO_JUDGED, TOO_FEW_RATED
+from kinds.kind import Kind, StartError, TakesRatings
 from kinds.paired_rows import regressions
 from translations import _, number
 from web import get_store
@@ -26,6 +30,14 @@ OPTIONS = [
                  help="A regression is a drop significantly larger than this (default: significantly below 0)."),
     click.Option(["--fail-below"], multiple=True, metavar="METRIC=VALUE",
                  help="Exit 1 when a method's headline value of METRIC is below VALUE (repeatable)."),
+    click.Option(["--ratings"], type=click.Path(exists=True, dir_okay=False, path_type=Path), metavar="FILE",
+                 help="People's ratings (CSV or JSONL, as `ratings add` takes them), attached to the evaluation once "
+                      "it is judged; it is then scored again."),
+    click.Option(["--rater"], help="With --ratings: whose the rows without a rater column are (default: the file's "
+                                   "name)."),
+    click.Option(["--calibrated"], is_flag=True,
+                 help="--fail-below reads each method's figure calibrated to the people's ratings of --ratings (its "
+                      "value; its 95% interval is printed) instead of the judge's."),
 ]
 # The per-method entries of a result document, by kind: dialogue's "methods", AgentBench's "agents".
 ENTRIES = ("methods", "agents")
@@ -48,6 +60,33 @@ def parse_thresholds(values: tuple[str, ...]) -> dict[str, float]:
         if not sep or not name.strip():
             _fail(_("--fail-below takes METRIC=VALUE, such as avg=60; got %(text)s.", text=text))
     return thresholds
+
+
+def check_ratings_options(ratings: Path | None, rater: str | None, calibrated: bool, thresholds: dict[str, float],
+                          baseline: str | None, fail_on_regression: bool) -> None:
+    """Exit 2 before anything is judged when --rater or --calibrated lacks what it needs, or --calibrated meets the
+    paired gate."""
+    if rater is not None and ratings is None:
+        _fail(_("--rater needs --ratings."))
+    if not calibrated:
+        return
+    if ratings is None:
+        _fail(_("--calibrated gates on figures calibrated to people's ratings: give them with --ratings FILE."))
+    if baseline is not None or fail_on_regression:
+        _fail(_("--calibrated cannot be used with --baseline or --fail-on-regression: a calibrated figure rests on "
+                "people's ratings of this run's own replies, so calibrated figures compare the methods within one "
+                "run, and a baseline's rest on other ratings of other replies (no pairs). Gate each run on its "
+                "calibrated figures with --fail-below."))
+    if not thresholds:
+        _fail(_("--calibrated gates with --fail-below METRIC=VALUE (such as avg=60): give at least one."))
+
+
+def check_takes_ratings(kind: Kind, ratings: Path | None) -> None:
+    """StartError when --ratings is given for a kind whose evaluations take no people's ratings."""
+    if ratings is not None and not isinstance(kind, TakesRatings):
+        takers: list[Kind] = registry.having(TakesRatings)
+        raise StartError(_("--ratings: evaluations of kind %(kind)s take no people's ratings (those of %(kinds)s do).",
+                           kind=kind.name, kinds=", ".join(k.name for k in takers) or "—"))
 
 
 def check_baseline(baseline: str) -> None:
@@ -112,13 +151,16 @@ def _table(rows: list[dict]) -> str:
 
 
 def run_gate(kind: Kind, record: dict, baseline: str | None, fail_on_regression: bool, metric: str | None,
-             max_drop: float | None, thresholds: dict[str, float]) -> bool:
-    """Print the paired table against the baseline (stderr) and say whether the run fails the gate."""
+             max_drop: float | None, thresholds: dict[str, float], calibrated: bool = False) -> bool:
+    """Print the paired table against the baseline (stderr) and say whether the run fails the gate (with
+    `calibrated`, --fail-below reads the calibrated figures)."""
     failed = False
     if baseline is not None:
         runs = load_runs([baseline, record["id"]])
         failed = report_paired(kind, paired(runs, baseline), baseline, fail_on_regression, metric, max_drop,
                                [run["result"] for run in runs])
+    if calibrated:
+        return check_calibrated(record["result"], thresholds) or failed
     return check_thresholds(record["result"], thresholds) or failed
 
 
@@ -159,4 +201,62 @@ def check_thresholds(result: dict, thresholds: dict[str, float]) -> bool:
                     click.echo(_("below threshold: %(method)s %(name)s %(value)s < %(threshold)s", method=method,
                                  name=name, value=number(value, 3), threshold=threshold), err=True)
                     failed = True
+    return failed
+
+
+def _calibrated_figures(result: dict) -> dict[str, dict[str, Any]]:
+    """{method: {figure: {"judge", "people", "calibrated"}}}: the result's `calibration` block (by_method), each
+    figure's three estimates (kinds/calibration.py's Estimate); {} without one."""
+    block = result.get("calibration")
+    by_method = block.get("by_method") if isinstance(block, dict) else None
+    if not isinstance(by_method, dict):
+        return {}
+    return {method: figures for method, figures in by_method.items() if isinstance(figures, dict)}
+
+
+def _why_missing(estimate: dict | None) -> str:
+    """Why a calibrated figure is missing, from its estimate's reason."""
+    if not estimate:
+        return _("the result has no calibrated estimate of it")
+    reason = estimate.get("reason")
+    if reason == TOO_FEW_RATED:
+        return _("too few of its replies were rated: %(n)s in all, and each round needs at least %(min)s",
+                 n=estimate.get("n_rated", 0), min=MIN_RATED)
+    if reason == NO_JUDGED:
+        return _("the judge scored none of its replies in a round")
+    return _("no estimate (%(reason)s)", reason=reason or "—")
+
+
+def check_calibrated(result: dict, thresholds: dict[str, float]) -> bool:
+    """--fail-below on the calibrated figures: print each method's calibrated value of each METRIC with its 95%
+    interval (stderr), and each one below its threshold or missing (with why); whether there was one. Exit 2 when
+    the result has no calibrated figures, or none of that name."""
+    figures = _calibrated_figures(result)
+    if not figures:
+        _fail(_("The result has no calibrated figures: people's ratings (--ratings) calibrate the figures of a kind "
+                "that keeps them in its result's calibration block."))
+    methods = list(result.get("methods") or figures)
+    failed = False
+    for name, threshold in thresholds.items():
+        known = sorted({figure for own in figures.values() for figure in own})
+        if name not in known:
+            _fail(_("No calibrated figure %(name)s in the result; it has: %(names)s.", name=name,
+                    names=", ".join(known) or "—"))
+        for method in methods:
+            estimate = (figures.get(method, {}).get(name) or {}).get("calibrated")
+            if not estimate or estimate.get("value") is None:
+                click.echo(_("no calibrated figure: %(method)s %(name)s: %(why)s", method=method, name=name,
+                             why=_why_missing(estimate)), err=True)
+                failed = True
+                continue
+            value = estimate["value"]
+            low, high = estimate.get("low"), estimate.get("high")
+            interval = f"[{number(low, 3)}, {number(high, 3)}]" if low is not None and high is not None else "—"
+            click.echo(_("calibrated: %(method)s %(name)s %(value)s, 95%% CI %(interval)s (%(rated)s replies rated "
+                         "of %(judged)s judged)", method=method, name=name, value=number(value, 3), interval=interval,
+                         rated=estimate.get("n_rated"), judged=estimate.get("n_judged")), err=True)
+            if value < threshold:
+                click.echo(_("below threshold: %(method)s %(name)s (calibrated) %(value)s < %(threshold)s",
+                             method=method, name=name, value=number(value, 3), threshold=threshold), err=True)
+                failed = True
     return failed

@@ -20,8 +20,8 @@ def jobs() -> None:
 @jobs.command("requeue")
 @with_appcontext
 def requeue() -> None:
-    """Enqueue again every queued or running evaluation (and simulation), after the whole deployment (broker
-    included) restarted.
+    """Enqueue again every queued or running evaluation (and simulation, and evaluation being scored again), after
+    the whole deployment (broker included) restarted.
 
     Safe to repeat and to run while workers work: a block being judged holds its lease, and only judgments still
     pending are asked.
@@ -40,6 +40,11 @@ def requeue() -> None:
         click.echo(f"{len(simulations)} unfinished simulation(s) enqueued again.", err=True)
     for simulation_id in simulations:
         click.echo(simulation_id)
+    rescores = current_app.extensions["rescores"].backend.requeue()  # evaluations being scored again
+    if rescores:
+        click.echo(f"{len(rescores)} unfinished rescore(s) enqueued again.", err=True)
+    for evaluation_id in rescores:
+        click.echo(evaluation_id)
 
 
 @click.group("storage")

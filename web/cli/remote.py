@@ -73,6 +73,21 @@ def _start_options(kind: Kind, values: dict, client: Client, upload_id: str) -> 
     return options
 
 
+def _rated(client: Client, evaluation_id: str, ratings: Path, rater: str | None) -> None:
+    """People's ratings of `ratings` attached on the server, once it has scored the evaluation again; exit 1,
+    printing every problem, when the file is refused."""
+    try:
+        client.add_ratings(evaluation_id, ratings, rater)
+    except ApiError as exc:
+        if not exc.problems:
+            raise
+        _print_problems(ratings, exc)
+        click.echo(_("The ratings file has problems; nothing was attached."), err=True)
+        sys.exit(1)
+    click.echo(_("People's ratings of %(file)s attached; the evaluation was scored again.", file=ratings.name),
+               err=True)
+
+
 def _print_problems(file: Path, exc: ApiError) -> None:
     for p in exc.problems:
         where = _("line %(line)s", line=p["line"]) if p.get("line") else _("file")
@@ -84,9 +99,11 @@ def _print_problems(file: Path, exc: ApiError) -> None:
 def score(server: str | None, token: str | None, file: Path, kind: str | None, methods: str | None,
           out: Path | None, judge_endpoint: str | None, batch: bool, judge_model: tuple[str, ...],
           judges_file: Path | None, baseline: str | None, fail_on_regression: bool, metric: str | None,
-          max_drop: float | None, fail_below: tuple[str, ...], kind_values: dict) -> None:
-    """Score FILE on the deployment at `server` as `flask score` does locally: exit 1 for a rejected file, a failed
-    or incomplete evaluation or a failed gate, 2 for a bad request or a server that cannot be used."""
+          max_drop: float | None, fail_below: tuple[str, ...], kind_values: dict, ratings: Path | None = None,
+          rater: str | None = None, calibrated: bool = False) -> None:
+    """Score FILE on the deployment at `server` as `flask score` does locally (people's ratings of --ratings
+    attached once it is judged, and it scored again): exit 1 for a rejected file, a failed or incomplete evaluation
+    or a failed gate, 2 for a bad request or a server that cannot be used."""
     if not server:
         _fail(_("--token needs --server (the deployment to run the evaluation on)."))
     thresholds = gate.parse_thresholds(fail_below)
@@ -114,6 +131,7 @@ def score(server: str | None, token: str | None, file: Path, kind: str | None, m
                                                      "--max-drop": max_drop},
                         baseline_record["kind"] if baseline_record else None,
                         baseline_record.get("result") if baseline_record else None)
+        gate.check_takes_ratings(detected, ratings)
         check_kind_options(detected, kind_values)
         options = _start_options(detected, kind_values, client, upload["id"])
         judge = {**({"endpoint": judge_endpoint} if judge_endpoint else {}), **({"batch": True} if batch else {})}
@@ -129,6 +147,8 @@ def score(server: str | None, token: str | None, file: Path, kind: str | None, m
         click.echo("", err=True)
         if record["status"] not in ("done", "incomplete"):
             _ended(record)
+        if ratings is not None:
+            _rated(client, started["id"], ratings, rater)
         result = client.result(started["id"])
         rows = client.compare([baseline, started["id"]], baseline=baseline)["paired"] if baseline else None
     except ApiError as exc:
@@ -143,7 +163,8 @@ def score(server: str | None, token: str | None, file: Path, kind: str | None, m
     if baseline is not None and rows is not None:
         results = [baseline_record["result"], result] if baseline_record and baseline_record.get("result") else None
         failed = gate.report_paired(detected, rows, baseline, fail_on_regression, metric, max_drop, results)
-    failed = gate.check_thresholds(result, thresholds) or failed
+    gated = gate.check_calibrated(result, thresholds) if calibrated else gate.check_thresholds(result, thresholds)
+    failed = gated or failed
     if record["status"] == "incomplete":  # the result is written, but a script must not take it for a whole one
         _ended(record)
     if failed:

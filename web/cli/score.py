@@ -12,12 +12,13 @@ from flask.cli import with_appcontext
 
 from client import opened
 from kinds import registry
-from kinds.kind import Scored, StartError, TakesAttachments
+from kinds.kind import JobFailed, Kind, Scored, StartError, TakesAttachments, TakesRatings
+from kinds.problems import Report
 from pipeline.evaluations import create_evaluation
 from pipeline.ingest import InvalidUpload, attach, ingest
 from pipeline.judge_requests import RequestError
 from translations import _
-from web import get_judge_settings, get_runner, get_site, get_store, get_uploads
+from web import get_judge_settings, get_rescores, get_runner, get_site, get_store, get_uploads
 from web.cli import gate, remote
 from web.cli.shared import ProgressBar, check_kind_options, panel
 
@@ -25,18 +26,21 @@ from web.cli.shared import ProgressBar, check_kind_options, panel
 def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, judge_endpoint: str | None,
            batch: bool, judge_model: tuple[str, ...] = (), judges_file: Path | None = None,
            baseline: str | None = None, fail_on_regression: bool = False, metric: str | None = None,
-           max_drop: float | None = None, fail_below: tuple[str, ...] = (), server: str | None = None,
-           token: str | None = None, **kind_values) -> None:
+           max_drop: float | None = None, fail_below: tuple[str, ...] = (), ratings: Path | None = None,
+           rater: str | None = None, calibrated: bool = False, server: str | None = None, token: str | None = None,
+           **kind_values) -> None:
     """Validate and score FILE (or a folder: AgentBench outputs/, a conversation dataset, a mobility groundtruth/
     folder), then print the result document as JSON; with --baseline, the paired differences against that
-    evaluation, and exit 1 on a regression (--fail-on-regression) or a headline value below --fail-below.
+    evaluation, and exit 1 on a regression (--fail-on-regression) or a headline value below --fail-below (with
+    --ratings and --calibrated, a figure calibrated to people's ratings).
     With --server, the same evaluation runs on that deployment (its token: --token or PSB_TOKEN)."""
+    thresholds = gate.parse_thresholds(fail_below)
+    gate.check_ratings_options(ratings, rater, calibrated, thresholds, baseline, fail_on_regression)
     if server or token:
         remote.score(server, token or os.environ.get("PSB_TOKEN"), file, kind, methods, out, judge_endpoint,
-                         batch, judge_model, judges_file, baseline, fail_on_regression, metric, max_drop, fail_below,
-                         kind_values)
+                     batch, judge_model, judges_file, baseline, fail_on_regression, metric, max_drop, fail_below,
+                     kind_values, ratings, rater, calibrated)
         return
-    thresholds = gate.parse_thresholds(fail_below)
     if baseline is not None:
         gate.check_baseline(baseline)
     upload_options = {f: kind_values[f] for k in registry.kinds() for f in k.upload_fields if kind_values.get(f)}
@@ -53,6 +57,7 @@ def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, 
     try:
         gate.check_kind(detected, baseline, metric, {"--fail-on-regression": fail_on_regression, "--metric": metric,
                                                      "--max-drop": max_drop})
+        gate.check_takes_ratings(detected, ratings)
         check_kind_options(detected, kind_values)
         # a kind that is not scored gets no options: create_evaluation says why it is not
         options = detected.cli_start(_attached(detected, upload, kind_values), get_site()) if isinstance(
@@ -75,13 +80,15 @@ def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, 
         click.echo(_("error: the evaluation ended %(status)s: %(message)s", status=record["status"],
                      message=record["error"] or ""), err=True)
         sys.exit(1)
+    if ratings is not None:
+        record = _rated(detected, record, ratings, rater)
     text = json.dumps(record["result"], ensure_ascii=False, indent=1)
     if out:
         out.write_text(text + "\n", encoding="utf-8")
         click.echo(_("result written to %(path)s", path=out), err=True)
     else:
         click.echo(text)
-    failed = gate.run_gate(detected, record, baseline, fail_on_regression, metric, max_drop, thresholds)
+    failed = gate.run_gate(detected, record, baseline, fail_on_regression, metric, max_drop, thresholds, calibrated)
     if record["status"] == "incomplete":  # the result is written, but a script must not take it for a whole one
         click.echo(_("error: the evaluation ended %(status)s: %(message)s", status=record["status"],
                      message=record["error"] or ""), err=True)
@@ -92,12 +99,43 @@ def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, 
 
 def _refused(file: Path, exc: InvalidUpload) -> NoReturn:
     """Print every problem of a refused file with its line, and exit 1."""
-    for p in exc.report.problems:
+    _print_problems(file, exc.report)
+    sys.exit(1)
+
+
+def _print_problems(file: Path, report: Report) -> None:
+    """Every problem of a refused file, with its line and field."""
+    for p in report.problems:
         where = _("line %(line)s", line=p.line) if p.line else _("file")
         click.echo(f"{file}: {where}{' ' + p.path if p.path else ''}: {p.message}", err=True)
-    if exc.report.truncated:
+    if report.truncated:
         click.echo(_("(more problems were found; fix these first)"), err=True)
-    sys.exit(1)
+
+
+def _rated(kind: Kind, record: dict, ratings: Path, rater: str | None) -> dict:
+    """The evaluation with people's ratings from `ratings` attached (TakesRatings) and scored again, in the
+    foreground (the rescore job, run here); exit 1, printing every problem, when the file is refused."""
+    assert isinstance(kind, TakesRatings)  # check_takes_ratings() refused any other before judging
+    try:
+        with ratings.open("rb") as stream:
+            report = kind.attach_ratings(record["id"], stream, ratings.name, rater, get_site())
+    except StartError as exc:
+        click.echo(_("error: %(message)s", message=exc), err=True)
+        sys.exit(1)
+    if not report.ok:
+        _print_problems(ratings, report)
+        click.echo(_("The ratings file has problems; nothing was attached."), err=True)
+        sys.exit(1)
+    for w in report.warnings:
+        click.echo(_("warning: %(message)s", message=w.message), err=True)
+    try:
+        get_rescores().now(record["id"])
+    except JobFailed as exc:
+        click.echo(_("error: %(message)s", message=exc), err=True)
+        sys.exit(1)
+    click.echo(_("People's ratings of %(file)s attached; the evaluation was scored again.", file=ratings.name),
+               err=True)
+    return get_store().get_evaluation(record["id"]) or record
 
 
 def _attached(kind: Scored, upload: dict, values: dict) -> dict:

@@ -13,7 +13,7 @@ import pytest
 from kinds.agreement import krippendorff_alpha
 from kinds.dialogue import human_file
 from kinds.dialogue.human_agreement import human_agreement, people_alpha
-from tests.conftest import jsonl, session_line, wait_for
+from tests.conftest import jsonl, session_line, wait_for, wait_rescored
 from tests.kinds.dialogue.test_judge_panel import SCORES, marked_sessions, naive_interval_alpha
 from tests.web.test_api import upload
 from tests.web.test_share import create_share, share_path
@@ -100,8 +100,17 @@ def ratings_csv(rows) -> bytes:
 
 
 def attach(client, evaluation_id: str, data: bytes, name: str = "people.csv"):
-    return client.post(f"/api/evaluations/{evaluation_id}/human-ratings",
-                       data={"file": (io.BytesIO(data), name)}, content_type="multipart/form-data")
+    """POST a ratings file; once accepted (202), wait until the rescore job it started is over."""
+    answer = client.post(f"/api/evaluations/{evaluation_id}/human-ratings",
+                         data={"file": (io.BytesIO(data), name)}, content_type="multipart/form-data")
+    if answer.status_code == 202:
+        assert wait_rescored(client, evaluation_id)["status"] == "done"
+    return answer
+
+
+def human_of(client, evaluation_id: str) -> dict:
+    """The result's agreement with people (agreement.human)."""
+    return client.get(f"/api/evaluations/{evaluation_id}").get_json()["result"]["agreement"]["human"]
 
 
 def panel_evaluation(client, judge_server) -> str:
@@ -119,8 +128,8 @@ def test_people_who_rate_exactly_like_one_judge(client, judge_server):
     rated = replies()[:-2]  # people rated all but the last round's two replies
     # People give judge-a's totals and verdicts; the style column is the local judge's split of the total.
     resp = attach(client, evaluation_id, ratings_csv([(s, k, m, t, v, -(-t // 5)) for s, k, m, t, v in rated]))
-    assert resp.status_code == 200, resp.get_json()
-    human = resp.get_json()["agreement"]
+    assert resp.status_code == 202, resp.get_json()
+    human = human_of(client, evaluation_id)
     assert human["ratings"] == len(rated) and human["rated"] == ["total", "verdict", "style"]
     a, b, panel = (human["by_rater"][k] for k in ("judge-a", "judge-b", "panel"))
     assert a["total"]["spearman"]["value"] == pytest.approx(1) and a["total"]["alpha"]["value"] == pytest.approx(1)
@@ -157,7 +166,7 @@ def test_people_who_rate_exactly_like_one_judge(client, judge_server):
     assert 'id="human"' in page and f"{len(rated)} ratings from people.csv are attached" in page
     # The attached file downloads in the format it was read in: attaching it again changes nothing.
     downloaded = client.get(f"/evaluations/{evaluation_id}/human-ratings.csv").data
-    assert attach(client, evaluation_id, downloaded).get_json()["agreement"] == human
+    assert attach(client, evaluation_id, downloaded).status_code == 202 and human_of(client, evaluation_id) == human
     rows = list(csv.DictReader(io.StringIO(client.get(f"/evaluations/{evaluation_id}/agreement.csv")
                                            .data.decode("utf-8-sig"))))
     spearman_b = next(r for r in rows if (r["statistic"], r["score"], r["raters"]) ==
@@ -166,7 +175,8 @@ def test_people_who_rate_exactly_like_one_judge(client, judge_server):
     assert any(r["raters"] == "judge-a | judge-b" for r in rows)  # the judges' own agreement too
     shared = client.get(share_path(create_share(client, evaluation_id))).get_data(as_text=True)
     assert 'id="human"' in shared and 'name="file"' not in shared and "human-ratings.csv" not in shared
-    assert client.delete(f"/api/evaluations/{evaluation_id}/human-ratings").status_code == 200
+    assert client.delete(f"/api/evaluations/{evaluation_id}/human-ratings").status_code == 202
+    assert wait_rescored(client, evaluation_id)["status"] == "done"
     assert "human" not in client.get(f"/api/evaluations/{evaluation_id}").get_json()["result"]["agreement"]
 
 
@@ -177,7 +187,8 @@ def test_methods_ranked_by_people_and_by_one_judge(client, judge_server):
     judged = _judged_totals(client, done["id"])
     # People reverse the judge's order of the methods: their total is 100 minus the judge's.
     rows = [(s, k, m, 100 - t, "", "") for (s, k, m), t in judged.items()]
-    human = attach(client, done["id"], ratings_csv(rows)).get_json()["agreement"]
+    assert attach(client, done["id"], ratings_csv(rows)).status_code == 202
+    human = human_of(client, done["id"])
     ranking = human["ranking"]
     means = {m: np.mean([t for (_s, _k, mm), t in judged.items() if mm == m]) for m in "ABC"}
     assert ranking["by_rater"]["judge-test"] == pytest.approx(means)
@@ -238,6 +249,7 @@ def test_the_result_page_form_needs_its_token_and_lists_problems(make_app, judge
     resp = client.post(path, data={"file": (io.BytesIO(good), "p.csv"), "csrf_token": token},
                        content_type="multipart/form-data")
     assert resp.status_code == 302 and resp.headers["Location"].endswith(f"/evaluations/{evaluation_id}#human")
+    assert wait_rescored(client, evaluation_id)["status"] == "done"
     assert "Agreement with people" in client.get(f"/evaluations/{evaluation_id}").get_data(as_text=True)
     report = client.get(f"/evaluations/{evaluation_id}/report.html").get_data(as_text=True)
     assert 'id="human"' in report and 'name="file"' not in report
@@ -284,7 +296,14 @@ def test_human_agreement_gives_people_only_with_their_own_ratings():
         np.corrcoef([10, 20, 30, 40, 50], [11, 20, 31, 40, 51])[0, 1])
     rows = [person(name, f"s{i}", 1, "A", 10 * i + shift) for i in range(1, 6) for name, shift in (("a", 0), ("b", 2))]
     both = human_agreement(ratings, {"judge": cells}, ["A"], ("style",), n_boot=100, per_rater=rows)
-    assert {k: v for k, v in both.items() if k != "people"} == plain
+    assert {k: v for k, v in both.items() if k not in ("people", "scatter")} == {
+        k: v for k, v in plain.items() if k != "scatter"}
+    # without each person's rows a reply's mean stands for one rating; with them, its raters and their spread
+    assert plain["scatter"] == {"rater": "judge", "points": [
+        {"session_id": f"s{i}", "round": 1, "method": "A", "judge": 10 * i + i % 2, "people": 10 * i, "raters": 1,
+         "low": 10 * i, "high": 10 * i} for i in range(1, 6)]}
+    assert [(p["raters"], p["low"], p["high"]) for p in both["scatter"]["points"]] == [
+        (2, 10 * i, 10 * i + 2) for i in range(1, 6)]
     assert list(both["people"]) == ["total"]
     expected = krippendorff_alpha([[10 * i, 10 * i + 2] for i in range(1, 6)], "interval")
     assert both["people"]["total"]["value"] == pytest.approx(expected)

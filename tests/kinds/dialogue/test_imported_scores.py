@@ -14,7 +14,7 @@ from statistics import mean
 import pytest
 from scipy import stats
 
-from tests.conftest import jsonl, session_line, wait_for
+from tests.conftest import jsonl, session_line, wait_for, wait_rescored
 from tests.doc_commands import DOCS, commands, section
 
 SESSIONS = ("u1", "u2", "u3")
@@ -411,8 +411,10 @@ def test_agreement_with_people_is_figured_for_imported_scores(client):
     ratings = "session_id,round,method,total\n" + "".join(f"{s},{k},{m},{v}\n" for (s, k, m), v in people.items())
     answer = client.post(f"/api/evaluations/{done['id']}/human-ratings",
                          data={"file": (io.BytesIO(ratings.encode()), "people.csv")}, content_type="multipart/form-data")
-    assert answer.status_code == 200, answer.get_json()
-    figures = answer.get_json()["agreement"]["by_rater"]["imported"]
+    assert answer.status_code == 202, answer.get_json()
+    assert wait_rescored(client, done["id"])["status"] == "done"
+    result = client.get(f"/api/evaluations/{done['id']}").get_json()["result"]
+    figures = result["agreement"]["human"]["by_rater"]["imported"]
     keys = [(s, k, m) for i, s, k, m in replies()]
     ours = [sum(dims(i, k, m).values()) for i, s, k, m in replies()]
     assert figures["total"]["spearman"]["value"] == pytest.approx(

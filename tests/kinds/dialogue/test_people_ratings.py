@@ -11,15 +11,32 @@ import pytest
 from scipy import stats
 
 from kinds.dialogue import rating_store
-from tests.conftest import jsonl, session_line, wait_for
+from tests.conftest import jsonl, session_line, wait_for, wait_rescored
 from tests.kinds.dialogue.test_agreement_with_people import _judged_totals
 from tests.web.test_api import upload
 
 
 def attach(client, evaluation_id: str, text: str, name: str = "people.csv", **form):
-    return client.post(f"/api/evaluations/{evaluation_id}/human-ratings",
-                       data={"file": (io.BytesIO(text.encode("utf-8")), name), **form},
-                       content_type="multipart/form-data")
+    """POST a ratings file; once accepted (202), wait until the rescore job it started is over."""
+    answer = client.post(f"/api/evaluations/{evaluation_id}/human-ratings",
+                         data={"file": (io.BytesIO(text.encode("utf-8")), name), **form},
+                         content_type="multipart/form-data")
+    if answer.status_code == 202:
+        assert wait_rescored(client, evaluation_id)["status"] == "done"
+    return answer
+
+
+def detach(client, evaluation_id: str, rater: str | None = None):
+    """DELETE people's ratings (one rater's); once accepted (202), wait until the rescore job is over."""
+    answer = client.delete(f"/api/evaluations/{evaluation_id}/human-ratings" + (f"?rater={rater}" if rater else ""))
+    if answer.status_code == 202:
+        assert wait_rescored(client, evaluation_id)["status"] == "done"
+    return answer
+
+
+def human(client, evaluation_id: str) -> dict:
+    """The result's agreement with people (agreement.human)."""
+    return client.get(f"/api/evaluations/{evaluation_id}").get_json()["result"]["agreement"]["human"]
 
 
 def finished(client) -> str:
@@ -50,20 +67,22 @@ def test_several_raters_their_mean_and_the_agreement_with_it(client, judge_serve
     rows = [("rater", "session_id", "round", "method", "total")]
     rows += [("alice", *key, alice[key]) for key in replies] + [("bob", *key, bob[key]) for key in bob]
     answer = attach(client, evaluation_id, table(rows))
-    assert answer.status_code == 200, answer.get_json()
+    assert answer.status_code == 202, answer.get_json()
     body = answer.get_json()
     assert (body["attached"], body["raters"], body["ratings"], body["replies"]) == (20, ["alice", "bob"], 20, 12)
+    assert body["rescore"]["status"] in ("queued", "running", "done")  # a job updates the figures
+    assert answer.headers["Location"].endswith(f"/api/evaluations/{evaluation_id}/rescore")
     mean = {key: (alice[key] + bob[key]) / 2 if key in bob else alice[key] for key in replies}
-    human = body["agreement"]
-    assert human["ratings"] == 12  # one item per reply: people's mean
+    agreement = human(client, evaluation_id)
+    assert agreement["ratings"] == 12  # one item per reply: people's mean
     expected = stats.spearmanr([mean[k] for k in replies], [judged[k] for k in replies]).statistic
-    assert human["by_rater"]["judge-test"]["total"]["spearman"]["value"] == pytest.approx(expected)
+    assert agreement["by_rater"]["judge-test"]["total"]["spearman"]["value"] == pytest.approx(expected)
 
     # carol's verdicts, in a JSONL file without a rater column: hers by the form's field
     carol = "".join(json.dumps({"session_id": s, "round": k, "method": m, "binary": n % 2})
                     + "\n" for n, (s, k, m) in enumerate(replies[:4]))
     answer = attach(client, evaluation_id, carol, "verdicts.jsonl", rater="carol")
-    assert answer.status_code == 200 and answer.get_json()["raters"] == ["carol"]
+    assert answer.status_code == 202 and answer.get_json()["raters"] == ["carol"]
     assert answer.get_json()["ratings"] == 24
     # bob again, one rating now: his eight go, alice's and carol's stay
     assert attach(client, evaluation_id, table([("session_id", "round", "method", "total"), (*replies[0], 99)]),
@@ -90,7 +109,7 @@ def test_ratings_read_back_as_files_and_attached_again_unchanged(client, judge_s
     rows = [("rater", "session_id", "round", "method", "total", "binary", "style"),
             ("alice", "s0", 1, "A", 70.5, 1, 14), ("bob", "s0", 1, "A", 20, 0, None),
             ("=cmd()", "s1", 2, "B", None, 1, None)]  # a name a spreadsheet would run
-    assert attach(client, evaluation_id, table(rows)).status_code == 200
+    assert attach(client, evaluation_id, table(rows)).status_code == 202
     before = kept(client, evaluation_id)
     url = f"/api/evaluations/{evaluation_id}/human-ratings"
     answer = client.get(f"{url}?format=csv")
@@ -108,10 +127,10 @@ def test_ratings_read_back_as_files_and_attached_again_unchanged(client, judge_s
         {"rater": "alice", "session_id": "s0", "round": 1, "method": "A", "total": 70.5, "binary": 1, "style": 14.0}]
     # each file attached again gives the same ratings (the CSV's neutralised name aside, a new rater "'=cmd()")
     jsonl_file = client.get(f"{url}?format=jsonl").get_data(as_text=True)
-    assert attach(client, evaluation_id, jsonl_file, "all.jsonl").status_code == 200
+    assert attach(client, evaluation_id, jsonl_file, "all.jsonl").status_code == 202
     assert kept(client, evaluation_id) == before
     assert attach(client, evaluation_id, answer.get_data(as_text=True).removeprefix("\ufeff"),
-                  "all.csv").status_code == 200
+                  "all.csv").status_code == 202
     assert kept(client, evaluation_id) == sorted([*before, ("'=cmd()", "s1", 2, "B", None, 1)])
     page_download = client.get(f"/evaluations/{evaluation_id}/human-ratings.csv").get_data(as_text=True)
     assert page_download.startswith("\ufeffrater,session_id,round,method,total,binary,style")
@@ -123,13 +142,13 @@ def test_one_raters_ratings_removed_then_all(client, judge_server):
             ("bob", "s0", 1, "A", 20), ("bob", "s1", 1, "B", 30)]
     attach(client, evaluation_id, table(rows))
     url = f"/api/evaluations/{evaluation_id}/human-ratings"
-    assert client.delete(f"{url}?rater=bob").get_json() == {"ratings": 1}
+    removed = detach(client, evaluation_id, "bob")
+    assert removed.status_code == 202 and removed.get_json()["ratings"] == 1
     assert kept(client, evaluation_id) == [("alice", "s0", 1, "A", 70.0, None)]
-    result = client.get(f"/api/evaluations/{evaluation_id}").get_json()["result"]
-    assert result["agreement"]["human"]["ratings"] == 1  # scored again without bob
-    missing = client.delete(f"{url}?rater=bob")
+    assert human(client, evaluation_id)["ratings"] == 1  # scored again without bob
+    missing = detach(client, evaluation_id, "bob")
     assert missing.status_code == 404 and missing.get_json()["error"] == "There are no ratings by bob."
-    assert client.delete(url).get_json() == {"ratings": 0}
+    assert detach(client, evaluation_id).get_json()["ratings"] == 0
     assert "human" not in client.get(f"/api/evaluations/{evaluation_id}").get_json()["result"].get("agreement", {})
     assert client.get(url).get_json() == {"raters": [], "ratings": []}
     assert client.get("/api/evaluations/nope/human-ratings").status_code == 404
@@ -164,7 +183,7 @@ def test_the_api_names_a_wrong_field_and_refuses_what_it_cannot_attach(client, j
     answer = client.get(f"/api/evaluations/{evaluation_id}/human-ratings?format=xml")
     assert answer.status_code == 400 and answer.get_json()["problems"][0]["path"] == "format"
     blank = attach(client, evaluation_id, good, rater=" ")  # a blank rater is none: the file's name
-    assert blank.status_code == 200 and blank.get_json()["raters"] == ["people.csv"]
+    assert blank.status_code == 202 and blank.get_json()["raters"] == ["people.csv"]
 
 
 def test_the_result_page_form_takes_a_rater(client, judge_server):
@@ -176,6 +195,7 @@ def test_the_result_page_form_takes_a_rater(client, judge_server):
         answer = client.post(path, data={"file": (io.BytesIO(b"session_id,round,method,total\ns0,1,A,50\n"), name),
                                          "rater": rater}, content_type="multipart/form-data")
         assert answer.status_code == 302
+    assert wait_rescored(client, evaluation_id)["status"] == "done"
     page = client.get(f"/evaluations/{evaluation_id}").get_data(as_text=True)
     assert "2 ratings from dana, people.csv are attached." in page
     store = client.application.extensions["store"]

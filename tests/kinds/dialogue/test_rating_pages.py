@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from kinds.dialogue import rating_slice, rating_store
-from tests.conftest import jsonl, wait_for
+from tests.conftest import jsonl, wait_for, wait_rescored
 from tests.web.test_api import upload
 from tests.web.test_auth import PASSWORD, signed_in
 from web import accounts
@@ -366,6 +366,7 @@ def test_update_the_figures_scores_the_evaluation_again(client, app):
     store.set_result(evaluation_id, {**before, "stale": True})  # what scoring again replaces
     resp = client.post(f"/evaluations/{evaluation_id}/rating/rescore")
     assert resp.status_code == 302 and resp.headers["Location"].endswith(f"/evaluations/{evaluation_id}#human")
+    assert wait_rescored(client, evaluation_id)["status"] == "done"  # a rescore job, in the background
     after = store.get_evaluation(evaluation_id)["result"]
     assert "stale" not in after and after["methods"] == before["methods"]
     assert store.get_evaluation(evaluation_id)["status"] == "done"

@@ -4,6 +4,7 @@ agreement headline, problems by line with exit status 1, a request that cannot b
 of an export added back."""
 from __future__ import annotations
 
+from tests.conftest import wait_rescored
 from tests.kinds.dialogue.test_people_ratings import finished, kept, table
 
 PEOPLE = table([("rater", "session_id", "round", "method", "total", "binary"), ("alice", "s0", 1, "A", 70, 1),
@@ -83,7 +84,8 @@ def test_export_and_add_back_is_a_round_trip(client, runner, judge_server, tmp_p
                                        '60.0, "binary": 1}',
                                        '{"rater": "bob", "session_id": "s2", "round": 1, "method": "B", "total": '
                                        '20.0}']
-    assert client.delete(url).get_json() == {"ratings": 0}
+    assert client.delete(url).get_json()["ratings"] == 0
+    assert wait_rescored(client, evaluation_id)["status"] == "done"
     again = runner.invoke(args=["ratings", "add", evaluation_id, str(out)])
     assert again.exit_code == 0, again.output
     assert kept(client, evaluation_id) == before

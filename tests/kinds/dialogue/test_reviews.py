@@ -8,6 +8,7 @@ import io
 import pytest
 
 from kinds.dialogue import rating_store
+from tests.conftest import wait_rescored
 from tests.kinds.dialogue.test_sample_grid import evaluation
 
 FINE_A = {"index": 0, "round": 1, "method": "A", "mode": "fine"}  # session s1, round 1: A scored 90
@@ -77,6 +78,7 @@ def test_reviews_become_peoples_ratings_and_feed_the_agreement(client):
     assert rows[1] == ["s1", "1", "A", "80.0", str(judged[("s1", 1, "A", "binary")]["verdict"])]
     assert rows[2] == ["s2", "1", "B", str(judged[("s2", 1, "B", "fine")]["total"]), ""]
     assert client.post(f"/evaluations/{evaluation_id}/reviews/as-ratings").status_code == 302
+    assert wait_rescored(client, evaluation_id)["status"] == "done"  # a rescore job, in the background
     result = client.get(f"/api/evaluations/{evaluation_id}").get_json()["result"]
     assert result["agreement"]["human"]  # the judge against the reviews, as against an uploaded ratings file
     info = rating_store.human_ratings_info(client.application.extensions["store"], evaluation_id)

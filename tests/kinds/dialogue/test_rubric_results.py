@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from tests.conftest import jsonl, wait_for
+from tests.conftest import jsonl, wait_for, wait_rescored
 from tests.kinds.dialogue import rubric_cases as cases
 
 # The judge's answers, by session, method and round: THREE's three scores 1-7 and its yes/no answer.
@@ -322,8 +322,17 @@ def test_the_ci_gate_reads_a_dimension_of_the_rubric(app, runner, tmp_path):
 # -- people's ratings on the rubric's dimensions and scales ---------------------------------------------------------
 
 def attach(client, evaluation_id: str, text: str, name: str = "ratings.csv"):
-    return client.post(f"/api/evaluations/{evaluation_id}/human-ratings",
-                       data={"file": (io.BytesIO(text.encode("utf-8")), name)}, content_type="multipart/form-data")
+    """POST a ratings file; once accepted (202), wait until the rescore job it started is over."""
+    answer = client.post(f"/api/evaluations/{evaluation_id}/human-ratings",
+                         data={"file": (io.BytesIO(text.encode("utf-8")), name)}, content_type="multipart/form-data")
+    if answer.status_code == 202:
+        assert wait_rescored(client, evaluation_id)["status"] == "done"
+    return answer
+
+
+def human_of(client, evaluation_id: str) -> dict:
+    """The result's agreement with people (agreement.human)."""
+    return client.get(f"/api/evaluations/{evaluation_id}").get_json()["result"]["agreement"]["human"]
 
 
 def test_people_rate_on_the_rubric_dimensions_and_scales(client, three):
@@ -339,8 +348,8 @@ def test_people_rate_on_the_rubric_dimensions_and_scales(client, three):
             for k, (scores, keep) in enumerate(rounds, start=1):
                 rows.append(f"{sid},{k},{method},{scores[0]},{8 - scores[1]},{keep}")
     made = attach(client, three, "\n".join(rows) + "\n")
-    assert made.status_code == 200, made.get_json()
-    human = made.get_json()["agreement"]
+    assert made.status_code == 202, made.get_json()
+    human = human_of(client, three)
     assert human["rated"] == ["verdict", "consistency", "warmth"]
     figures = human["by_rater"]["judge-test"]
     assert figures["dimensions"]["consistency"]["spearman"]["value"] == pytest.approx(1)
@@ -357,8 +366,8 @@ def test_without_a_yes_no_question_a_binary_rating_is_ignored(app, client):
     cases.add(app, cases.ONE)
     evaluation = evaluate(client, upload(client, one_file({"s1": {"A": [8, 6], "B": [3, 5]}})), rubric="lab-one")
     made = attach(client, evaluation, "session_id,round,method,fit,binary\ns1,1,A,8,1\ns1,2,A,6,0\ns1,1,B,3,1\n")
-    assert made.status_code == 200, made.get_json()
-    assert made.get_json()["agreement"]["rated"] == ["fit"]
+    assert made.status_code == 202, made.get_json()
+    assert human_of(client, evaluation)["rated"] == ["fit"]
     assert csv_rows(client, f"/evaluations/{evaluation}/human-ratings.csv")[0] == ["rater", "session_id", "round",
                                                                                   "method", "total", "fit"]
 
