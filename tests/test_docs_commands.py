@@ -42,9 +42,8 @@ RUN_ELSEWHERE = {
                                             "each and are judged by hand)",
     (DOCS / "adding-a-kind.md", "Trying the example"): "tests/kinds/test_installed_kind.py, into a folder of its own "
                                                        "and with the local judge",
-    (CLI, "Gating on figures calibrated to people"): "tests/web/test_calibrated_gate.py, in the app's process, whose "
-                                                     "result gets a calibration block made there until the result "
-                                                     "document has its own",
+    (CLI, "Gating on figures calibrated to people"): "tests/web/test_calibrated_gate.py, with a ratings file of its "
+                                                     "own",
 }
 RUN_HERE = ((JUDGE, "The judge"), (CLI, "CLI"), (SECURITY, "Accounts and API tokens"),
             (SECURITY, "Headers, cookies and exports"), (LAYOUT, "Translations"),

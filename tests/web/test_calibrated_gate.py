@@ -4,19 +4,15 @@ ratings once the evaluation is judged and scores it again; --calibrated makes --
 calibrated figure (its value, its interval printed) from the result's `calibration` block; what cannot work is
 refused before anything is judged.
 
-The dialogue result's `calibration` block (calibration.by_method[method][figure] = {judge, people, calibrated}, each a
-kinds/calibration.py Estimate) is built by another part of the work; until it is there, `calibrating` gives the result
-one made here from the stored judgments and people's ratings with kinds/calibration.py's functions, so the gate is
-tested on that shape through the CLI. docs/cli.md's calibrated gate example runs here as written."""
+The figures are the dialogue result's `calibration` block (kinds/dialogue/calibrated.py). docs/cli.md's calibrated
+gate example runs here as written, in a process of its own."""
 from __future__ import annotations
 
 import json
 import re
-import shlex
 
 import pytest
 
-from kinds.calibration import Stratum, stratified_judge_mean, stratified_people_mean, stratified_ppi_mean
 from kinds.dialogue import rating_store
 from kinds.dialogue.kind import DialogueKind
 from tests.conftest import jsonl
@@ -49,41 +45,6 @@ def people_file(shift: dict[str, int], methods=("Base", "Ours"), sessions=range(
     return "\n".join(rows) + "\n"
 
 
-def calibration_block(store, evaluation_id: str, methods: list[str]) -> dict:
-    """calibration.by_method[method]["avg"] = {judge, people, calibrated}: each method's AVG (the mean over rounds) from
-    the judge's totals of every reply and people's mean total of the rated ones, by kinds/calibration.py."""
-    totals = {(j["session_id"], j["round"], j["method"]): j["total"] for j in store.judgments(evaluation_id)
-              if j["mode"] == "fine" and j["status"] == "ok"}
-    people = {(r["session_id"], r["round"], r["method"]): r["total"]
-              for r in rating_store.human_ratings(store, evaluation_id) if r["total"] is not None}
-    by_method = {}
-    for method in methods:
-        strata = []
-        for rnd in sorted({k[1] for k in totals if k[2] == method}):
-            replies = sorted(k for k in totals if k[1:] == (rnd, method))
-            rated = [k for k in replies if k in people]
-            strata.append(Stratum([totals[k] for k in rated], [people[k] for k in rated],
-                                  [totals[k] for k in replies], [k[0] for k in rated], [k[0] for k in replies]))
-        by_method[method] = {"avg": {"judge": stratified_judge_mean(strata), "people": stratified_people_mean(strata),
-                                     "calibrated": stratified_ppi_mean(strata)}}
-    return {"by_method": by_method}
-
-
-@pytest.fixture
-def calibrating(monkeypatch):
-    """The dialogue result with a calibration block made here once people's ratings are attached (see above)."""
-    original = DialogueKind.score
-
-    def score(self, job):
-        document = original(self, job)
-        document.pop("calibration", None)
-        if rating_store.people_ratings(job.store, job.evaluation["id"]):
-            document["calibration"] = calibration_block(job.store, job.evaluation["id"], job.evaluation["methods"])
-        return document
-
-    monkeypatch.setattr(DialogueKind, "score", score)
-
-
 @pytest.fixture
 def work(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -100,7 +61,7 @@ def shown(estimate: dict) -> str:
     return f"{number(estimate['value'], 3)}, 95% CI [{number(estimate['low'], 3)}, {number(estimate['high'], 3)}]"
 
 
-def test_the_gate_reads_the_calibrated_figure_not_the_judges(runner, judge_server, work, calibrating):
+def test_the_gate_reads_the_calibrated_figure_not_the_judges(runner, judge_server, work):
     # people rate Ours 25 points below the judge, Base 4 above: the judge's Ours passes 60, the calibrated one does not
     (work / "people.csv").write_text(people_file({"Base": 4, "Ours": -25}), encoding="utf-8")
     plain = score(runner, "--fail-below", "avg=70")
@@ -112,7 +73,7 @@ def test_the_gate_reads_the_calibrated_figure_not_the_judges(runner, judge_serve
     document = json.loads(gated.stdout)
     assert "People's ratings of people.csv attached; the evaluation was scored again." in gated.stderr
     assert document["agreement"]["human"]["ratings"] == 16  # the result printed is the one scored again
-    avg = {m: document["calibration"]["by_method"][m]["avg"] for m in ("Base", "Ours")}
+    avg = {m: document["calibration"]["methods"][m]["avg"] for m in ("Base", "Ours")}
     assert avg["Ours"]["calibrated"]["value"] < 60 < avg["Ours"]["judge"]["value"]
     assert avg["Base"]["calibrated"]["value"] > 60
     for method in ("Base", "Ours"):
@@ -125,15 +86,15 @@ def test_the_gate_reads_the_calibrated_figure_not_the_judges(runner, judge_serve
     assert passed.exit_code == 0, passed.output
 
 
-def test_a_method_without_a_calibrated_figure_fails_saying_why(runner, judge_server, work, calibrating):
-    # Ours: one rated reply per round, too few for an estimate (each round needs two)
+def test_a_method_without_a_calibrated_figure_fails_saying_why(runner, judge_server, work):
+    # Ours: one rated reply per round, too few for an estimate (each round needs three)
     text = people_file({"Base": 0, "Ours": 0}, methods=("Base",)) + people_file(
         {"Base": 0, "Ours": 0}, methods=("Ours",), sessions=range(1), header=False)
     (work / "people.csv").write_text(text, encoding="utf-8")
     gated = score(runner, "--ratings", "people.csv", "--calibrated", "--fail-below", "avg=10")
     assert gated.exit_code == 1
     assert "no calibrated figure: Ours avg: too few of its replies were rated: 2 in all, and each round needs at " \
-           "least 2" in gated.stderr
+           "least 3" in gated.stderr
     assert "calibrated: Base avg" in gated.stderr and "below threshold" not in gated.stderr
     unknown = score(runner, "--ratings", "people.csv", "--calibrated", "--fail-below", "style=10")
     assert unknown.exit_code == 2 and "No calibrated figure style in the result; it has: avg." in unknown.stderr
@@ -194,13 +155,18 @@ def test_ratings_for_a_kind_that_takes_none_are_refused_before_scoring(runner, w
         in refused.stderr
 
 
-def test_the_documented_calibrated_gate_runs_as_written(runner, judge_server, work, calibrating):
-    # docs/cli.md's example, with a log.jsonl and a people.csv of the test's own (people a little above the judge)
+def test_the_documented_calibrated_gate_runs_as_written(judge_server, work):
+    # docs/cli.md's example, typed in a shell in a folder with a log.jsonl and a people.csv of the test's own (people a
+    # little above the judge), with a store of its own and the local judge
+    from tests.test_docs_commands import _environment, _run
+
     (work / "people.csv").write_text(people_file({"Base": 2, "Ours": 1}), encoding="utf-8")
+    env = _environment(work, JUDGE_BASE_URL=judge_server.url, JUDGE_API_KEY="sk-test", JUDGE_MODEL="judge-test",
+                       JUDGE_MAX_RETRIES="0")
     steps = commands(CLI_PAGE, CALIBRATED)
     assert steps and all(step.startswith("flask --app app score ") for step in steps)
     for step in steps:
-        done = runner.invoke(args=shlex.split(step)[3:])
-        assert done.exit_code == 0, (step, done.output)
+        done = _run(step, work, env)  # exit 0: every method's calibrated AVG is above 60
         assert re.search(r"^calibrated: Ours avg [\d.]+, 95% CI \[[\d.]+, [\d.]+\] \(8 replies rated of 12 judged\)$",
                          done.stderr, flags=re.M), done.stderr
+        assert json.loads(done.stdout)["calibration"]["methods"].keys() == {"Base", "Ours"}

@@ -205,13 +205,16 @@ def check_thresholds(result: dict, thresholds: dict[str, float]) -> bool:
 
 
 def _calibrated_figures(result: dict) -> dict[str, dict[str, Any]]:
-    """{method: {figure: {"judge", "people", "calibrated"}}}: the result's `calibration` block (by_method), each
-    figure's three estimates (kinds/calibration.py's Estimate); {} without one."""
+    """{method: {figure: {"judge", "people", "calibrated"}}}: the result's `calibration` block (its `methods`: avg,
+    binary_rate and each dimension people rated), each figure's three estimates (kinds/calibration.py's Estimate); {}
+    without one."""
     block = result.get("calibration")
-    by_method = block.get("by_method") if isinstance(block, dict) else None
-    if not isinstance(by_method, dict):
+    methods = block.get("methods") if isinstance(block, dict) else None
+    if not isinstance(methods, dict):
         return {}
-    return {method: figures for method, figures in by_method.items() if isinstance(figures, dict)}
+    return {method: {**{name: own[name] for name in ("avg", "binary_rate") if isinstance(own.get(name), dict)},
+                     **(own.get("dimensions") or {})}
+            for method, own in methods.items() if isinstance(own, dict)}
 
 
 def _why_missing(estimate: dict | None) -> str:

@@ -15,7 +15,7 @@ from kinds import calibration
 from kinds.calibration import Stratum
 from kinds.dialogue.calibrated import calibration_block
 from kinds.dialogue.metrics import reply_cells, score_methods
-from tests.conftest import jsonl, session_line, wait_for
+from tests.conftest import jsonl, session_line, wait_for, wait_rescored
 from tests.kinds.dialogue.test_agreement_with_people import attach, panel_evaluation, ratings_csv, replies
 from tests.web.test_api import upload
 
@@ -307,7 +307,8 @@ def judged(client) -> str:
 def add_people(client, evaluation_id: str, text: str) -> None:
     answer = client.post(f"/api/evaluations/{evaluation_id}/human-ratings",
                          data={"file": (io.BytesIO(text.encode()), "people.csv")}, content_type="multipart/form-data")
-    assert answer.status_code == 200, answer.get_json()
+    assert answer.status_code == 202, answer.get_json()
+    assert wait_rescored(client, evaluation_id)["status"] == "done"
 
 
 def test_the_calibration_block_through_the_api(client, judge_server):
@@ -317,7 +318,7 @@ def test_the_calibration_block_through_the_api(client, judge_server):
     add_people(client, evaluation_id, text)
     result = client.get(f"/evaluations/{evaluation_id}.json").get_json()
     block = result["calibration"]
-    assert (block["rater"], block["min_rated"]) == ("judge-test", 2)
+    assert (block["rater"], block["min_rated"]) == ("judge-test", calibration.MIN_RATED)
 
     def strata(method: str, field: str) -> list[Stratum]:
         out = []
@@ -362,14 +363,15 @@ def test_the_calibration_block_through_the_api(client, judge_server):
         {"code": "uninformative_judge", "metric": "binary_rate", "method": m, "weight": weights[(m, "binary_rate")],
          "threshold": 0.1} for m in ("A", "B") if weights[(m, "binary_rate")] < 0.1]
     # the ratings removed: no block
-    assert client.delete(f"/api/evaluations/{evaluation_id}/human-ratings").status_code == 200
+    assert client.delete(f"/api/evaluations/{evaluation_id}/human-ratings").status_code == 202
+    assert wait_rescored(client, evaluation_id)["status"] == "done"
     assert "calibration" not in client.get(f"/evaluations/{evaluation_id}.json").get_json()
 
 
 def test_a_panel_is_calibrated_as_the_methods_table_shows_it(client, judge_server):
     evaluation_id = panel_evaluation(client, judge_server)
     rows = [(s, k, m, t - 10, v, "") for s, k, m, t, v in replies()]
-    assert attach(client, evaluation_id, ratings_csv(rows)).status_code == 200
+    assert attach(client, evaluation_id, ratings_csv(rows)).status_code == 202
     result = client.get(f"/evaluations/{evaluation_id}.json").get_json()
     block = result["calibration"]
     assert block["rater"] == "panel"
@@ -478,7 +480,7 @@ def test_the_page_says_why_a_calibrated_curve_is_missing(client, judge_server):
     block = client.get(f"/evaluations/{evaluation_id}.json").get_json()["calibration"]
     assert block["methods"]["B"]["al_curve"] == {"points": [], "reason": "too_few_rated", "round": 3, "rated": 1}
     page = client.get(f"/evaluations/{evaluation_id}").get_data(as_text=True)
-    assert ("No calibrated AL(k) curve for B: its round 3 has 1 rated reply, and each round needs 2." in page)
+    assert ("No calibrated AL(k) curve for B: its round 3 has 1 rated reply, and each round needs 3." in page)
     assert "The AL(k) chart shows the calibrated curve of A, dotted" in page
     people, calibrated = rows_of(page, "B")[1:]
     assert calibrated.startswith('<td title="13 of 26 replies rated">—</td><td><span class="hint">too few ratings'
@@ -492,7 +494,7 @@ def test_the_page_says_why_a_calibrated_curve_is_missing(client, judge_server):
     assert "A, calibrated to people" in names and "B, calibrated to people" not in names
     # in Chinese and Korean
     zh = client.get(f"/evaluations/{evaluation_id}", headers={"Accept-Language": "zh"}).get_data(as_text=True)
-    assert "B 没有校准后的 AL(k) 曲线：它的第 3 轮只有 1 条已评分回复，而每一轮至少需要 2 条。" in zh
+    assert "B 没有校准后的 AL(k) 曲线：它的第 3 轮只有 1 条已评分回复，而每一轮至少需要 3 条。" in zh
     assert "人工评分过少" in rows_of(zh, "B")[2] and "A（按人工评分校准）" in json.dumps(figures_of(zh), ensure_ascii=False)
     ko = client.get(f"/evaluations/{evaluation_id}", headers={"Accept-Language": "ko"}).get_data(as_text=True)
-    assert "B의 보정된 AL(k) 곡선이 없습니다: 3라운드에 평가된 응답이 1개뿐이며, 각 라운드에는 2개가 필요합니다." in ko
+    assert "B의 보정된 AL(k) 곡선이 없습니다: 3라운드에 평가된 응답이 1개뿐이며, 각 라운드에는 3개가 필요합니다." in ko
