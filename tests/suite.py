@@ -3,7 +3,7 @@ audits' npm packages when they are missing, keeps the product's compiled modules
 starts the slowest modules first, turns a skip into a failure when the CI variable is set, and fails the run when it
 changed a file that git sees in the work tree.
 
-Under pytest-xdist (pyproject.toml's addopts: four workers, each module on one worker) the installing and the work
+Under pytest-xdist (pyproject.toml's addopts: six workers, each module on one worker) the installing and the work
 tree check happen once, in the controller process; the workers only run tests.
 """
 from __future__ import annotations
@@ -26,17 +26,20 @@ NODE_FOLDERS = {ROOT: Path("node_modules/axe-core/axe.min.js"),
                 ROOT / "vendor" / "plotly-bundle": Path("node_modules/esbuild/package.json")}
 NPM_CI = ("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
 NPM_TIMEOUT_S = 600
-# The modules that take longest, longest first (measured on four workers on two cores), started first: a worker that
-# drew one of them last would run alone at the end of the session.
-SLOW_FIRST = ("tests/pipeline/test_multi_machine.py", "tests/web/test_openapi.py", "tests/pipeline/test_celery.py",
-              "tests/web/test_accessibility.py", "tests/web/test_browser.py", "tests/test_bench_scripts.py",
-              "tests/test_client.py", "tests/test_docs_commands.py", "tests/pipeline/test_job_backends.py",
-              "tests/web/test_paired.py", "tests/test_ci_workflow.py", "tests/web/test_simulation_browser.py",
-              "tests/simulate/test_celery_simulation.py", "tests/test_docs_team.py", "tests/judge/test_judge_budget.py",
-              "tests/web/test_auth.py", "tests/web/test_paired_figures.py", "tests/test_docs_rubrics.py",
-              "tests/web/test_chart_layout.py", "tests/web/test_labelling_browser.py",
-              "tests/kinds/conversation/test_humanness.py", "tests/web/test_upload_misfits.py",
-              "tests/web/test_rubric_browser.py")
+# The modules that take longest, longest first (wall time per module on four workers on two cores), started first: a
+# worker that drew one of them last would run alone at the end of the session.
+SLOW_FIRST = ("tests/web/test_accessibility.py", "tests/test_bench_scripts.py", "tests/web/test_browser.py",
+              "tests/pipeline/test_celery.py", "tests/web/test_openapi.py", "tests/pipeline/test_job_backends.py",
+              "tests/test_client.py", "tests/test_docs_commands.py", "tests/pipeline/test_multi_machine.py",
+              "tests/test_ci_workflow.py", "tests/kinds/dialogue/test_rubric_results.py",
+              "tests/simulate/test_celery_simulation.py", "tests/web/test_simulation_browser.py",
+              "tests/pipeline/test_evaluation_faults.py", "tests/web/test_paired.py", "tests/storage/test_storage.py",
+              "tests/web/test_paired_figures.py", "tests/kinds/dialogue/test_imported_scores.py",
+              "tests/web/test_chart_layout.py", "tests/judge/test_judge_budget.py", "tests/test_docs_rubrics.py",
+              "tests/web/test_rubric_browser.py", "tests/pipeline/test_resume.py",
+              "tests/kinds/conversation/test_people_labels.py", "tests/kinds/test_installed_kind.py",
+              "tests/web/test_browser_colours.py", "tests/test_docs_team.py", "tests/storage/test_shared_state.py",
+              "tests/web/test_cli.py", "tests/web/test_labelling_browser.py")
 # Where every process of the run keeps the bytecode of what it imports (Python's PYTHONPYCACHEPREFIX), in the temporary
 # folder: the hundreds of `flask`, worker and server processes the tests start compile the product once, not each.
 BYTECODE = Path(tempfile.gettempdir()) / f"psb-test-bytecode-{os.getuid()}"
