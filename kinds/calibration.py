@@ -320,11 +320,17 @@ def _counts(checked: Sequence[_Checked]) -> tuple[int, int]:
             sum(s.people_rated.size + s.judge_unrated.size for s in checked))
 
 
+def enough_rated(n_rated: int, n_judged: int) -> bool:
+    """Whether a stratum has ratings enough for an estimate: MIN_RATED of its replies, or every one when it has fewer
+    (a round that only some sessions reach, all of its replies rated: nothing of it is left to estimate)."""
+    return n_rated >= max(1, min(MIN_RATED, n_judged))
+
+
 def _short(checked: Sequence[_Checked], source: _Source) -> str | None:
     """Why these strata give no estimate by source, or None."""
     if source == "judge":
         return NO_JUDGED if any(s.judge_rated.size + s.judge_unrated.size == 0 for s in checked) else None
-    return TOO_FEW_RATED if any(s.people_rated.size < MIN_RATED for s in checked) else None
+    return None if all(enough_rated(*_counts([s])) for s in checked) else TOO_FEW_RATED
 
 
 def _df(checked: Sequence[_Checked], source: _Source, clusters: _Clusters) -> int:
@@ -382,7 +388,7 @@ def ppi_strata(strata: Sequence, confidence: float = DEFAULT_CONFIDENCE,
     out = []
     for h, stratum in enumerate(checked):
         n_rated, n_judged = _counts([stratum])
-        if n_rated < MIN_RATED:
+        if not enough_rated(n_rated, n_judged):
             out.append(_missing(TOO_FEW_RATED, n_rated, n_judged))
             continue
         df = n_rated - 1 if not clusters.sessions else min(n_rated - 1, len(groups) - 1)

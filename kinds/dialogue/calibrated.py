@@ -170,7 +170,8 @@ def figure(rounds: list[Stratum], weighting: Weighting, confidence: float) -> Fi
 
 def curve(rounds: dict[int, Stratum], confidence: float) -> Curve:
     """The calibrated AL(k): each round's PPI++ estimate with the AVG's lambda, when every round has enough ratings."""
-    short = [(rnd, len(s.people_rated)) for rnd, s in rounds.items() if len(s.people_rated) < calibration.MIN_RATED]
+    short = [(rnd, len(s.people_rated)) for rnd, s in rounds.items()
+             if not calibration.enough_rated(len(s.people_rated), len(s.judge_all))]
     if short or not rounds:
         rnd, rated = short[0] if short else (None, None)
         return {"points": [], "reason": calibration.TOO_FEW_RATED, "round": rnd, "rated": rated}

@@ -11,6 +11,7 @@ from kinds.calibration import (
     NO_VARIANCE,
     TOO_FEW_RATED,
     Stratum,
+    enough_rated,
     judge_only_mean,
     people_only_mean,
     ppi_difference,
@@ -397,3 +398,16 @@ def test_reversed_orders_lists_the_pairs_the_judge_ranks_the_other_way():
     assert reversed_orders(calibrated, calibrated) == []
     judge["C"] = estimate_of(75)  # now above both A and B by the judge, below both calibrated
     assert sorted(reversed_orders(calibrated, judge)) == [("A", "B"), ("A", "C"), ("B", "C")]
+
+
+def test_a_round_with_fewer_replies_than_the_minimum_needs_them_all_rated():
+    # a round that only two sessions reach: both rated is the whole round (nothing left to estimate), one is too few
+    long_round = Stratum([50.0, 60.0, 70.0], [55.0, 62.0, 71.0], [50.0, 60.0, 70.0, 65.0, 58.0],
+                         ["s1", "s2", "s3"], ["s1", "s2", "s3", "s4", "s5"])
+    whole = Stratum([40.0, 80.0], [45.0, 79.0], [40.0, 80.0], ["s1", "s2"], ["s1", "s2"])
+    half = Stratum([40.0], [45.0], [40.0, 80.0], ["s1"], ["s1", "s2"])
+    assert enough_rated(2, 2) and not enough_rated(1, 2) and not enough_rated(2, 5) and enough_rated(3, 5)
+    assert stratified_ppi_mean([long_round, whole])["reason"] is None
+    assert stratified_ppi_mean([long_round, half])["reason"] == TOO_FEW_RATED
+    # the whole round's people's mean is exact: it enters the AVG as is, whatever the judge said there
+    assert stratified_people_mean([long_round, whole])["value"] == pytest.approx(((55 + 62 + 71) / 3 + 62.0) / 2)

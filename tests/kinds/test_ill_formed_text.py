@@ -415,7 +415,8 @@ def test_every_json_reading_of_an_upload_goes_through_the_reader():
         "kinds/mobility/reference_sets.py": 1,  # a summary the dashboard stored
         "kinds/personas/kind.py": 1,  # the sniff of a first line (validate reads it through the reader)
         "kinds/dialogue/rubric_store.py": 1,  # a rubric's canonical JSON the dashboard stored
-        "kinds/dialogue/tables.py": 1,  # a rating's scores the dashboard stored
+        "kinds/dialogue/rating_store.py": 3,  # a rating's scores the dashboard stored, and the setting step 19 moves in
+        "kinds/dialogue/rating_slice.py": 1,  # the replies of a slice the dashboard drew and stored
         "kinds/rubrics/model.py": 1,  # the canonical JSON the dashboard just wrote
         "kinds/rubrics/reading.py": 1,  # the rubric schema of the repository (a rubric file: json_text.loads)
         "kinds/rubrics/answers.py": 1,  # a judge's answer, not a file a user sends

@@ -343,6 +343,10 @@ def calibrated_evaluation(server) -> str:
             "Content-Type: text/csv\r\n\r\n" + "\n".join(rows) + f"\n\r\n--{boundary}--\r\n").encode()
     server.call(f"/api/evaluations/{evaluation_id}/human-ratings", body,
                 {"Content-Type": f"multipart/form-data; boundary={boundary}"})
+    deadline = time.monotonic() + 60  # the ratings are taken into the figures by a rescore job
+    while server.call(f"/api/evaluations/{evaluation_id}/rescore")["status"] in ("queued", "running"):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
     calibration = server.call(f"/api/evaluations/{evaluation_id}")["result"]["calibration"]
     assert {w["code"] for w in calibration["warnings"]} == {"reversed_order", "uninformative_judge"}, \
         json.dumps(calibration["warnings"])

@@ -885,8 +885,10 @@ def test_judge_panel_with_samples_and_pairwise_mode_shows_agreement_consistency_
             (sid, m) for sid in SAMPLE_IDS[:4] for m in SAMPLE_METHODS))
     page.locator("#human input[type=file]").set_input_files(
         {"name": "people.csv", "mimeType": "text/csv", "buffer": ratings.encode()})
-    page.locator("#human button[type=submit]").click()
-    expect(page.locator("#human")).to_contain_text("12 ratings from people.csv are attached")
+    page.locator("#human").get_by_role("button", name="Attach").click()
+    # a rescore job takes them into the figures; the page reloads once it is over
+    expect(page.locator("#human")).to_contain_text("12 ratings from people.csv are attached", timeout=60_000)
+    expect(page.locator("#human table").first).to_be_visible(timeout=60_000)
     wait_for_charts(page)
     wait_for_chart(page, "#chart-agreement")
     wait_for_chart(page, "#chart-winrate")
