@@ -1,0 +1,44 @@
+"""What a `flask --app app` process loads and keeps: only what its command needs (issue 42).
+
+Each case runs the command as a user does, in a process of its own, with Python's -X importtime, which lists every
+module the process imports.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.conftest import ROOT, jsonl, marked, session_line
+
+
+def _imported(stderr: str) -> set[str]:
+    """The modules -X importtime says a process imported."""
+    return {line.split("|")[2].strip() for line in stderr.splitlines()
+            if line.startswith("import time:") and line.count("|") == 2 and "self [us]" not in line}
+
+
+def _flask(args: list[str], tmp_path, environ: dict[str, str]) -> subprocess.CompletedProcess:
+    env = {**os.environ, "INSTANCE_PATH": str(tmp_path / "instance"), "UPLOAD_FOLDER": str(tmp_path / "uploads"),
+           "RESULTS_FOLDER": str(tmp_path / "results"), "CELERY_BROKER_URL": "", "DATABASE_URL": "", **environ}
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "flask", "--app", "app", *args], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def test_scoring_a_dialogue_file_loads_neither_the_openai_sdk_nor_scipy_stats(tmp_path, judge_server, judge_env):
+    source = tmp_path / "log.jsonl"
+    source.write_bytes(jsonl(*(marked(session_line(f"s{i}", rounds=3, methods=("A", "B", "C")), f"(session {i}" + " and more" * i + ")")
+                               for i in range(8))))
+    done = _flask(["score", str(source), "--out", str(tmp_path / "result.json")], tmp_path, judge_env)
+    imported = _imported(done.stderr)
+    assert "aiohttp" in imported  # the judge did run here
+    assert not {"openai", "httpx2", "scipy.stats"} & imported
+    result = json.loads((tmp_path / "result.json").read_text("utf-8"))
+    assert result["judge"]["calls"] == 8 * 3 * 3 * 2
+    # the paired t-tests and the length bias' interval and rank correlation are there, computed without scipy.stats
+    assert all(isinstance(c["p_value"], float) for c in result["comparisons"])
+    assert isinstance(result["length_bias"]["spearman"], float)
+    assert result["length_bias"]["differences"]["B"]["ci95"] is not None
