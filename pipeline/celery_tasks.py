@@ -17,6 +17,7 @@ its `Workers`, kept by this module for each Celery app.
 """
 from __future__ import annotations
 
+import gc
 import logging
 import math
 import os
@@ -285,6 +286,14 @@ def _unique_node_names(worker: type) -> type:
             super().__init__(hostname=hostname, **kwargs)
 
     return Worker
+
+
+@signals.worker_init.connect
+def _on_worker_init(**_kwargs: Any) -> None:
+    """A worker starts, its app built: what it loaded (some 100,000 objects that live as long as the worker) leaves
+    the garbage collector's care, so that a full collection goes through the work's objects only (before the pool
+    starts: its processes inherit that)."""
+    gc.freeze()
 
 
 @signals.worker_process_init.connect

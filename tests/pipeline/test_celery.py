@@ -627,3 +627,18 @@ def test_a_task_its_worker_terminated_is_not_a_failed_evaluation():
             raise ValueError("y")
     except ValueError as exc:
         assert stopped_from_outside(exc) is None
+
+
+def test_a_worker_starting_leaves_what_it_loaded_out_of_the_garbage_collectors_rounds():
+    import gc
+
+    from celery import signals
+
+    import pipeline.celery_tasks  # noqa: F401 - connects the workers' signals
+
+    assert gc.get_freeze_count() == 0
+    try:
+        signals.worker_init.send(sender=None)
+        assert gc.get_freeze_count() > 10_000  # this test process's modules, as a worker's app and libraries
+    finally:
+        gc.unfreeze()

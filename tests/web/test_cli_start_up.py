@@ -42,3 +42,29 @@ def test_scoring_a_dialogue_file_loads_neither_the_openai_sdk_nor_scipy_stats(tm
     assert all(isinstance(c["p_value"], float) for c in result["comparisons"])
     assert isinstance(result["length_bias"]["spearman"], float)
     assert result["length_bias"]["differences"]["B"]["ci95"] is not None
+
+
+# flask's own entry point, reporting at exit the objects the garbage collector keeps frozen and those it would still go
+# through on the way out
+WITH_GC_REPORT = ("import atexit, gc, sys\n"
+                  "atexit.register(lambda: print('gc', gc.get_freeze_count(), len(gc.get_objects()), file=sys.stderr))\n"
+                  "from flask.cli import main\n"
+                  "sys.argv[0] = 'flask'\n"
+                  "main()\n")
+
+
+def test_scoring_leaves_the_start_up_heap_and_then_the_runs_out_of_the_garbage_collectors_rounds(
+        tmp_path, judge_server, judge_env):
+    source = tmp_path / "log.jsonl"
+    source.write_bytes(jsonl(*(marked(session_line(f"s{i}"), f"(session {i})") for i in range(3))))
+    env = {**os.environ, "INSTANCE_PATH": str(tmp_path / "instance"), "UPLOAD_FOLDER": str(tmp_path / "uploads"),
+           "RESULTS_FOLDER": str(tmp_path / "results"), "CELERY_BROKER_URL": "", "DATABASE_URL": "", **judge_env}
+    done = subprocess.run([sys.executable, "-c", WITH_GC_REPORT, "--app", "app", "score", str(source), "--out",
+                           str(tmp_path / "result.json")], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (report,) = [line.split() for line in done.stderr.splitlines() if line.startswith("gc ")]
+    frozen, tracked = int(report[1]), int(report[2])
+    assert frozen > 50_000  # the app, its kinds and libraries, and what the run loaded
+    assert tracked < frozen / 100  # the interpreter's last collection has next to nothing to go through
+    assert json.loads((tmp_path / "result.json").read_text("utf-8"))["judge"]["calls"] == 3 * 3 * 2 * 2
