@@ -269,7 +269,7 @@ def t_quantile(q: float, df: int) -> float:
     """The q-quantile of Student's t distribution with df > 0 degrees of freedom: scipy.stats.t.ppf(q, df)."""
     from scipy.special import stdtrit
 
-    return float(stdtrit(np.float64(df), q))
+    return float(stdtrit(float(df), q))
 
 
 def average_ranks(values: ArrayLike) -> np.ndarray:
