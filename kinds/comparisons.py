@@ -15,11 +15,9 @@ As in :mod:`kinds.stats`, results are plain Python floats (or None where a numbe
 from __future__ import annotations
 
 import math
-from typing import Generic, Hashable, NamedTuple, Sequence, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Generic, Hashable, NamedTuple, Sequence, TypedDict, TypeVar
 
-import numpy as np
-from numpy.typing import ArrayLike
-
+from common.lazy_modules import lazy
 from kinds.stats import (
     DEFAULT_LEVEL,
     DEFAULT_N_BOOT,
@@ -29,6 +27,12 @@ from kinds.stats import (
     resample_weights,
     t_quantile,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike
+else:
+    np = lazy("numpy")  # loaded on first use: the app starts without numpy
 
 VERDICTS = ("first", "second", "tie")
 OUTCOMES = ("A", "B", "tie")

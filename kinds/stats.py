@@ -11,10 +11,16 @@ that needs several intervals over the same items can build the matrix once.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import numpy as np
-from numpy.typing import ArrayLike
+from common.lazy_modules import lazy
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike
+else:
+    np = lazy("numpy")  # loaded on first use: the app starts without numpy
+
 
 DEFAULT_N_BOOT = 1000
 DEFAULT_SEED = 0  # of the kinds' bootstrap intervals (recorded in each result's provenance)

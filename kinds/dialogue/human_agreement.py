@@ -8,13 +8,17 @@ A rater's verdict on a reply is the majority of its samples (a panel's, of its j
 """
 from __future__ import annotations
 
-from typing import NotRequired, TypedDict, final
+from typing import TYPE_CHECKING, NotRequired, TypedDict, final
 
-import numpy as np
-
+from common.lazy_modules import lazy
 from kinds.agreement import Agreement, bootstrap_alpha, bootstrap_kappa, bootstrap_spearman, kendall_tau
 from kinds.dialogue.judge_agreement import N_BOOT, vote
 from kinds.dialogue.prompts import DIMENSIONS
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy("numpy")  # loaded on first use: the app starts without numpy
 
 
 @final

@@ -28,6 +28,12 @@ def _flask(args: list[str], tmp_path, environ: dict[str, str]) -> subprocess.Com
     return done
 
 
+def test_a_command_that_scores_nothing_starts_without_numpy(tmp_path):
+    done = _flask(["rubrics", "list"], tmp_path, {})
+    assert "personasteer" in done.stdout
+    assert not {"numpy", "pandas", "scipy", "openai", "aiohttp"} & _imported(done.stderr)
+
+
 def test_scoring_a_dialogue_file_loads_neither_the_openai_sdk_nor_scipy_stats(tmp_path, judge_server, judge_env):
     source = tmp_path / "log.jsonl"
     source.write_bytes(jsonl(*(marked(session_line(f"s{i}", rounds=3, methods=("A", "B", "C")), f"(session {i}" + " and more" * i + ")")
