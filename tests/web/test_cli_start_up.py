@@ -74,3 +74,24 @@ def test_scoring_leaves_the_start_up_heap_and_then_the_runs_out_of_the_garbage_c
     assert frozen > 50_000  # the app, its kinds and libraries, and what the run loaded
     assert tracked < frozen / 100  # the interpreter's last collection has next to nothing to go through
     assert json.loads((tmp_path / "result.json").read_text("utf-8"))["judge"]["calls"] == 3 * 3 * 2 * 2
+
+
+BUILD_TWICE = ("import gc\n"
+               "from app import create_app\n"
+               "create_app()\n"
+               "first = gc.get_freeze_count()\n"
+               "create_app()\n"
+               "print(first, gc.get_freeze_count())\n")
+
+
+def test_the_first_app_a_process_builds_leaves_the_garbage_collectors_rounds_and_only_the_first(tmp_path):
+    env = {**os.environ, "INSTANCE_PATH": str(tmp_path / "instance"), "UPLOAD_FOLDER": str(tmp_path / "uploads"),
+           "RESULTS_FOLDER": str(tmp_path / "results"), "CELERY_BROKER_URL": "", "DATABASE_URL": ""}
+    done = subprocess.run([sys.executable, "-c", BUILD_TWICE], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    first, second = map(int, done.stdout.split())
+    assert first > 50_000  # the app, its kinds and the libraries they imported
+    # a second app (tests build hundreds) stays in the collector's care, so that its garbage is collected: frozen,
+    # its objects would have added some 10,000 more
+    assert second < first + 1_000
