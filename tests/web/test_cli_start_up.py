@@ -53,7 +53,8 @@ def test_scoring_a_dialogue_file_loads_neither_the_openai_sdk_nor_scipy_stats(tm
 # flask's own entry point, reporting at exit the objects the garbage collector keeps frozen and those it would still go
 # through on the way out
 WITH_GC_REPORT = ("import atexit, gc, sys\n"
-                  "atexit.register(lambda: print('gc', gc.get_freeze_count(), len(gc.get_objects()), file=sys.stderr))\n"
+                  "atexit.register(lambda: print('gc', gc.get_freeze_count(), len(gc.get_objects()), gc.get_threshold()[0],"
+                  " file=sys.stderr))\n"
                   "from flask.cli import main\n"
                   "sys.argv[0] = 'flask'\n"
                   "main()\n")
@@ -70,9 +71,10 @@ def test_scoring_leaves_the_start_up_heap_and_then_the_runs_out_of_the_garbage_c
                           timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     (report,) = [line.split() for line in done.stderr.splitlines() if line.startswith("gc ")]
-    frozen, tracked = int(report[1]), int(report[2])
+    frozen, tracked, young = map(int, report[1:])
     assert frozen > 50_000  # the app, its kinds and libraries, and what the run loaded
     assert tracked < frozen / 100  # the interpreter's last collection has next to nothing to go through
+    assert young == 10_000  # young collections spaced for judging (Python's default: 700)
     assert json.loads((tmp_path / "result.json").read_text("utf-8"))["judge"]["calls"] == 3 * 3 * 2 * 2
 
 

@@ -12,6 +12,7 @@ import click
 from flask.cli import with_appcontext
 
 from client import opened
+from common import collector
 from kinds import registry
 from kinds.kind import Scored, StartError, TakesAttachments
 from pipeline.evaluations import create_evaluation
@@ -65,13 +66,9 @@ def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, 
         click.echo(_("error: %(message)s", message=exc), err=True)
         sys.exit(2)
     click.echo(_("evaluation %(id)s", id=evaluation["id"]), err=True)  # for `bundle`, the API and the pages
-    # The app, the kinds and the libraries, some 100,000 objects that live as long as the process, leave the garbage
-    # collector's care: each full collection during the run went through them all again (74 ms each, 14-16% of the
-    # CPU of a 40,000-judgment run). After the run, the same for what it left, which the interpreter would otherwise
-    # go through once more on its way out.
-    gc.freeze()
+    collector.settle_for_judging()
     get_runner().run(evaluation["id"], on_progress=ProgressBar())
-    gc.freeze()
+    gc.freeze()  # what the run loaded (pandas, ...): not gone through again by the interpreter on its way out
     click.echo("", err=True)
     record = get_store().get_evaluation(evaluation["id"])
     if record is None:  # deleted by another process once it stopped
