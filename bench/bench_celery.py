@@ -106,8 +106,8 @@ def inprocess_run(folder: Path, source: Path, env: dict) -> tuple[float, int]:
 
 @contextmanager
 def celery_deployment(folder: Path, redis_url: str, env_judge: dict, threads: int,
-                      storage: dict | None = None) -> Iterator[tuple]:
-    """An app with CELERY_BROKER_URL (its test client and store) and WORKERS ready worker processes sharing its
+                      storage: dict | None = None, workers: int = WORKERS) -> Iterator[tuple]:
+    """An app with CELERY_BROKER_URL (its test client and store) and `workers` ready worker processes sharing its
     SQLite database, folders (or the STORAGE_URL of `storage`) and queue; the workers are stopped on the way out,
     whatever happens."""
     from app import create_app
@@ -120,9 +120,9 @@ def celery_deployment(folder: Path, redis_url: str, env_judge: dict, threads: in
     app = create_app({**{k: v for k, v in env.items() if not k.startswith("JUDGE_")}, "TESTING": True,
                       "SECRET_KEY": "bench", "JUDGE_KEY_FILE": str(folder / "judge_api_key"),
                       "WTF_CSRF_ENABLED": False, "AUTH": "off", "RESUME_ON_START": False, "JUDGE_ENV": env_judge})
-    workers: list[tuple[subprocess.Popen, Path]] = []
+    started: list[tuple[subprocess.Popen, Path]] = []
     try:
-        for n in range(WORKERS):
+        for n in range(workers):
             log_path = folder / f"w{n + 1}.log"
             with log_path.open("wb") as log:
                 process = subprocess.Popen(
@@ -130,23 +130,23 @@ def celery_deployment(folder: Path, redis_url: str, env_judge: dict, threads: in
                      f"--concurrency={threads}", "-Q", queue, "-n", f"bench{n + 1}-{queue}@%h",
                      "--without-heartbeat", "--without-mingle", "--without-gossip", "--loglevel=INFO"],
                     cwd=ROOT, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT)
-            workers.append((process, log_path))
+            started.append((process, log_path))
         deadline = time.monotonic() + 60
-        for process, log_path in workers:
+        for process, log_path in started:
             while " ready." not in log_path.read_text(errors="replace"):
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise SystemExit(f"a Celery worker did not start:\n{log_path.read_text(errors='replace')[-3000:]}")
                 time.sleep(0.1)
-        yield app.test_client(), app.extensions["store"], workers
+        yield app.test_client(), app.extensions["store"], started
     finally:
-        for process, _log in workers:
+        for process, _log in started:
             stop_process(process)
 
 
 def celery_run(folder: Path, redis_url: str, env_judge: dict, source: Path, threads: int,
-               storage: dict | None = None) -> tuple[float, int]:
-    """Wall time and judgments of one evaluation started through the API and judged by the Celery workers."""
-    with celery_deployment(folder, redis_url, env_judge, threads, storage) as (client, store, workers):
+               storage: dict | None = None, workers: int = WORKERS) -> tuple[float, int]:
+    """Wall time and judgments of one evaluation started through the API and judged by `workers` Celery workers."""
+    with celery_deployment(folder, redis_url, env_judge, threads, storage, workers) as (client, store, processes):
         resp = client.post("/api/uploads", data={"file": (io.BytesIO(source.read_bytes()), source.name)},
                            content_type="multipart/form-data")
         if resp.status_code != 201:
@@ -158,9 +158,9 @@ def celery_run(folder: Path, redis_url: str, env_judge: dict, source: Path, thre
             raise SystemExit(f"evaluation refused: {resp.status_code} {resp.get_json()}")
         evaluation_id = resp.get_json()["id"]
         while (record := store.get_evaluation(evaluation_id, with_result=False))["status"] in ("queued", "running"):
-            if time.perf_counter() - start > TIMEOUT_S or any(p.poll() is not None for p, _log in workers):
+            if time.perf_counter() - start > TIMEOUT_S or any(p.poll() is not None for p, _log in processes):
                 raise SystemExit("the Celery evaluation did not finish (a worker exited or it timed out):\n"
-                                 + "\n".join(log.read_text(errors="replace")[-2000:] for _p, log in workers))
+                                 + "\n".join(log.read_text(errors="replace")[-2000:] for _p, log in processes))
             time.sleep(0.05)
         wall = time.perf_counter() - start
         if record["status"] != "done":

@@ -13,11 +13,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @contextmanager
-def judge_process(latency_s: float, fail_fraction: float = 0.0, fail_kind: str = "503") -> Iterator[str]:
-    """The base URL of a tests.judge_server child process answering after latency_s."""
+def judge_process(latency_s: float, fail_fraction: float = 0.0, fail_kind: str = "503",
+                  capture: Path | None = None) -> Iterator[str]:
+    """The base URL of a tests.judge_server child process answering after latency_s (and writing every request's
+    body to `capture`, when given)."""
     command = [sys.executable, "-m", "tests.judge_server", "--latency", str(latency_s)]
     if fail_fraction:
         command += ["--fail-fraction", str(fail_fraction), "--fail-kind", fail_kind]
+    if capture is not None:
+        command += ["--capture", str(capture)]
     child = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
         url = child.stdout.readline().strip() if child.stdout else ""

@@ -249,10 +249,12 @@ class _Calls:
     def __init__(self, judge: Judge) -> None:
         self.judge = judge
         self.stop = threading.Event()
-        from judge.http import ChatClient  # aiohttp and the SDK's exceptions, loaded when a judge first runs
+        from judge.http import ChatClient, load_errors  # aiohttp, when a judge first runs; the SDK when a call fails
 
         self.loop = asyncio.new_event_loop()
         c = judge.config
+        if c.budget_url:  # a 429 pauses every process of the budget: tell them without first importing the SDK
+            load_errors()
         self.client = self.loop.run_until_complete(ChatClient.open(judge.endpoint, c.api_key or PLACEHOLDER_API_KEY,
                                                                    c.timeout_s, judge.workers))
         self.room = asyncio.Semaphore(c.concurrency)

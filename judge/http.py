@@ -10,30 +10,50 @@ tests/judge_server.py, bench/bench_judge.py), `AsyncOpenAI.post` costs about 1.2
 httpx, whose connection pool scans every connection on each request; this POST costs about 0.4 ms. The judge makes
 hundreds of calls a second, so those layers decided how far one process goes. Everything else that talks to an
 endpoint (the connection test, the Batch API) uses the SDK's client.
+
+The SDK itself (about 0.4 s of CPU and 30 MB to import) and httpx2 are loaded only when a call fails, to build its
+exception, and httpx2 when the endpoint or its proxy is reached over TLS, for the SDK's SSL context: a run whose
+calls all succeed over plain HTTP (a judge on the machine or the cluster) never loads them.
 """
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import aiohttp
-import httpx2  # the openai SDK's HTTP library: its exceptions carry an httpx2 request and response
-import openai
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
+from common.lazy_modules import lazy
+
+if TYPE_CHECKING:
+    import httpx2
+    import openai
+else:
+    httpx2 = lazy("httpx2")  # the openai SDK's HTTP library: its exceptions carry an httpx2 request and response
+    openai = lazy("openai")
+
 USER_AGENT = "PersonaSteerBench-judge"
 
-# The SDK's exception for each HTTP status it names (openai._client._make_status_error), others by range below.
-_STATUS_ERRORS: dict[int, type[openai.APIStatusError]] = {
-    400: openai.BadRequestError,
-    401: openai.AuthenticationError,
-    403: openai.PermissionDeniedError,
-    404: openai.NotFoundError,
-    409: openai.ConflictError,
-    422: openai.UnprocessableEntityError,
-    429: openai.RateLimitError,
-}
+
+def _status_errors() -> dict[int, type[openai.APIStatusError]]:
+    """The SDK's exception for each HTTP status it names (openai._client._make_status_error), others by range."""
+    return {
+        400: openai.BadRequestError,
+        401: openai.AuthenticationError,
+        403: openai.PermissionDeniedError,
+        404: openai.NotFoundError,
+        409: openai.ConflictError,
+        422: openai.UnprocessableEntityError,
+        429: openai.RateLimitError,
+    }
+
+
+def load_errors() -> None:
+    """Import the SDK's exceptions now rather than at the first failure (a budget shared with other processes: the
+    first 429 must reach them at once, not after the import)."""
+    openai.APIStatusError  # noqa: B018 - reading an attribute of the stand-in imports the module
 
 
 class ChatClient:
@@ -49,8 +69,10 @@ class ChatClient:
             proxy, proxy_auth = get_env_proxy_for_url(URL(self.url))
         except LookupError:
             proxy, proxy_auth = None, None
-        # TLS as the SDK's client does it: certifi's CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR when set.
-        connector = aiohttp.TCPConnector(limit=connections, ssl=httpx2.create_ssl_context())
+        # TLS as the SDK's client does it: certifi's CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR when set. No request
+        # of this client goes anywhere else (no redirects), so over plain HTTP no SSL context is ever used.
+        tls = self.url.startswith("https:") or str(proxy or "").startswith("https:")
+        connector = aiohttp.TCPConnector(limit=connections, ssl=httpx2.create_ssl_context() if tls else True)
         self._session = aiohttp.ClientSession(connector=connector,
                                               timeout=aiohttp.ClientTimeout(total=timeout_s), proxy=proxy,
                                               proxy_auth=proxy_auth, headers=self._headers,
@@ -107,5 +129,5 @@ def _status_error(status: int, headers: Mapping[str, str], content: bytes,
     if isinstance(body, dict):
         body = body.get("error", body)
     response = httpx2.Response(status, headers=list(headers.items()), content=content, request=request)
-    error = _STATUS_ERRORS.get(status) or (openai.InternalServerError if status >= 500 else openai.APIStatusError)
+    error = _status_errors().get(status) or (openai.InternalServerError if status >= 500 else openai.APIStatusError)
     return error(f"Error code: {status} - {body}", response=response, body=body)

@@ -7,11 +7,9 @@ function returns a plain Python float, or None where the statistic is undefined,
 
 from __future__ import annotations
 
-from typing import Callable, Sequence, TypedDict
+from typing import TYPE_CHECKING, Callable, Sequence, TypedDict
 
-import numpy as np
-from numpy.typing import ArrayLike
-
+from common.lazy_modules import lazy
 from kinds.stats import (
     DEFAULT_LEVEL,
     DEFAULT_N_BOOT,
@@ -21,9 +19,16 @@ from kinds.stats import (
     resample_weights,
 )
 
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike
+
+    # One rater's ratings, aligned by item: numbers or labels, None (or NaN) for an item it did not rate.
+    Ratings = Sequence[object] | np.ndarray
+else:
+    np = lazy("numpy")  # loaded on first use: the app starts without numpy
+
 LEVELS = ("interval", "nominal")
-# One rater's ratings, aligned by item: numbers or labels, None (or NaN) for an item it did not rate.
-Ratings = Sequence[object] | np.ndarray
 
 
 class Agreement(TypedDict):

@@ -15,12 +15,24 @@ As in :mod:`kinds.stats`, results are plain Python floats (or None where a numbe
 from __future__ import annotations
 
 import math
-from typing import Generic, Hashable, NamedTuple, Sequence, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Generic, Hashable, NamedTuple, Sequence, TypedDict, TypeVar
 
-import numpy as np
-from numpy.typing import ArrayLike
+from common.lazy_modules import lazy
+from kinds.stats import (
+    DEFAULT_LEVEL,
+    DEFAULT_N_BOOT,
+    as_float,
+    average_ranks,
+    percentile_interval,
+    resample_weights,
+    t_quantile,
+)
 
-from kinds.stats import DEFAULT_LEVEL, DEFAULT_N_BOOT, as_float, percentile_interval, resample_weights
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike
+else:
+    np = lazy("numpy")  # loaded on first use: the app starts without numpy
 
 VERDICTS = ("first", "second", "tie")
 OUTCOMES = ("A", "B", "tie")
@@ -319,13 +331,11 @@ def length_correlation(scores: ArrayLike, lengths: ArrayLike) -> LengthCorrelati
     x, y = np.array(lengths, dtype=float), np.array(scores, dtype=float)  # None becomes NaN
     if len(y) != len(x):
         raise ValueError("scores and lengths must have the same length")
-    from scipy.stats import rankdata  # slow to import: on first use
-
     paired = ~(np.isnan(x) | np.isnan(y))
     x, y = x[paired], y[paired]
     return {
         "pearson": _pearson(x, y),
-        "spearman": _pearson(rankdata(x), rankdata(y)),
+        "spearman": _pearson(average_ranks(x), average_ranks(y)),
         "n": int(paired.sum()),
     }
 
@@ -415,9 +425,7 @@ def length_controlled_differences(
                 residuals = y - X @ coef
                 variance = float(residuals @ residuals) / df
                 ses = [as_float(math.sqrt(max(v, 0.0))) for v in np.diag(variance * np.linalg.inv(X.T @ X))]
-    from scipy.stats import t  # slow to import: on first use
-
-    t_crit = float(t.ppf(0.5 + level / 2.0, df)) if df > 0 else None
+    t_crit = t_quantile(0.5 + level / 2.0, df) if df > 0 else None
     return {
         "differences": {m: _coefficient(estimates[1 + i], ses[1 + i], t_crit) for i, m in enumerate(others)},
         "length_slope": _coefficient(estimates[-1], ses[-1], t_crit),

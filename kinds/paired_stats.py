@@ -27,10 +27,9 @@ does not exist (no pairs, one session, no variation where a spread is needed): n
 from __future__ import annotations
 
 import math
-from typing import Hashable, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Hashable, NamedTuple, Sequence
 
-import numpy as np
-
+from common.lazy_modules import lazy
 from kinds.comparisons import benjamini_hochberg, holm
 from kinds.stats import (
     DEFAULT_LEVEL,
@@ -40,6 +39,11 @@ from kinds.stats import (
     resample_weights,
     resampled_sums,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy("numpy")  # loaded on first use: the app starts without numpy
 
 ALPHA = 0.05
 POWER = 0.8

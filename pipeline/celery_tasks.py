@@ -34,6 +34,7 @@ from celery.utils.nodenames import default_nodename, host_format
 from flask import Flask
 from kombu.transport import redis as kombu_redis
 
+from common import collector
 from pipeline.celery_backend import Busy, CeleryBackend
 from pipeline.job import J
 from storage.database import database_unreachable
@@ -285,6 +286,14 @@ def _unique_node_names(worker: type) -> type:
             super().__init__(hostname=hostname, **kwargs)
 
     return Worker
+
+
+@signals.worker_init.connect
+def _on_worker_init(**_kwargs: Any) -> None:
+    """A worker starts, its app built: what it loaded (some 100,000 objects that live as long as the worker) leaves
+    the garbage collector's rounds, and young collections are spaced for judging (common/collector.py); before the
+    pool starts, so that its processes inherit that."""
+    collector.settle_for_judging()
 
 
 @signals.worker_process_init.connect

@@ -69,11 +69,13 @@ last_request (the parsed JSON body), last_authorization, seen_headers (method, p
 request, any route), log (one (monotonic start time, reply under
 judgment, fault) per chat request, the latest LOG_SIZE), answered ({prompt_hash: n} of the requests answered
 without a fault); stats() and GET <url>/_stats return the counts.
-`python -m tests.judge_server [--latency S] [--fail-fraction P --fail-kind KIND]` serves until
-interrupted and prints its URL first.
+`python -m tests.judge_server [--latency S] [--fail-fraction P --fail-kind KIND] [--capture FILE]` serves until
+interrupted and prints its URL first; --capture appends the body of every chat request to FILE as received, one a
+line (a JSON body holds no raw line break), so that a benchmark can send the same requests again.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -87,7 +89,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, BinaryIO
 
 import pytest
 
@@ -450,7 +452,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         owner = self.server.owner
         form = judge_form(messages, body.get("response_format"))
-        request = {"mode": form.mode, "form": form, "body": body,
+        request = {"mode": form.mode, "form": form, "body": body, "raw": raw,
                    "authorization": self.headers.get("Authorization", ""), "reply": judged_text(messages, form)}
         fault = owner._begin(request)
         self._in_flight = True
@@ -767,15 +769,30 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
     parser.add_argument("--fail-fraction", type=float, default=0.0, help="share of distinct prompts that fail once")
     parser.add_argument("--fail-kind", default="503", choices=FAULTS, help="their fault (default 503)")
+    parser.add_argument("--capture", help="append every chat request's body to this file, one a line")
     args = parser.parse_args(argv)
-    with JudgeServer(latency_s=args.latency) as server:
+    with JudgeServer(latency_s=args.latency) as server, \
+            open(args.capture, "ab") if args.capture else contextlib.nullcontext() as capture:
         if args.fail_fraction > 0:
             server.fail_fraction(args.fail_fraction, args.fail_kind)
+        if capture is not None:
+            server.hook = _capturing(capture)
         print(server.url, flush=True)
         try:
             threading.Event().wait()
         except KeyboardInterrupt:
             pass
+
+
+def _capturing(capture: BinaryIO) -> Callable[[dict], None]:
+    """A hook that writes each chat request's body to `capture`, one a line, and injects no fault."""
+    lock = threading.Lock()
+
+    def hook(request: dict) -> None:
+        with lock:
+            capture.write(request["raw"].rstrip(b"\n") + b"\n")
+            capture.flush()
+    return hook
 
 
 if __name__ == "__main__":

@@ -10,12 +10,16 @@ per-dimension divergences over the dimensions both sets have labels on (0: the s
 """
 from __future__ import annotations
 
-from typing import Sequence, TypedDict
+from typing import TYPE_CHECKING, Sequence, TypedDict
 
-import numpy as np
-
+from common.lazy_modules import lazy
 from kinds import stats
 from kinds.conversation.behaviour import DIMENSIONS
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy("numpy")  # loaded on first use: the app starts without numpy
 
 SEED = 0
 

@@ -13,10 +13,9 @@ import unicodedata
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-import numpy as np
-
+from common.lazy_modules import lazy
 from kinds.agreement import bootstrap_alpha
 from kinds.conversation import table
 from kinds.conversation.behaviour import BY_KEY, DIMENSIONS, valid_value
@@ -25,6 +24,11 @@ from kinds.conversation.label_sets import label_sets
 from kinds.conversation.people_labels import MAX_PERSON
 from kinds.kind import Job, Site, open_file
 from translations import _
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy("numpy")  # loaded on first use: the app starts without numpy
 
 SLICES = ("all", "agent", "human", "task", "file", "sample")
 MAX_SAMPLE = 100_000

@@ -13,10 +13,9 @@ result page's scatter draws).
 """
 from __future__ import annotations
 
-from typing import NotRequired, TypedDict, final
+from typing import TYPE_CHECKING, NotRequired, TypedDict, final
 
-import numpy as np
-
+from common.lazy_modules import lazy
 from kinds.agreement import (
     Agreement,
     bootstrap_alpha,
@@ -29,6 +28,11 @@ from kinds.agreement import (
 )
 from kinds.dialogue.judge_agreement import N_BOOT, vote
 from kinds.dialogue.prompts import DIMENSIONS
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy("numpy")  # loaded on first use: the app starts without numpy
 
 
 @final

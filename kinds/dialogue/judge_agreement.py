@@ -8,14 +8,18 @@ reply is the majority of its samples (a tie is left out). kinds/agreement.py doe
 from __future__ import annotations
 
 from itertools import combinations
-from typing import NotRequired, TypedDict
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
-import numpy as np
-
+from common.lazy_modules import lazy
 from kinds.agreement import Agreement, bootstrap_alpha, bootstrap_kappa, bootstrap_spearman, kendall_tau
 from kinds.dialogue.metrics import MethodScores
 from kinds.dialogue.prompts import DIMENSIONS
 from kinds.stats import DEFAULT_N_BOOT
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy("numpy")  # loaded on first use: the app starts without numpy
 
 N_BOOT = DEFAULT_N_BOOT  # replicates of each interval, as the metrics' intervals
 

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NotRequired, TypedDict
 
-import numpy as np
-
 from common.lazy_modules import lazy
 from kinds.comparisons import (
     MIN_WITHIN_LENGTH_SHARE,
@@ -25,8 +23,10 @@ from kinds.comparisons import (
 from kinds.dialogue.records import ReplyLengths
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 else:
+    np = lazy("numpy")
     pd = lazy("pandas")
 
 POINTS_PER_METHOD = 400  # of the scatter plot, spread evenly over the method's judgments

@@ -19,16 +19,16 @@ from collections.abc import Iterable
 from itertools import combinations
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
-import numpy as np
-
 from common.lazy_modules import lazy
 from kinds import stats
 from kinds.comparisons import holm
 from kinds.dialogue.prompts import DIMENSIONS
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 else:
+    np = lazy("numpy")
     pd = lazy("pandas")  # loaded when a dialogue result is first scored, not when the app starts
 
 REQUIRED_COLUMNS = ("session", "round", "method", "mode", "status")

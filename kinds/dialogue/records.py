@@ -13,16 +13,16 @@ from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from common.lazy_modules import lazy
 from kinds.dialogue.format import iter_sessions_with_offsets
 from kinds.dialogue.prompts import DIMENSIONS
 from kinds.kind import StoredFile
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 else:
+    np = lazy("numpy")
     pd = lazy("pandas")
 
 TEXT = ("session_id", "method", "mode", "status")

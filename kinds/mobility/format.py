@@ -15,15 +15,19 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import BinaryIO, Final, TypeGuard
+from typing import TYPE_CHECKING, BinaryIO, Final, TypeGuard
 
-import numpy as np
-
+from common.lazy_modules import lazy
 from kinds.problems import MAX_PROBLEMS, Problem, Report, describe, short_json
 from kinds.readers import json_text
 from kinds.readers import limits as hard_limits
 from kinds.readers.jsonl import UTF8_BOM, format_size, json_reason, wrong_encoding
 from translations import _, ngettext
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy("numpy")  # loaded on first use: the app starts without numpy
 
 KEYS: Final = ("gyration_radius", "daily_location_numbers", "intention_sequences", "intention_proportions")
 INTENTIONS = {1: "sleep", 2: "home activity", 3: "other", 4: "work", 5: "shopping", 6: "eating out",

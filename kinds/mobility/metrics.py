@@ -4,12 +4,16 @@ score, and the binned distributions the charts draw. The Jensen-Shannon arithmet
 """
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
-import numpy as np
-
+from common.lazy_modules import lazy
 from kinds import stats
 from kinds.mobility.format import FIRST_CODE, LAST_CODE, ONE_D, MobilityData
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy("numpy")  # loaded on first use: the app starts without numpy
 
 
 class Divergences(TypedDict):

@@ -16,10 +16,9 @@ import urllib.request
 import warnings
 import zipfile
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
-import numpy as np
-
+from common.lazy_modules import lazy
 from kinds.kind import StoredFile, open_file
 from kinds.mobility import format as mobility
 from kinds.mobility.format import KEYS, MobilityData
@@ -29,6 +28,11 @@ from kinds.readers.jsonl import UTF8_BOM, format_size
 from kinds.readers.limits import LimitError
 from kinds.readers.zip import ZIP_MAGIC, ZipReader
 from translations import _
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy("numpy")  # loaded on first use: the app starts without numpy
 
 HF_DATASET = "tsinghua-fib-lab/daily-mobility-generation-benchmark"
 HF_BASE_URL = f"https://huggingface.co/datasets/{HF_DATASET}/resolve/main"

@@ -7,15 +7,19 @@ The table's columns are `gyration_radius`, `daily_location_numbers`, then `inten
 column per half-hour slot) and `intention_proportions_1` .. `_7`."""
 from __future__ import annotations
 
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
-import numpy as np
-
+from common.lazy_modules import lazy
 from kinds.mobility import format as mobility
 from kinds.mobility.format import KEYS, MobilityData
 from kinds.mobility.reference_files import ReferenceError, zip_arrays
 from kinds.problems import Problem, Report
 from translations import _
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy("numpy")  # loaded on first use: the app starts without numpy
 
 ZIP_MAGIC = b"PK\x03\x04"
 EXTENSIONS = {"json": ".json", "zip": ".zip", "csv": ".csv", "parquet": ".parquet"}  # stored file's, by format

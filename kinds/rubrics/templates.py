@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from jinja2 import StrictUndefined, Template, meta, nodes, pass_context, pass_eval_context
@@ -211,9 +212,10 @@ def constant(source: str) -> bool:
         not any(node.name == "quote" for node in tree.find_all(nodes.Filter))
 
 
+@lru_cache(maxsize=256)
 def compile_template(source: str) -> Template:
     """A template compiled in the sandbox (jinja2.TemplateSyntaxError when it does not compile, Refused when it
-    reads another file)."""
+    reads another file); compiled once, whether to check a rubric or to judge with it."""
     return ENVIRONMENT.from_string(source)
 
 

@@ -193,3 +193,28 @@ def test_a_malformed_rubric_is_refused_naming_line_field_and_what_to_change(name
 
 def test_there_are_at_least_twenty_kinds_of_malformed_file():
     assert len(CASES) >= 20
+
+
+def test_rubrics_read_by_libyaml_are_those_pythons_parser_reads():
+    # libyaml reads every file that is fine (the built-ins at each start); what it reads must be the same document
+    texts = [GOOD, *(path.read_text("utf-8") for path in sorted(rubrics.BUILTIN_FOLDER.glob("*.yaml")))]
+    texts += [text for text, _problems in CASES.values() if isinstance(text, str) and not text.lstrip().startswith("{")]
+    for text in texts:
+        try:
+            by_python = yaml.load(text, Loader=reading._Loader)  # noqa: S506 (a safe loader)
+        except yaml.YAMLError:
+            by_python = None
+        quick = reading._quick_document(text)
+        assert quick is None or quick == by_python, text[:200]
+    assert reading._quick_document(GOOD) == yaml.safe_load(GOOD)
+    assert reading._quick_document(GOOD_JSON) is None  # JSON is read strictly, by the JSON reader first
+    assert reading._quick_document(edit("title: Warmth", "title: Warmth\ntitle: Twice")) is None
+    assert reading._quick_document(edit("Warmth", "Warm\x07th")) is None  # a character PyYAML's reader refuses
+
+
+def test_reading_a_built_in_rubric_uses_libyaml_and_no_python_yaml_parsing(monkeypatch):
+    composed = []
+    monkeypatch.setattr(reading, "_parse", lambda data: composed.append(data) or pytest.fail("parsed by PyYAML"))
+    for path in sorted(rubrics.BUILTIN_FOLDER.glob("*.yaml")):
+        assert reading.read(path.read_bytes(), builtin=True).builtin
+    assert not composed

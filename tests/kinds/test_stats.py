@@ -272,6 +272,50 @@ def test_paired_difference_p_value_is_the_paired_t_test():
         stats.paired_difference([1.0, 2.0], [1.0])
 
 
+# The three numbers a dialogue evaluation used scipy.stats for, computed without importing it: equal to scipy's to
+# the last bit (the compatibility fixtures print them whole), over samples of every size an evaluation has.
+
+
+def _samples():
+    rng = np.random.default_rng(42)
+    for n in (2, 3, 5, 10, 47, 200, 1999, 20000):
+        yield rng.normal(0.3, 2.0, n)  # continuous
+        yield rng.integers(-3, 4, n).astype(float)  # many ties, and a mean near 0
+        yield rng.normal(50.0, 1e-6, n)  # values close together: a large t
+        yield np.round(rng.normal(5.0, 20.0, n), 1) / 3  # scores as the dialogue kind's means make them
+    yield np.array([1.0, 1.0, 2.0, 1.0])
+    yield np.array([0.0, 1e-300])  # a p-value that underflows towards 0
+    yield np.array([-4.0, 4.0, 1e-9])  # t near 0: a p-value near 1
+
+
+def test_t_test_p_value_is_scipys_ttest_1samp_bit_for_bit():
+    for values in _samples():
+        if np.ptp(values) > 0:
+            assert stats.t_test_p_value(values) == float(scipy.stats.ttest_1samp(values, 0.0).pvalue), values[:5]
+
+
+def test_t_test_p_value_by_hand():
+    # 1, 1, 2, 1: mean 1.25, sd 0.5, t = 1.25 / (0.5 / 2) = 5 with 3 degrees of freedom; P(|T| > 5) for T ~ t(3) is
+    # 1 - (2/pi) (atan(5/sqrt 3) + sqrt(3) 5 / (3 + 25)), the closed form of the t distribution with 3 degrees
+    theta = math.atan(5 / math.sqrt(3))
+    by_hand = 1 - 2 / math.pi * (theta + math.sin(theta) * math.cos(theta))
+    assert stats.t_test_p_value(np.array([1.0, 1.0, 2.0, 1.0])) == pytest.approx(by_hand, rel=1e-14)
+
+
+def test_t_quantile_is_scipys_t_ppf_bit_for_bit():
+    for df in (1, 2, 3, 7, 30, 137, 1000, 123456):
+        for q in (0.5, 0.9, 0.95, 0.975, 0.995, 0.025):
+            assert stats.t_quantile(q, df) == float(scipy.stats.t.ppf(q, df)), (q, df)
+    assert stats.t_quantile(0.975, 1) == pytest.approx(math.tan(math.pi * 0.475), rel=1e-14)  # Cauchy's, by hand
+
+
+def test_average_ranks_are_scipys_rankdata():
+    for values in _samples():
+        assert np.array_equal(stats.average_ranks(values), scipy.stats.rankdata(values))
+    assert stats.average_ranks([10.0, 30.0, 20.0, 30.0, 10.0]).tolist() == [1.5, 4.5, 3.0, 4.5, 1.5]
+    assert stats.average_ranks([]).tolist() == []
+
+
 def test_no_nan_leaks():
     values = [1.0, 2.0, 3.0]
     for number in stats.bootstrap_ci(values) + list(stats.ols([1, 2, 3], values)):

@@ -627,3 +627,21 @@ def test_a_task_its_worker_terminated_is_not_a_failed_evaluation():
             raise ValueError("y")
     except ValueError as exc:
         assert stopped_from_outside(exc) is None
+
+
+def test_a_worker_starting_leaves_what_it_loaded_out_of_the_garbage_collectors_rounds_and_spaces_young_ones():
+    import gc
+
+    from celery import signals
+
+    import pipeline.celery_tasks  # noqa: F401 - connects the workers' signals
+
+    before, threshold = gc.get_freeze_count(), gc.get_threshold()  # (the first app this process built froze then)
+    try:
+        signals.worker_init.send(sender=None)
+        assert gc.get_freeze_count() > max(before, 10_000)  # this process's modules, as a worker's app and libraries
+        assert gc.get_threshold() == (10_000, *threshold[1:])  # young collections spaced for judging
+    finally:
+        gc.set_threshold(*threshold)
+        if not before:
+            gc.unfreeze()

@@ -1,6 +1,7 @@
 """The `flask --app app score FILE` command: the same pipeline as the dashboard, in the foreground."""
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -11,6 +12,7 @@ import click
 from flask.cli import with_appcontext
 
 from client import opened
+from common import collector
 from kinds import registry
 from kinds.kind import JobFailed, Kind, Scored, StartError, TakesAttachments, TakesRatings
 from kinds.problems import Report
@@ -69,7 +71,9 @@ def _score(file: Path, kind: str | None, methods: str | None, out: Path | None, 
         click.echo(_("error: %(message)s", message=exc), err=True)
         sys.exit(2)
     click.echo(_("evaluation %(id)s", id=evaluation["id"]), err=True)  # for `bundle`, the API and the pages
+    collector.settle_for_judging()
     get_runner().run(evaluation["id"], on_progress=ProgressBar())
+    gc.freeze()  # what the run loaded (pandas, ...): not gone through again by the interpreter on its way out
     click.echo("", err=True)
     record = get_store().get_evaluation(evaluation["id"])
     if record is None:  # deleted by another process once it stopped

@@ -1,0 +1,99 @@
+"""What a `flask --app app` process loads and keeps: only what its command needs (issue 42).
+
+Each case runs the command as a user does, in a process of its own, with Python's -X importtime, which lists every
+module the process imports.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.conftest import ROOT, jsonl, marked, session_line
+
+
+def _imported(stderr: str) -> set[str]:
+    """The modules -X importtime says a process imported."""
+    return {line.split("|")[2].strip() for line in stderr.splitlines()
+            if line.startswith("import time:") and line.count("|") == 2 and "self [us]" not in line}
+
+
+def _flask(args: list[str], tmp_path, environ: dict[str, str]) -> subprocess.CompletedProcess:
+    env = {**os.environ, "INSTANCE_PATH": str(tmp_path / "instance"), "UPLOAD_FOLDER": str(tmp_path / "uploads"),
+           "RESULTS_FOLDER": str(tmp_path / "results"), "CELERY_BROKER_URL": "", "DATABASE_URL": "", **environ}
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "flask", "--app", "app", *args], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def test_a_command_that_scores_nothing_starts_without_numpy(tmp_path):
+    done = _flask(["rubrics", "list"], tmp_path, {})
+    assert "personasteer" in done.stdout
+    assert not {"numpy", "pandas", "scipy", "openai", "aiohttp"} & _imported(done.stderr)
+
+
+def test_scoring_a_dialogue_file_loads_neither_the_openai_sdk_nor_scipy_stats(tmp_path, judge_server, judge_env):
+    source = tmp_path / "log.jsonl"
+    source.write_bytes(jsonl(*(marked(session_line(f"s{i}", rounds=3, methods=("A", "B", "C")), f"(session {i}" + " and more" * i + ")")
+                               for i in range(8))))
+    done = _flask(["score", str(source), "--out", str(tmp_path / "result.json")], tmp_path, judge_env)
+    imported = _imported(done.stderr)
+    assert "aiohttp" in imported  # the judge did run here
+    assert not {"openai", "httpx2", "scipy.stats"} & imported
+    result = json.loads((tmp_path / "result.json").read_text("utf-8"))
+    assert result["judge"]["calls"] == 8 * 3 * 3 * 2
+    # the paired t-tests and the length bias' interval and rank correlation are there, computed without scipy.stats
+    assert all(isinstance(c["p_value"], float) for c in result["comparisons"])
+    assert isinstance(result["length_bias"]["spearman"], float)
+    assert result["length_bias"]["differences"]["B"]["ci95"] is not None
+
+
+# flask's own entry point, reporting at exit the objects the garbage collector keeps frozen and those it would still go
+# through on the way out
+WITH_GC_REPORT = ("import atexit, gc, sys\n"
+                  "atexit.register(lambda: print('gc', gc.get_freeze_count(), len(gc.get_objects()), gc.get_threshold()[0],"
+                  " file=sys.stderr))\n"
+                  "from flask.cli import main\n"
+                  "sys.argv[0] = 'flask'\n"
+                  "main()\n")
+
+
+def test_scoring_leaves_the_start_up_heap_and_then_the_runs_out_of_the_garbage_collectors_rounds(
+        tmp_path, judge_server, judge_env):
+    source = tmp_path / "log.jsonl"
+    source.write_bytes(jsonl(*(marked(session_line(f"s{i}"), f"(session {i})") for i in range(3))))
+    env = {**os.environ, "INSTANCE_PATH": str(tmp_path / "instance"), "UPLOAD_FOLDER": str(tmp_path / "uploads"),
+           "RESULTS_FOLDER": str(tmp_path / "results"), "CELERY_BROKER_URL": "", "DATABASE_URL": "", **judge_env}
+    done = subprocess.run([sys.executable, "-c", WITH_GC_REPORT, "--app", "app", "score", str(source), "--out",
+                           str(tmp_path / "result.json")], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (report,) = [line.split() for line in done.stderr.splitlines() if line.startswith("gc ")]
+    frozen, tracked, young = map(int, report[1:])
+    assert frozen > 50_000  # the app, its kinds and libraries, and what the run loaded
+    assert tracked < frozen / 100  # the interpreter's last collection has next to nothing to go through
+    assert young == 10_000  # young collections spaced for judging (Python's default: 700)
+    assert json.loads((tmp_path / "result.json").read_text("utf-8"))["judge"]["calls"] == 3 * 3 * 2 * 2
+
+
+BUILD_TWICE = ("import gc\n"
+               "from app import create_app\n"
+               "create_app()\n"
+               "first = gc.get_freeze_count()\n"
+               "create_app()\n"
+               "print(first, gc.get_freeze_count())\n")
+
+
+def test_the_first_app_a_process_builds_leaves_the_garbage_collectors_rounds_and_only_the_first(tmp_path):
+    env = {**os.environ, "INSTANCE_PATH": str(tmp_path / "instance"), "UPLOAD_FOLDER": str(tmp_path / "uploads"),
+           "RESULTS_FOLDER": str(tmp_path / "results"), "CELERY_BROKER_URL": "", "DATABASE_URL": ""}
+    done = subprocess.run([sys.executable, "-c", BUILD_TWICE], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    first, second = map(int, done.stdout.split())
+    assert first > 50_000  # the app, its kinds and the libraries they imported
+    # a second app (tests build hundreds) stays in the collector's care, so that its garbage is collected: frozen,
+    # its objects would have added some 10,000 more
+    assert second < first + 1_000
