@@ -43,10 +43,15 @@ from __future__ import annotations
 
 from collections import Counter
 from functools import lru_cache
-from typing import Literal, Mapping, NamedTuple, Sequence, TypedDict
+from typing import TYPE_CHECKING, Literal, Mapping, NamedTuple, Sequence, TypedDict
 
-import numpy as np
-from numpy.typing import ArrayLike
+from common.lazy_modules import lazy
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike
+else:
+    np = lazy("numpy")  # loaded on first use: the app starts without numpy
 
 DEFAULT_CONFIDENCE = 0.95
 MIN_RATED = 3  # rated replies a stratum needs for an estimate: with 2, 95% intervals of a keep-chatting rate covered 0.92 (bench/bench_calibration.py --rated 2), with 3 at least 0.957
