@@ -120,8 +120,19 @@ class CeleryBackend(Generic[J]):
             time.sleep(0.1)
 
     def run(self, job_id: str, on_progress: Progress | None = None) -> None:
-        """Run one job to its end in the foreground of this process (the CLI), with no task sent."""
-        self.local.run(job_id, on_progress)
+        """Run one job to its end in the foreground of this process (the CLI), with no task sent. It holds a lease
+        while it runs, so that the workers' sweep does not take it for work whose tasks were lost."""
+        lease = self._lease(f"foreground:{job_id}")
+        try:
+            held = lease.acquire()
+        except redis.exceptions.RedisError as exc:  # the broker is down: the run needs nothing of it
+            log.warning("running %s %s without a lease: %s", self.job.name, job_id, exc)
+            held = False
+        try:
+            self.local.run(job_id, on_progress)
+        finally:
+            if held:
+                lease.release()
 
     # -- the steps, as the workers' tasks run them --------------------------------------------------------------
 

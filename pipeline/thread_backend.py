@@ -14,6 +14,7 @@ from storage.database import database_unreachable
 log = logging.getLogger(__name__)
 
 DATABASE_WAIT_S = 2.0  # between two attempts to go on with a job while the database cannot be reached
+THREAD_EXIT_S = 5.0  # how long a resume waits for the thread of a job that just ended to leave
 
 
 class ThreadBackend(Generic[J]):
@@ -64,6 +65,9 @@ class ThreadBackend(Generic[J]):
 
     def resume_one(self, job_id: str, rerun_failed: bool = False) -> bool:
         """Go on with a cancelled or failed job (JobType.reopen); False when it runs or cannot be resumed."""
+        thread = self._threads.get(job_id)
+        if thread and thread.is_alive() and self.job.status(job_id) not in RUNNING:
+            thread.join(THREAD_EXIT_S)  # it recorded its end and is leaving: a resume at once must not find it running
         if self.running(job_id) or not self.job.reopen(job_id, rerun_failed):
             return False
         self.start(job_id)

@@ -3,7 +3,7 @@ audits' npm packages when they are missing, keeps the product's compiled modules
 starts the slowest modules first, turns a skip into a failure when the CI variable is set, and fails the run when it
 changed a file that git sees in the work tree.
 
-Under pytest-xdist (pyproject.toml's addopts: six workers, each module on one worker) the installing and the work
+Under pytest-xdist (pyproject.toml's addopts: four workers, each module on one worker) the installing and the work
 tree check happen once, in the controller process; the workers only run tests.
 """
 from __future__ import annotations

@@ -61,7 +61,9 @@ def test_the_benchmark_runs_to_its_report(command):
     verdict = lines[-1] if lines else ""
     if verdict.startswith("SKIP"):  # a bench on the real data of ../shared, when it is absent
         pytest.skip(verdict)
-    assert (verdict, done.returncode) in (("PASS", 0), ("FAIL", 1)), output[-3000:]
+    # a bench's verdict on its targets is its own (a busy machine may miss a speed target): here it must reach it
+    assert (verdict == "PASS" and done.returncode == 0) or (verdict.startswith("FAIL") and done.returncode == 1), \
+        output[-3000:]
 
 
 def test_calibrated_intervals_hold_and_the_judge_only_ones_fail_under_bias():

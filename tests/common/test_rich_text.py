@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 
@@ -101,10 +100,9 @@ def test_raw_is_the_text_as_written_escaped():
         '<pre class="raw-text">**a** &lt;script&gt;x&lt;/script&gt;\n  b</pre>'
 
 
-def test_a_reply_too_long_for_markdown_is_shown_as_written_and_fast():
+def test_a_reply_too_long_for_markdown_is_shown_as_written():
+    # as written, escaped, in <pre>: markdown-it-py (seconds over such a text) is never asked
     text = "[" * (MAX_MARKDOWN + 1) + "<b>"
-    started = time.perf_counter()
     html = str(render(text))
-    assert time.perf_counter() - started < 0.5  # markdown-it-py would take seconds over this
     assert html == f'<div class="rich"><pre class="raw-text">{"[" * (MAX_MARKDOWN + 1)}&lt;b&gt;</pre></div>'
     assert "<strong>" in str(render("**a** " + "b" * (MAX_MARKDOWN - 7)))  # at the limit: still Markdown

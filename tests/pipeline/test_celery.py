@@ -337,8 +337,11 @@ def test_flask_score_runs_in_the_foreground_with_a_broker(deployment, tmp_path):
     dep.judge.reset()
     path = tmp_path / "log.jsonl"
     path.write_bytes(dialogue(5, " (cli)"))
+    dep.judge.latency_s = 0.4  # 100 calls, 8 at a time: the run outlasts three of the workers' sweeps
+    started = time.monotonic()
     result = dep.app.test_cli_runner().invoke(args=["score", str(path)])
     assert result.exit_code == 0, result.output
+    assert time.monotonic() - started > 3 * SWEEP_S
     document = json.loads(result.stdout)
     assert all(m["judged"] == 5 * ROUNDS * MODES for m in document["methods"].values())
     assert dep.judge.requests == 5 * ROUNDS * len(METHODS) * MODES  # asked by this process, before it returned
