@@ -107,7 +107,7 @@ class Worker:
         self.process.stdin.write("go\n")
         self.process.stdin.flush()
 
-    def result(self, timeout: float = 20.0) -> dict:
+    def result(self, timeout: float = 60.0) -> dict:
         return self.line(timeout)
 
     def stop(self) -> None:
@@ -180,7 +180,7 @@ def test_slots_of_a_killed_process_come_back_when_its_leases_expire(judge_server
                      max_retries=0)
     assert holder.ready() == "RedisLimiter"
     holder.go()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30  # a busy machine starts the calls late
     while judge_server.requests < CONCURRENCY:  # the holder now has every slot, in calls that hang
         assert time.monotonic() < deadline, judge_server.stats()
         time.sleep(0.01)
