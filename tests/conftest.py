@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import sqlite3
 import sys
 import time
 from html.parser import HTMLParser
@@ -56,10 +58,29 @@ def no_csp_violations():
         support.check_csp_violations()
 
 
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory) -> Path:
+    """A SQLite store the app has just made and migrated to the current schema (nothing else in it), as one file.
+    make_app starts its stores as copies of it: the 21 schema steps run once per test process, not once per app."""
+    folder = tmp_path_factory.mktemp("migrated")
+    create_app({"TESTING": True, "SECRET_KEY": "test", "DATABASE": str(folder / "made.sqlite"),
+                "UPLOAD_FOLDER": str(folder / "uploads"), "RESULTS_FOLDER": str(folder / "results"),
+                "RESUME_ON_START": False, "DATABASE_URL": None, "CELERY_BROKER_URL": ""})
+    made, copy = sqlite3.connect(folder / "made.sqlite"), sqlite3.connect(folder / "store.sqlite")
+    with made, copy:
+        made.backup(copy)  # one consistent file, the write-ahead log folded in
+    made.close()
+    copy.close()
+    return folder / "store.sqlite"
+
+
 @pytest.fixture
-def make_app(tmp_path):
+def make_app(tmp_path, migrated_sqlite):
     """Factory for apps on a fresh database and folders; judge settings come from `env`."""
     def make(env: dict | None = None, **config):
+        database = tmp_path / "test.sqlite"
+        if not ({"DATABASE", "DATABASE_URL"} & config.keys() or database.exists()):
+            shutil.copyfile(migrated_sqlite, database)
         return create_app({
             "TESTING": True,
             "SECRET_KEY": "test",

@@ -28,7 +28,8 @@ NPM_CI = ("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
 NPM_TIMEOUT_S = 600
 # The modules that take longest, longest first (wall time per module on four workers on two cores), started first: a
 # worker that drew one of them last would run alone at the end of the session.
-SLOW_FIRST = ("tests/web/test_accessibility.py", "tests/test_bench_scripts.py", "tests/web/test_browser.py",
+SLOW_FIRST = ("tests/web/test_accessibility.py", "tests/test_bench_scripts.py", "tests/test_tooling.py",
+              "tests/web/test_browser.py",
               "tests/pipeline/test_celery.py", "tests/web/test_openapi.py", "tests/pipeline/test_job_backends.py",
               "tests/test_client.py", "tests/test_docs_commands.py", "tests/pipeline/test_multi_machine.py",
               "tests/test_ci_workflow.py", "tests/kinds/dialogue/test_rubric_results.py",
