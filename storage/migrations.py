@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable, Sequence
@@ -326,6 +327,46 @@ def _attachments(con: Connection, ddl: dict) -> None:
     con.exec_driver_sql("CREATE INDEX IF NOT EXISTS attachments_upload ON attachments (upload_id, name)")
 
 
+def _run_lists(con: Connection, ddl: dict) -> None:
+    # The list of evaluations searched, filtered, sorted and paged by the database (storage/run_lists.py), so that
+    # listing one page of 10,000 runs reads neither their result documents nor every row: `search_text` (what a
+    # search matches: title, file, tags, methods, judge model, rubric) and `sort_title`, both kept by the pipeline
+    # and NULL until it has made them; who started the run (with accounts on); each run's headline figures as rows
+    # (name, value) that a sort by one method's figure reads through an index.
+    for column in ("search_text", "sort_title", "started_by"):
+        con.exec_driver_sql(f"ALTER TABLE evaluations ADD COLUMN {column} TEXT")
+    for name, columns in (("evaluations_created", "created_at, seq"), ("evaluations_kind", "kind, created_at"),
+                          ("evaluations_status", "status, created_at"), ("evaluations_started_by", "started_by"),
+                          ("evaluations_sort_title", "sort_title")):
+        con.exec_driver_sql(f"CREATE INDEX IF NOT EXISTS {name} ON evaluations ({columns})")
+    con.exec_driver_sql("""CREATE TABLE IF NOT EXISTS evaluation_figures (
+    evaluation_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    value {real} NOT NULL,
+    PRIMARY KEY (evaluation_id, name)
+)""".format(**ddl))
+    con.exec_driver_sql("CREATE INDEX IF NOT EXISTS evaluation_figures_name ON evaluation_figures (name, value)")
+    rows = con.execute(text("SELECT id, headline FROM evaluations WHERE headline IS NOT NULL")).all()
+    figures = [{"id": row[0], "name": name, "value": value}
+               for row in rows for name, value in headline_figures(json.loads(row[1])).items()]
+    if figures:
+        con.execute(text("INSERT INTO evaluation_figures (evaluation_id, name, value) VALUES (:id, :name, :value)"),
+                    figures)
+
+
+def headline_figures(headline: Any) -> dict[str, float]:
+    """The numbers of a headline ([name, value] pairs) by name, the first of each name; what is not a number is
+    left out (an evaluation's headline as storage/run_lists.py keeps it for sorting)."""
+    figures: dict[str, float] = {}
+    for pair in headline or []:
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            continue
+        name, value = pair
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            figures.setdefault(str(name or ""), float(value))
+    return figures
+
+
 @dataclass(frozen=True)
 class Step:
     """One change of the schema."""
@@ -351,6 +392,8 @@ STEPS = (
     Step(14, "simulations and simulation_turns: simulated users talking to the methods", _simulations),
     # 15: rubrics (kinds/dialogue/rubric_store.py)
     Step(16, "attachments: files attached to an upload (another judge's scores)", _attachments),
+    # 17-21: the kinds' tables (dialogue, conversation)
+    Step(22, "the list of evaluations: search text, sort title, who started it, headline figures, indexes", _run_lists),
 )
 
 
