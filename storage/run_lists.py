@@ -83,27 +83,33 @@ class RunLists(Database):
     """The list of evaluations section of the Store: pages of runs that match a RunQuery, and the search texts."""
 
     def find_evaluations(self, query: RunQuery, limit: int, offset: int) -> tuple[list[dict], int]:
-        """One page of the runs that match (without their result documents), and how many match in all."""
+        """One page of the runs that match (without their result documents), and how many match in all. The page's
+        ids are found first from indexed columns only; then its rows are read, `limit` of them at most."""
         where, params = _where(query, self.dialect)
         figures = (" LEFT JOIN evaluation_figures f ON f.evaluation_id = e.id AND f.name = :figure"
                    if query.sort.startswith("figure") else "")
         with self._connection() as con:
             total = con.execute(text_query(f"SELECT COUNT(*) FROM evaluations e WHERE {where}"), params).scalar_one()
-            rows = con.execute(text_query(
-                f"SELECT {LISTED} FROM evaluations e JOIN uploads u ON u.id = e.upload_id{figures} WHERE {where}"
-                f" ORDER BY {ORDER[query.sort]} LIMIT :limit OFFSET :offset"),
-                {**params, "figure": query.figure, "limit": limit, "offset": offset})
-            found = dict_rows(rows)
-        for row in found:
+            ids = list(con.execute(text_query(
+                f"SELECT e.id FROM evaluations e{figures} WHERE {where} ORDER BY {ORDER[query.sort]}"
+                " LIMIT :limit OFFSET :offset"),
+                {**params, "figure": query.figure, "limit": limit, "offset": offset}).scalars())
+            names = {f"id{i}": evaluation_id for i, evaluation_id in enumerate(ids)}
+            found = dict_rows(con.execute(text_query(
+                f"SELECT {LISTED} FROM evaluations e JOIN uploads u ON u.id = e.upload_id"
+                f" WHERE e.id IN ({', '.join(':' + n for n in names)})"), names)) if ids else []
+        by_id = {row["id"]: row for row in found}
+        page = [by_id[evaluation_id] for evaluation_id in ids if evaluation_id in by_id]
+        for row in page:
             for column in ("methods", "settings", "tags", "headline"):
                 row[column] = None if row[column] is None else json.loads(row[column])
-        return found, int(total)
+        return page, int(total)
 
     def unsearchable_evaluations(self, limit: int) -> list[dict]:
         """Runs whose search text is not made yet (new, or relabelled), with what it is made of (JSON as text)."""
         return self._all("SELECT e.id, e.kind, e.methods, e.settings, e.title, e.tags, u.filename"
                          " FROM evaluations e JOIN uploads u ON u.id = e.upload_id WHERE e.search_text IS NULL"
-                         " LIMIT :limit", {"limit": limit})
+                         " ORDER BY e.id LIMIT :limit", {"limit": limit})
 
     def set_search_texts(self, rows: Iterable[dict]) -> None:
         """Keep runs' search texts and sort titles (`id`, `search_text`, `sort_title`), in one transaction."""
