@@ -169,6 +169,8 @@ KindFilter = Annotated[str | None, Field(json_schema_extra=_kind_filter)]
 Status = Literal["queued", "running", "done", "incomplete", "failed", "cancelled"]
 Sort = Literal["newest", "oldest", "title", "figure-high", "figure-low"]
 MAX_PER_PAGE = 500
+# A day's shape, as the document states it beside `format: date` (so no NUL either); 2026-02-30 has it and is refused.
+DAY = r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$"
 MAX_SEARCH = 200
 
 
@@ -182,8 +184,10 @@ class ListQuery(Request):
     tag: str | None = Field(None, max_length=40, description="only evaluations with this tag (case counts)")
     started_by: str | None = Field(None, max_length=200, description="only evaluations this user started "
                                                                      "(with accounts on)")
-    since: date | None = Field(None, description="only evaluations created on this day (UTC) or later, YYYY-MM-DD")
-    until: date | None = Field(None, description="only evaluations created on this day (UTC) or earlier, YYYY-MM-DD")
+    since: date | None = Field(None, description="only evaluations created on this day (UTC) or later, YYYY-MM-DD",
+                               json_schema_extra={"pattern": DAY})
+    until: date | None = Field(None, description="only evaluations created on this day (UTC) or earlier, YYYY-MM-DD",
+                               json_schema_extra={"pattern": DAY})
     sort: Sort | Literal[""] | None = Field(
         None, description="newest (the default), oldest, title (a given title, else the file name), figure-high or "
                           "figure-low (by the headline figure `figure` names; runs without it last)")

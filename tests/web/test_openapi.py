@@ -54,6 +54,7 @@ BEYOND_THE_DOCUMENT = {
     "POST /api/evaluations": "whether the upload exists, and the start fields its kind accepts (its methods, ...)",
     "POST /api/simulations": "the personas' upload, the endpoints the operator named, the methods' names",
     "POST /api/rubrics": "the rubric file's content, which kinds/rubrics/ reads",
+    "GET /api/evaluations": "whether `since` and `until` are days of the calendar (2026-02-30 has a day's shape)",
 }
 
 
