@@ -83,7 +83,9 @@ def runs(listing: Listing) -> tuple[list[dict], int]:
 
 
 def shown(listing: Listing, count: int, total: int) -> str:
-    """Which runs of how many a page shows: "41–60 of 1,204"."""
+    """Which runs of how many a page shows: "41–60 of 1,204" ("none" when none matches)."""
+    if not total:
+        return _("none")
     if not count:
         return _("none of %(total)s", total=number(total, 0))
     first = listing.offset + 1

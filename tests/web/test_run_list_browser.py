@@ -110,3 +110,31 @@ def test_the_list_of_many_runs_passes_axe_and_fits(browser, server, language):  
         audit(opened, "list of many runs", language)
     finally:
         context.close()
+
+
+def test_tag_then_delete_two_ticked_runs_after_confirming(page, server):
+    # the last test of the module: it deletes two of the seeded runs (untagged ones, so the `sweep` pages stay)
+    page.goto(server.url + "/evaluations?sort=oldest")
+    chosen = ["seed000x", "seed002x"]
+    for evaluation_id in chosen:
+        page.locator(f"input[name=ids][value='{evaluation_id}']").check()
+    page.locator("input[name=tags]").fill("picked, to-go")
+    page.get_by_role("button", name="Tag selected").click()
+    page.wait_for_url(re.compile(r"/evaluations\?sort=oldest$"))  # back to the same list
+    page.goto(server.url + "/evaluations?tag=picked")
+    expect(page.locator("#run-count")).to_have_text("Evaluations 1–2 of 2")
+
+    for evaluation_id in chosen:
+        page.locator(f"input[name=ids][value='{evaluation_id}']").check()
+    page.get_by_role("button", name="Delete selected…").click()
+    expect(page.locator("h1")).to_have_text("Delete 2 evaluations?")  # asks first, naming them
+    expect(page.locator("main li")).to_have_count(2)
+    page.get_by_role("link", name="Keep them").click()
+    expect(page.locator("#run-count")).to_have_text("Evaluations 1–2 of 2")  # kept
+    for evaluation_id in chosen:
+        page.locator(f"input[name=ids][value='{evaluation_id}']").check()
+    page.get_by_role("button", name="Delete selected…").click()
+    page.get_by_role("button", name="Delete 2 evaluations").click()
+    expect(page.locator("#run-count")).to_have_text("Evaluations none")
+    page.goto(server.url + "/evaluations")
+    expect(page.locator("#run-count")).to_have_text("Evaluations 1–20 of 120")
