@@ -389,6 +389,11 @@ class Client:
                   **{k: v for k, v in options.items() if v is not None}}
         return self._json("GET", "/api/compare", params=params)
 
+    def evaluations(self, **params: Any) -> list[dict]:
+        """A page of the evaluations that match: `GET /api/evaluations` with its parameters (q, kind, status, tag,
+        started_by, since, until, sort, figure, page, per_page; None leaves one out), newest first by default."""
+        return self._json("GET", "/api/evaluations", params={k: v for k, v in params.items() if v is not None})
+
     def share(self, evaluation_id: str) -> str:
         """A new read-only share link of a finished evaluation: its URL."""
         return self._json("POST", f"/api/evaluations/{_quote(evaluation_id)}/shares", idempotent=False)["url"]

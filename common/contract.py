@@ -135,6 +135,16 @@ def _check(model: type[BaseModel], data: Any) -> Any:
     return data
 
 
+def parsed(model: type[BaseModel], data: Any) -> Any:
+    """`data` read by `model` (a page's query, checked as its API twin checks it); ValueError with the message the
+    API gives, naming the wrong field, otherwise."""
+    try:
+        _check(model, data)
+    except _Invalid as exc:
+        raise ValueError(exc.message) from None
+    return model.model_validate(data)
+
+
 def _reason(error: Mapping[str, Any], model: type[BaseModel]) -> str:
     """pydantic's message, or for a field the model does not have, which fields it has."""
     if error["type"] != "extra_forbidden":

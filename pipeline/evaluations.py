@@ -30,11 +30,13 @@ Work = tuple[Scored, Job]  # what running an evaluation needs: its kind, and its
 
 def create_evaluation(store: Store, upload_id: str, methods: list[str] | None = None,
                       judge: Mapping | None = None, environ: Mapping[str, str] = os.environ,
-                      options: Mapping | None = None, judges: list | None = None) -> dict:
+                      options: Mapping | None = None, judges: list | None = None,
+                      started_by: str | None = None) -> dict:
     """Check a request and record a queued evaluation; raises RequestError with a readable reason.
 
     `options` are the upload's kind's own start fields (a mobility reference set, a conversation annotation);
-    `judges`, a panel: each judge's settings, over the `judge` settings they share.
+    `judges`, a panel: each judge's settings, over the `judge` settings they share; `started_by`, the signed-in
+    user who asked (with accounts on), which the list of evaluations filters by.
     """
     upload = store.get_upload(upload_id or "")
     if upload is None:
@@ -48,7 +50,7 @@ def create_evaluation(store: Store, upload_id: str, methods: list[str] | None = 
     except StartError as exc:
         raise RequestError(str(exc)) from exc
     evaluation = {"id": new_id(), "upload_id": upload_id, "kind": upload["kind"], "methods": plan.methods,
-                  "settings": plan.settings, "total": plan.total}
+                  "settings": plan.settings, "total": plan.total, "started_by": started_by}
     store.add_evaluation(evaluation)
     return store.get_evaluation(evaluation["id"])  # type: ignore[return-value]  # just added
 

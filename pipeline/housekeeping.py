@@ -1,18 +1,20 @@
-"""Run management: titles and tags of evaluations and uploads, the list of evaluations, and deleting evaluations and
-uploads with everything stored for them (database rows in one transaction, then their files; the rows of the kinds'
-own tables go with their evaluations). What only a kind keeps (mobility's reference sets) its own pages delete.
+"""Run management: titles and tags of evaluations and uploads, the list of evaluations (pages of those a search
+and filters match, storage/run_lists.py), and deleting evaluations and uploads with everything stored for them
+(database rows in one transaction, then their files; the rows of the kinds' own tables go with their evaluations). What only a kind keeps (mobility's reference sets) its own pages delete.
 
 Plain functions over the Store and the stored files (storage/blobs.py: folders or a bucket); web/manage.py puts them
 behind the API and the pages.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from kinds import registry
 from kinds.host import attachment_key
 from pipeline.ingest import upload_key
 from storage import blobs
+from storage.run_lists import RunQuery
 from storage.store import Store
 from translations import _
 
@@ -58,14 +60,60 @@ def evaluation_list(store: Store, kind: str | None = None, tag: str | None = Non
     if tag:
         rows = [row for row in rows if tag in (row["tags"] or [])]
     for row in rows:
-        if row["headline"] is None and row["status"] in ("done", "incomplete") and row["kind"] in registry.names():
-            record = store.get_evaluation(row["id"])
-            if record and record.get("result"):
-                headline = registry.scored(row["kind"]).headline(record["result"])
-                row["headline"] = headline
-                store.set_headline(row["id"], headline)
+        _keep_headline(store, row)
         row["measured_with"] = measured_with(row)
     return rows
+
+
+def evaluation_page(store: Store, query: RunQuery, limit: int, offset: int) -> tuple[list[dict], int]:
+    """One page of the evaluations a query matches (storage/run_lists.py), each with its judge model (or reference
+    set) and headline scores, and how many match in all. The search texts of runs added or relabelled since the
+    last list are made first; headlines missing from older results are computed once and kept."""
+    make_search_texts(store)
+    rows, total = store.find_evaluations(query, limit, offset)
+    for row in rows:
+        _keep_headline(store, row)
+        row["measured_with"] = measured_with(row)
+    return rows, total
+
+
+def _keep_headline(store: Store, row: dict) -> None:
+    """A finished run's headline scores, computed from its result once when an older version did not keep them."""
+    if row["headline"] is None and row["status"] in ("done", "incomplete") and row["kind"] in registry.names():
+        record = store.get_evaluation(row["id"])
+        if record and record.get("result"):
+            headline = registry.scored(row["kind"]).headline(record["result"])
+            row["headline"] = headline
+            store.set_headline(row["id"], headline)
+
+
+def make_search_texts(store: Store, batch: int = 1000) -> None:
+    """Make the search text and sort title of every run that lacks them (new, relabelled, or from before they
+    were kept)."""
+    while rows := store.unsearchable_evaluations(batch):
+        made = []
+        for row in rows:
+            for column in ("methods", "settings", "tags"):
+                row[column] = json.loads(row[column]) if row[column] else None
+            made.append({"id": row["id"], "search_text": search_text(row),
+                         "sort_title": (row["title"] or row["filename"] or "").casefold()})
+        store.set_search_texts(made)
+
+
+def search_text(evaluation: dict) -> str:
+    """What a search of the list of evaluations matches, in lower case: the title, file name, tags, methods, judge
+    model(s) (or reference set) and rubric of a run."""
+    parts = [evaluation.get("title") or "", evaluation.get("filename") or "", *(evaluation.get("tags") or []),
+             *(evaluation.get("methods") or []), measured_with(evaluation), rubric_name(evaluation)]
+    return "\n".join(part for part in parts if part).casefold()
+
+
+def rubric_name(evaluation: dict) -> str:
+    """The rubric a run was judged under, as "id version", from its settings; "" for the default or none."""
+    rubric = (evaluation.get("settings") or {}).get("rubric")
+    if not isinstance(rubric, dict):
+        return ""
+    return " ".join(str(rubric[key]) for key in ("id", "version") if rubric.get(key))
 
 
 def measured_with(evaluation: dict) -> str:

@@ -12,6 +12,7 @@ from typing import Iterable, overload
 from storage.access import Access
 from storage.database import dict_rows, now, text_query, text_query_in
 from storage.judgments import Judgments
+from storage.run_lists import RunLists, write_figures
 from storage.simulations import Simulations
 
 UNFINISHED = ("queued", "running")
@@ -46,10 +47,10 @@ def _decode(row: dict | None) -> dict | None:
     return row
 
 
-class Store(Judgments, Simulations, Access):
+class Store(Judgments, Simulations, Access, RunLists):
     """All database access, safe across threads and processes: uploads, evaluations, settings and the judge cache
     here; judgments (storage/judgments.py), simulations (storage/simulations.py), share links and accounts
-    (storage/access.py); connections, the schema and a kind's own tables (storage/database.py).
+    (storage/access.py), pages of the list of evaluations (storage/run_lists.py); connections, the schema and a kind's own tables (storage/database.py).
 
     `target` is a SQLite file path or a database URL (`postgresql://user:pass@host/db`); `tables` the kinds' own
     tables (kinds/registry.py's `tables()`).
@@ -122,11 +123,11 @@ class Store(Judgments, Simulations, Access):
 
     # evaluations -------------------------------------------------------------
     def add_evaluation(self, evaluation: dict) -> None:
-        """Insert a queued evaluation."""
+        """Insert a queued evaluation (`started_by`: the user who started it, with accounts on)."""
         self._write(
-            "INSERT INTO evaluations (id, upload_id, kind, status, methods, settings, total, created_at)"
-            " VALUES (:id, :upload_id, :kind, 'queued', :methods, :settings, :total, :created_at)",
-            {**evaluation, "methods": json.dumps(evaluation["methods"]),
+            "INSERT INTO evaluations (id, upload_id, kind, status, methods, settings, total, created_at, started_by)"
+            " VALUES (:id, :upload_id, :kind, 'queued', :methods, :settings, :total, :created_at, :started_by)",
+            {"started_by": None, **evaluation, "methods": json.dumps(evaluation["methods"]),
              "settings": json.dumps(evaluation["settings"]), "created_at": now()})
 
     def get_evaluation(self, evaluation_id: str, with_result: bool = True) -> dict | None:
@@ -158,13 +159,16 @@ class Store(Judgments, Simulations, Access):
         """Give an evaluation or an upload (`table`) a title (None: none) and tags; False when there is no such row."""
         if table not in ("evaluations", "uploads"):
             raise ValueError(f"no labels on {table}")
-        return self._write(f"UPDATE {table} SET title = :title, tags = :tags WHERE id = :id",
+        search = ", search_text = NULL" if table == "evaluations" else ""  # made again (storage/run_lists.py)
+        return self._write(f"UPDATE {table} SET title = :title, tags = :tags{search} WHERE id = :id",
                            {"title": title, "tags": json.dumps(tags, ensure_ascii=False), "id": row_id}) > 0
 
     def set_headline(self, evaluation_id: str, headline: list) -> None:
-        """Keep an evaluation's headline scores (for lists of evaluations)."""
-        self._write("UPDATE evaluations SET headline = :headline WHERE id = :id",
-                    {"headline": json.dumps(headline, ensure_ascii=False), "id": evaluation_id})
+        """Keep an evaluation's headline scores (for lists of evaluations), and its figures to sort by."""
+        with self._writing() as con:
+            con.execute(text_query("UPDATE evaluations SET headline = :headline WHERE id = :id"),
+                        {"headline": json.dumps(headline, ensure_ascii=False), "id": evaluation_id})
+            write_figures(con, evaluation_id, headline)
 
     def delete_evaluations(self, evaluation_ids: list[str], upload_id: str | None = None) -> None:
         """Delete evaluations with everything stored with them (judgments, counters, share links, their plan marker,
@@ -175,7 +179,7 @@ class Store(Judgments, Simulations, Access):
         settings = EVALUATION_SETTINGS + tuple(name for t in self.tables for name in t.evaluation_settings)
         with self._writing() as con:
             for table, column in [*owned, ("judgments", "evaluation_id"), ("judgment_counts", "evaluation_id"),
-                                  ("shares", "evaluation_id")]:
+                                  ("shares", "evaluation_id"), ("evaluation_figures", "evaluation_id")]:
                 self._many(con, f"DELETE FROM {table} WHERE {column} = :id", ({"id": e} for e in evaluation_ids))
             self._many(con, "DELETE FROM settings WHERE name = :name",
                        ({"name": f"{what}:{e}"} for e in evaluation_ids for what in settings))
@@ -214,13 +218,15 @@ class Store(Judgments, Simulations, Access):
     def set_result(self, evaluation_id: str, document: dict, status: str = "done",
                    headline: list | None = None, error: str | None = None, finished_at: str | None = None) -> None:
         """Store the result document, its headline scores and the final status (with why, when incomplete) in one
-        transaction; `finished_at` is the end time (default now)."""
-        self._write("UPDATE evaluations SET result = :result, headline = :headline, status = :status, error = :error,"
-                    " finished_at = :now WHERE id = :id",
-                    {"result": json.dumps(document, ensure_ascii=False), "status": status, "now": finished_at or now(),
-                     "error": error,
-                     "headline": None if headline is None else json.dumps(headline, ensure_ascii=False),
-                     "id": evaluation_id})
+        transaction, with the headline's figures to sort by; `finished_at` is the end time (default now)."""
+        with self._writing() as con:
+            con.execute(text_query("UPDATE evaluations SET result = :result, headline = :headline, status = :status,"
+                                   " error = :error, finished_at = :now WHERE id = :id"),
+                        {"result": json.dumps(document, ensure_ascii=False), "status": status,
+                         "now": finished_at or now(), "error": error,
+                         "headline": None if headline is None else json.dumps(headline, ensure_ascii=False),
+                         "id": evaluation_id})
+            write_figures(con, evaluation_id, headline)
 
     # settings ----------------------------------------------------------------
     def get_setting(self, name: str, default=None):

@@ -201,6 +201,15 @@ def test_evaluate_wait_result_judgments_compare_and_share(live, tmp_path):
     a_avg = next(r for r in compared["paired"] if r["method"] == "A" and r["metric"] == "avg")
     assert a_avg["diff"] == pytest.approx(-5.0) and a_avg["n_pairs"] == 20
     assert client.compare([started["id"], worse["id"]], max_drop=6)["regression"] is False
+    # the list, searched and sorted by the server: method A's average is 5 lower under the other judge
+    ranked = client.evaluations(q=OTHER_JUDGE, sort="figure-high", figure="A")
+    assert [e["id"] for e in ranked] == [worse["id"]] and ranked[0]["measured_with"] == OTHER_JUDGE
+    assert [e["id"] for e in client.evaluations(sort="figure-low", figure="A", per_page=1)] == [worse["id"]]
+    assert [e["id"] for e in client.evaluations(sort="figure-high", figure="A", per_page=1, page=1)] == [started["id"]]
+    assert {e["started_by"] for e in client.evaluations(started_by="ci")} == {"ci"}  # the token's user started them
+    with pytest.raises(ApiError) as refused:
+        client.evaluations(page=0)
+    assert refused.value.status == 400 and "'page'" in str(refused.value)
 
     url = client.share(started["id"])
     assert url.startswith(f"{live.url}/share/")

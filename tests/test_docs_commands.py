@@ -47,7 +47,7 @@ RUN_ELSEWHERE = {
 }
 RUN_HERE = ((JUDGE, "The judge"), (CLI, "CLI"), (SECURITY, "Accounts and API tokens"),
             (SECURITY, "Headers, cookies and exports"), (LAYOUT, "Translations"),
-            (DOCS / "api.md", "Paired differences of runs"))
+            (DOCS / "api.md", "Paired differences of runs"), (DOCS / "api.md", "The list of evaluations"))
 PASSWORD = "docs-commands-pw"
 
 
@@ -236,7 +236,14 @@ def test_the_api_compare_example_runs_as_written(tmp_path, judge_server):
                 time.sleep(0.2)
         body = run(compare.replace("<evaluation id>", ids[0]).replace("<other id>", ids[1]))
         document = run(contract)
+        [listing] = commands(DOCS / "api.md", "The list of evaluations")
+        second = run(listing.replace("curl ", "curl -sS ", 1))
+        averages = {i: run(status.replace("<evaluation id>", i))["result"]["methods"]["PersonaSteer"]["avg"] for i in ids}
     assert document["openapi"] == "3.1.0" and "/api/compare" in document["paths"]
+    # the list's example: one run a page, by PersonaSteer's average AL, highest first (the same judge: equal, so the
+    # newest first among them); its second page is the other run
+    ranked = sorted(ids, key=lambda i: (-averages[i], -ids.index(i)))
+    assert [e["id"] for e in second] == [ranked[1]] and second[0]["filename"] == "sample_data.jsonl"
     assert set(body) == {"baseline", "runs", "paired", "regression"} and body["baseline"] == ids[0]
     assert [r["id"] for r in body["runs"]] == ids and body["regression"] is False
     # the same file judged twice by the same judge: every paired difference is 0

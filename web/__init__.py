@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from flask import current_app
+from flask_login import current_user
 from flask_wtf.csrf import CSRFProtect
 
 from kinds.host import site as get_site  # noqa: F401  (what the kinds' pages may read, for web/ too)
@@ -46,3 +47,10 @@ def get_results() -> Blobs:
 def get_csrf() -> CSRFProtect:
     """The application's CSRF protection (Flask-WTF's init_app keeps it under "csrf")."""
     return current_app.extensions["csrf"]
+
+
+def signed_in_name() -> str | None:
+    """The signed-in user's name (by session or API token) with accounts on; None otherwise."""
+    if current_app.config.get("AUTH") != "on" or not current_user.is_authenticated:
+        return None
+    return current_user.name

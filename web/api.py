@@ -7,18 +7,29 @@ from common.contract import Error, Refused, RescoreState, operation
 from common.version import product_version
 from kinds import registry
 from kinds.kind import attachment_names
-from pipeline import chunked_uploads, housekeeping
+from pipeline import chunked_uploads
 from pipeline.evaluations import create_evaluation
 from pipeline.ingest import InvalidUpload, ingest
 from pipeline.judge_requests import RequestError
 from translations import _
-from web import get_judge_settings, get_rescores, get_runner, get_site, get_store, get_uploads, openapi
+from web import (
+    get_judge_settings,
+    get_rescores,
+    get_runner,
+    get_site,
+    get_store,
+    get_uploads,
+    openapi,
+    run_list,
+    signed_in_name,
+)
 from web import schemas as S
 from web.compare import CompareError, load_runs, requested_ids
 from web.paired_view import PairedError, answer, choose_baseline, choose_correction
 from web.payloads import attach_sent, evaluation_status, start_options, upload_json, upload_options
 
 bp = Blueprint("api", __name__, url_prefix="/api")
+DEFAULT_PER_PAGE = 200  # the list's one page before it had pages: the default answer stays what it was
 
 
 @bp.get("/openapi.json")
@@ -165,7 +176,8 @@ def create(body: dict):
     for dialogue)."""
     try:
         evaluation = create_evaluation(get_store(), body["upload_id"], body.get("methods"), body.get("judge"),
-                                       get_judge_settings().environ(), start_options(body), body.get("judges"))
+                                       get_judge_settings().environ(), start_options(body), body.get("judges"),
+                                       signed_in_name())
     except RequestError as exc:
         return jsonify({"error": str(exc)}), 400
     get_runner().start(evaluation["id"])
@@ -174,13 +186,26 @@ def create(body: dict):
 
 
 @bp.get("/evaluations")
-@operation("Evaluations, newest first", {200: S.EvaluationList}, query=S.ListQuery)
+@operation("Evaluations: search, filters, sort and pages", {200: S.EvaluationList, 400: Error}, query=S.ListQuery)
 def list_evaluations():
-    """Evaluations, newest first (`?kind=` and `?tag=` filter), each with its title, tags, judge model or reference
-    set, and headline scores."""
-    rows = housekeeping.evaluation_list(get_store(), kind=request.args.get("kind"), tag=request.args.get("tag"))
-    return jsonify([{k: e[k] for k in ("id", "upload_id", "kind", "status", "methods", "created_at", "finished_at",
-                                       "filename", "title", "tags", "headline", "measured_with")} for e in rows])
+    """A page of the evaluations that match (web/run_list.py: `q`, `kind`, `status`, `tag`, `started_by`, `since`,
+    `until`, `sort`, `figure`, `page`, `per_page`; newest first, 200 a page by default), each with its title,
+    display title, tags, judge model or reference set, and headline scores; how many match in all, and the
+    neighbouring pages, in the headers X-Total-Count, X-Page, X-Per-Page and Link."""
+    try:
+        listing = run_list.read_listing(request.args, DEFAULT_PER_PAGE)
+    except ValueError as exc:
+        return jsonify({"error": str(exc)}), 400
+    rows, total = run_list.runs(listing)
+    response = jsonify([{k: e[k] for k in ("id", "upload_id", "kind", "status", "methods", "created_at", "finished_at",
+                                         "filename", "title", "tags", "headline", "measured_with", "display_title",
+                                         "started_by")} for e in rows])
+    links = [f'<{url_for("api.list_evaluations", **listing.link(page=page), _external=True)}>; rel="{rel}"'
+             for page, rel in ((listing.page + 1, "next"), (listing.page - 1, "prev"))
+             if 1 <= page <= run_list.last_page(listing, total)]
+    response.headers.update({"X-Total-Count": str(total), "X-Page": str(listing.page),
+                           "X-Per-Page": str(listing.per_page), **({"Link": ", ".join(links)} if links else {})})
+    return response
 
 
 @bp.get("/evaluations/<evaluation_id>")

@@ -2,7 +2,8 @@
 
 `GET /compare?ids=a,b` (or `?ids=a&ids=b`): the kind's `compare(runs)` fills its `<kind>/compare.html` (for
 dialogue: the merged table, the overlaid AL(k) and BAR(k) curves and the differences between runs of the same
-method). Without ids the page offers the finished evaluations to pick from. Every table of differences on the page
+method). Without ids the page offers the finished evaluations to pick from, a page at a time, searched as the list
+of evaluations is (web/run_list.py: `q`, `kind`, `tag`, `sort`, `page`, ...). Every table of differences on the page
 measures from one baseline: `?baseline=<id>`, by default the earliest created of the runs (web/paired_view.py), each
 run marked `baseline` (true or false) for the kind's template. Below, the paired differences with
 `?correction=holm|bh`; `/compare/paired.csv` has the same rows.
@@ -16,10 +17,10 @@ from flask import Blueprint, Flask, Response, render_template, request
 from kinds import registry
 from kinds.figures import MAX_RUNS
 from kinds.host import csv_response
-from kinds.kind import Paired, list_arg
+from kinds.kind import Paired, Scored, list_arg
 from pipeline import provenance
 from translations import _, status_label
-from web import get_store, paired_view
+from web import get_store, paired_view, run_list
 from web.run_labels import run_labels
 
 bp = Blueprint("compare", __name__)
@@ -78,9 +79,19 @@ def load_runs(ids: list[str]) -> list[dict]:
     return runs
 
 
-def _candidates() -> list[dict]:
-    """Finished evaluations, newest first, to pick from."""
-    return [e for e in get_store().list_evaluations() if e["status"] in COMPARABLE]
+def picker(args: Mapping[str, str]) -> dict:
+    """What the picker shows: a page of the finished evaluations the search in `args` matches (web/run_list.py's
+    parameters), newest first, with the count and page links (`picker_error` says what is wrong with the search)."""
+    error = None
+    try:
+        listing = run_list.read_listing(args, run_list.PAGE_SIZES[0])
+    except ValueError as exc:
+        error, listing = str(exc), run_list.read_listing({}, run_list.PAGE_SIZES[0])
+    listing = run_list.finished_only(listing, COMPARABLE)
+    candidates, total = run_list.runs(listing)
+    return {"candidates": candidates, "listing": listing, "total": total, "picker_error": error,
+            "last_page": run_list.last_page(listing, total), "shown": run_list.shown(listing, len(candidates), total),
+            "scored_kinds": registry.having(Scored)}
 
 
 @bp.get("/compare")
@@ -88,7 +99,8 @@ def compare():
     """The comparison of the evaluations in `ids`, the picker when there are none, or a 400 that says why."""
     ids = requested_ids(request.args)
     if not ids:
-        return render_template("compare.html", candidates=_candidates(), chosen=[])
+        context = picker(request.args)
+        return render_template("compare.html", chosen=[], **context), 400 if context["picker_error"] else 200
     try:
         runs = load_runs(ids)
         kind = registry.scored(runs[0]["result"]["kind"])
@@ -98,7 +110,7 @@ def compare():
             run["baseline"] = run["id"] == baseline
         data = {**kind.compare(runs), "template": kind.template("compare")}
     except (CompareError, paired_view.PairedError) as exc:
-        return render_template("compare.html", error=str(exc), candidates=_candidates(), chosen=ids), 400
+        return render_template("compare.html", error=str(exc), chosen=ids, **picker({})), 400
     paired = {"ids": ids, "runs": runs, "baseline": baseline, "correction": correction,
               "pairs_kind": isinstance(kind, Paired), "rows": paired_view.paired(runs, baseline),
               "labels": {run["id"]: run["label"] for run in runs},

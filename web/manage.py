@@ -1,5 +1,8 @@
-"""Run management pages and API: rename and tag evaluations and uploads, delete them (pipeline/housekeeping.py does it)."""
+"""Run management pages and API: rename and tag evaluations and uploads, delete them (pipeline/housekeeping.py does it),
+and the list of evaluations' forms on the ticked ones (compare, bundle, tag, delete after asking)."""
 from __future__ import annotations
+
+from urllib.parse import urlsplit
 
 from flask import Blueprint, Flask, abort, jsonify, redirect, render_template, request, url_for
 
@@ -9,10 +12,12 @@ from pipeline.housekeeping import Refused
 from translations import _
 from web import get_results, get_store, get_uploads
 from web import schemas as S
+from web.run_labels import display_titles
 
 bp = Blueprint("manage", __name__)
 api_bp = Blueprint("manage_api", __name__, url_prefix="/api")
 TABLES = {"evaluations": "get_evaluation", "uploads": "get_upload"}
+MAX_SELECTED = 500  # the list's largest page
 
 
 def register(app: Flask, csrf) -> None:
@@ -112,3 +117,67 @@ def delete_upload_page(upload_id: str):
     except Refused as exc:
         abort(exc.status, str(exc))
     return redirect(url_for("pages.evaluations"))
+
+
+def _back() -> str:
+    """Where the list's forms return: the list with its search and page as sent in `back`, if that is the list."""
+    back = request.form.get("back") or ""
+    parts = urlsplit(back)
+    listed = url_for("pages.evaluations")
+    return back if not parts.scheme and not parts.netloc and parts.path == listed else listed
+
+
+def _selected() -> list[str]:
+    """The ids ticked on the list (400 when none is)."""
+    ids = list(dict.fromkeys(i[:64] for i in request.form.getlist("ids") if i.strip()))[:MAX_SELECTED]
+    if not ids:
+        abort(400, _("Select one or more evaluations first."))
+    return ids
+
+
+@bp.post("/evaluations/selected")
+def selected_page():
+    """The list's buttons on the ticked evaluations (`ids`, `action`): compare and bundle go on to those pages, tag
+    adds `tags` to each and goes back to the list, delete shows what would be deleted and asks first."""
+    ids, action = _selected(), request.form.get("action")
+    if action == "compare":
+        return redirect(url_for("compare.compare", ids=ids), 303)
+    if action == "bundle":
+        return redirect(url_for("bundle.download", ids=ids), 303)
+    store = get_store()
+    records = [record for record in (store.get_evaluation(i, with_result=False) for i in ids) if record]
+    if action == "tag":
+        try:
+            _title, added = housekeeping.labels(None, request.form.get("tags", ""))
+            if not added:
+                raise Refused(_("Type the tags to add, separated by commas."), 400)
+            for record in records:
+                _relabel("evaluations", record["id"], record["title"], [*record["tags"], *added])
+        except Refused as exc:
+            abort(exc.status, str(exc))
+        return redirect(_back(), 303)
+    if action == "delete":
+        for record in records:
+            upload = store.get_upload(record["upload_id"])
+            record["filename"] = upload["filename"] if upload else ""
+        for record, title in zip(records, display_titles(records)):
+            record["display_title"] = title
+        return render_template("delete_evaluations.html", evaluations=records, back=_back(),
+                               running=housekeeping.RUNNING)
+    abort(400, _("Choose what to do with the selected evaluations."))
+
+
+@bp.post("/evaluations/delete")
+def delete_selected_page():
+    """Delete the evaluations the confirmation page lists (`ids`), then go back to the list; 409 naming any that
+    started running meanwhile (the others are deleted)."""
+    running = []
+    for evaluation_id in _selected():
+        try:
+            housekeeping.delete_evaluation(get_store(), get_results(), evaluation_id)
+        except Refused as exc:
+            if exc.status != 404:  # one deleted meanwhile is gone, as asked
+                running.append(evaluation_id)
+    if running:
+        abort(409, _("Still running, so not deleted: %(ids)s. Cancel them first.", ids=", ".join(running)))
+    return redirect(_back(), 303)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import gzip
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -22,17 +23,26 @@ from flask import (
 
 from judge import JudgeConfig, test_connection
 from kinds import figures, registry
-from kinds.kind import attachment_names
+from kinds.kind import Scored, attachment_names
 from kinds.problems import Report
-from pipeline import chunked_uploads, housekeeping
+from pipeline import chunked_uploads
 from pipeline.evaluations import create_evaluation
 from pipeline.ingest import InvalidUpload, ingest
 from pipeline.judge_requests import RequestError, judge_config
 from translations import COOKIE, LANGUAGES, _
-from web import get_judge_settings, get_runner, get_site, get_store, get_uploads, security_headers
+from web import (
+    get_judge_settings,
+    get_runner,
+    get_site,
+    get_store,
+    get_uploads,
+    run_list,
+    security_headers,
+    signed_in_name,
+)
+from web import schemas as S
 from web.judge_settings import VARIABLES
 from web.payloads import attach_sent, evaluation_status, panel_entries, start_options, upload_options
-from web.run_labels import run_labels
 
 bp = Blueprint("pages", __name__)
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,7 +131,7 @@ def evaluate(upload_id: str):
     judges = [{k: overrides.pop(k) for k in ("endpoint", "model") if k in overrides}, *panel] if panel else None
     try:
         evaluation = create_evaluation(get_store(), upload_id, form.getlist("methods") or None, overrides,
-                                       get_judge_settings().environ(), start_options(form), judges)
+                                       get_judge_settings().environ(), start_options(form), judges, signed_in_name())
     except RequestError as exc:
         return upload_detail(upload_id, error=str(exc), status=400)
     get_runner().start(evaluation["id"])
@@ -130,15 +140,26 @@ def evaluate(upload_id: str):
 
 @bp.get("/evaluations")
 def evaluations():
-    """Every evaluation, newest first, filtered by `kind` and `tag` when given."""
-    kind, tag = request.args.get("kind", ""), request.args.get("tag", "")
-    everything = housekeeping.evaluation_list(get_store())
-    rows = [row for row in everything if kind in ("", row["kind"]) and (not tag or tag in row["tags"])]
-    for row, label in zip(rows, run_labels(rows, names=False)):  # the title and tags have their own place
-        row["label"] = label
-    return render_template("evaluations.html", evaluations=rows, kind=kind, tag=tag,
-                           tags=sorted({t for row in everything for t in row["tags"]}),
-                           by_kind={k.name: k for k in registry.kinds()})
+    """A page of the evaluations the search and filters in the query string match (web/run_list.py), newest first
+    unless sorted otherwise, with the count and page links, and the forms that tag, delete and compare the ticked."""
+    error, status = None, 200
+    try:
+        listing = run_list.read_listing(request.args, run_list.PAGE_SIZES[0])
+    except ValueError as exc:
+        error, status = str(exc), 400
+        listing = run_list.read_listing({}, run_list.PAGE_SIZES[0])
+    rows, total = run_list.runs(listing)
+    last = run_list.last_page(listing, total)
+    if listing.page > last:  # past the end (runs deleted since the link was made): the last page
+        listing = replace(listing, page=last, args=listing.link(page=last))
+        rows, total = run_list.runs(listing)
+    store = get_store()
+    return render_template("evaluations.html", evaluations=rows, listing=listing, total=total, last_page=last,
+                           shown=run_list.shown(listing, len(rows), total), error=error,
+                           tags=sorted({t for tags in store.tag_lists() for t in tags}),
+                           figures=store.figure_names(), starters=store.starters(),
+                           statuses=S.Status.__args__, page_sizes=run_list.PAGE_SIZES,
+                           by_kind={k.name: k for k in registry.kinds()}, scored_kinds=registry.having(Scored)), status
 
 
 @bp.get("/evaluations/<evaluation_id>")

@@ -1,13 +1,14 @@
 """Labels that tell runs apart: each evaluation shown is named by what differs among the evaluations shown with it
 (judge model(s) or reference set, prompt language, samples, pairwise, method set, file), with its title and tags
 when it has them, and its short id only when nothing else tells two apart. The compare page and the list of
-evaluations both use `run_labels`."""
+evaluations both use `run_labels`. A run nobody gave a title is listed under `default_title`: its file, judge model(s),
+rubric and date."""
 from __future__ import annotations
 
 from typing import Callable
 
 from kinds import registry
-from pipeline.housekeeping import measured_with
+from pipeline.housekeeping import measured_with, rubric_name
 from translations import _
 
 SHORT_ID = 6
@@ -71,3 +72,19 @@ def run_labels(records: list[dict], names: bool = True) -> list[str]:
         if not labelled or joined.count(label) > 1:
             labelled.append(str(record["id"])[:SHORT_ID])
     return [SEPARATOR.join(labelled) for labelled in parts]
+
+
+def default_title(record: dict) -> str:
+    """A run's title when nobody gave it one, made of what tells runs apart: its file, judge model(s) (or reference
+    set), rubric (when not the default) and when it was created (UTC, to the minute)."""
+    created = str(record.get("created_at") or "")[:16].replace("T", " ")
+    parts = (_file(record), measured_with(record), rubric_name(record), created)
+    return SEPARATOR.join(part for part in parts if part) or str(record["id"])[:SHORT_ID]
+
+
+def display_titles(records: list[dict]) -> list[str]:
+    """Each run's title (the one a person gave it, else its default title), with its short id after any title two
+    of these records would otherwise share."""
+    titles = [record.get("title") or default_title(record) for record in records]
+    return [f"{title}{SEPARATOR}{str(record['id'])[:SHORT_ID]}" if titles.count(title) > 1 else title
+            for record, title in zip(records, titles)]

@@ -2,6 +2,7 @@
 OpenAPI document. The kinds' own operations declare theirs beside their routes."""
 from __future__ import annotations
 
+from datetime import date
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, create_model
@@ -158,11 +159,43 @@ class Labels(Request):
     tags: list[str] | str | None = Field(None, description="a list, or one text with the tags separated by commas")
 
 
-class ListQuery(Request):
-    """Filters of the list of evaluations."""
+def _kind_filter(schema: dict[str, Any]) -> None:
+    """The scored kinds registered when the document is made, or "" (any kind)."""
+    scored: list[Scored] = registry.having(Scored)
+    schema["enum"] = [*(kind.name for kind in scored), ""]
 
-    kind: str | None = None
-    tag: str | None = None
+
+KindFilter = Annotated[str | None, Field(json_schema_extra=_kind_filter)]
+Status = Literal["queued", "running", "done", "incomplete", "failed", "cancelled"]
+Sort = Literal["newest", "oldest", "title", "figure-high", "figure-low"]
+MAX_PER_PAGE = 500
+# A day's shape, as the document states it beside `format: date` (so no NUL either); 2026-02-30 has it and is refused.
+DAY = r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$"
+MAX_SEARCH = 200
+
+
+class ListQuery(Request):
+    """The search, filters, sort and page of the list of evaluations (the page /evaluations takes the same)."""
+
+    q: str | None = Field(None, max_length=MAX_SEARCH, description="words that must all be in the run's title, file "
+                          "name, tags, methods, judge model(s) or reference set, or rubric (any case)")
+    kind: KindFilter = Field(None, description="only evaluations of this kind")
+    status: Status | Literal[""] | None = Field(None, description="only evaluations in this status")
+    tag: str | None = Field(None, max_length=40, description="only evaluations with this tag (case counts)")
+    started_by: str | None = Field(None, max_length=200, description="only evaluations this user started "
+                                                                     "(with accounts on)")
+    since: date | None = Field(None, description="only evaluations created on this day (UTC) or later, YYYY-MM-DD",
+                               json_schema_extra={"pattern": DAY})
+    until: date | None = Field(None, description="only evaluations created on this day (UTC) or earlier, YYYY-MM-DD",
+                               json_schema_extra={"pattern": DAY})
+    sort: Sort | Literal[""] | None = Field(
+        None, description="newest (the default), oldest, title (a given title, else the file name), figure-high or "
+                          "figure-low (by the headline figure `figure` names; runs without it last)")
+    figure: str | None = Field(None, max_length=200, description="the method (or agent) whose headline figure the "
+                                                                 "figure sorts read; empty: a run's unnamed figure")
+    page: int | None = Field(None, ge=1, le=2**31 - 1, description="the page, from 1 (default 1)")
+    per_page: int | None = Field(None, ge=1, le=MAX_PER_PAGE, description="evaluations per page (default 200 here, "
+                                                                          "20 on the page)")
 
 
 class SessionsQuery(Request):
@@ -310,10 +343,14 @@ class EvaluationListItem(Answer):
     tags: list[str]
     headline: list[Any] | None
     measured_with: str | None
+    display_title: str = Field(description="the title, or one made of what tells the run apart: file, judge "
+                                           "model(s), rubric, date")
+    started_by: str | None = Field(description="who started it, with accounts on")
 
 
 class EvaluationList(RootModel[list[EvaluationListItem]]):
-    """Evaluations, newest first."""
+    """One page of the evaluations that match, newest first unless sorted otherwise; the headers X-Total-Count
+    (how many match), X-Page, X-Per-Page and Link (rel next and prev) page through them."""
 
 
 class SimulationProgress(Answer):

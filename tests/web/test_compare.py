@@ -130,8 +130,11 @@ def test_picker_and_links(client, two_runs):
     assert f'name="ids" value="{first}"' in html and f'name="ids" value="{second}"' in html
     assert 'action="/compare"' in html and "Compare selected" in html
     listing = client.get("/evaluations").get_data(as_text=True)
-    assert 'action="/compare"' in listing and f'name="ids" value="{first}"' in listing
+    assert 'action="/evaluations/selected"' in listing and f'name="ids" value="{first}"' in listing
     assert "Compare selected" in listing
+    # The list's "Compare selected" goes on to the compare page of the ticked runs.
+    chosen = client.post("/evaluations/selected", data={"ids": [first, second], "action": "compare"})
+    assert chosen.status_code == 303 and chosen.headers["Location"] == f"/compare?ids={first}&ids={second}"
     assert 'href="/compare"' in client.get("/").get_data(as_text=True)  # in the navigation
 
 

@@ -54,6 +54,7 @@ BEYOND_THE_DOCUMENT = {
     "POST /api/evaluations": "whether the upload exists, and the start fields its kind accepts (its methods, ...)",
     "POST /api/simulations": "the personas' upload, the endpoints the operator named, the methods' names",
     "POST /api/rubrics": "the rubric file's content, which kinds/rubrics/ reads",
+    "GET /api/evaluations": "whether `since` and `until` are days of the calendar (2026-02-30 has a day's shape)",
 }
 
 
@@ -305,7 +306,10 @@ def test_text_that_cannot_be_stored_is_refused_at_the_door(request, make_app, da
         assert client.get(address).status_code == 404
     answer = client.get("/api/evaluations?kind=a%00b")
     assert answer.status_code == 400 and "NUL" in answer.get_json()["error"]
-    assert client.get("/api/evaluations?kind=%ED%A0%80").status_code == 200  # not UTF-8: read as U+FFFD, no match
+    unreadable = client.get("/api/evaluations?q=%ED%A0%80")  # not UTF-8: read as U+FFFD, no match
+    assert unreadable.status_code == 200 and unreadable.get_json() == []
+    unknown = client.get("/api/evaluations?kind=%ED%A0%80")  # a kind is one of those the document lists
+    assert unknown.status_code == 400 and "Unknown kind" in unknown.get_json()["error"]
     named = client.post("/api/uploads", data={"file": (io.BytesIO(jsonl(session_line())), "log\x00.jsonl")})
     assert named.status_code == 400 and "'file' holds a NUL character" in named.get_json()["error"]
 

@@ -256,6 +256,7 @@ def test_evaluations_list_names_methods_or_agents_and_nothing_for_other_kinds(cl
                     .get_json()["id"])["status"] == "done"
     evaluate(client, upload(client, jsonl(session_line("s1", methods=("Alpha", "Beta"))), "log.jsonl").get_json()["id"])
     html = client.get("/evaluations").get_data(as_text=True)
-    cells = {row.split("</a>")[0].rsplit(">", 1)[-1]: re.findall(r"<td>([^<]*)</td>", row)[1]
+    # each row's title begins with its file (a default title: file · judge model or reference set · date)
+    cells = {row.split("</a>")[0].rsplit(">", 1)[-1].split(" · ")[0]: re.findall(r"<td>([^<]*)</td>", row)[1]
              for row in html.split("<tr>")[2:]}
     assert cells == {"log.jsonl": "Alpha, Beta", "outputs.zip": "agent-a, agent-b", "my_agent.json": "—"}
