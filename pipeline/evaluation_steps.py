@@ -230,6 +230,11 @@ class Pipeline:
         evaluation = self.store.get_evaluation(evaluation_id, with_result=False)
         if evaluation is None or evaluation["status"] not in FINISHED:
             raise JobFailed(_("Only a finished evaluation can be scored again."))
+        return self.score(*self.scoring_job(evaluation)), evaluation
+
+    def scoring_job(self, evaluation: dict) -> tuple[Scored, Job]:
+        """The kind and job that score an evaluation from what is stored, with no judge to call (its recorded
+        settings stand for it); JobFailed when its file is missing."""
         upload = self.store.get_upload(evaluation["upload_id"])
         site = Site(self.store, self.uploads, stored_name)
         if upload is None or not site.file_of(upload).exists():
@@ -242,7 +247,14 @@ class Pipeline:
                                       base_url=settings.get("base_url"), api_key=PLACEHOLDER_API_KEY)
                           for settings in panel_settings(evaluation["settings"])]
             job.config = job.judges[0]
-        return self.score(kind, job), evaluation
+        return kind, job
+
+    def score_so_far(self, evaluation: dict) -> dict:
+        """A running evaluation's result document from the judgments stored so far, made by the kind's own `score`
+        (pipeline/live_results.py keeps it); no provenance: the run has not ended. JobFailed when its file is
+        missing."""
+        kind, job = self.scoring_job(evaluation)
+        return kind.score(job)
 
     def score(self, kind: Scored, job: Job) -> dict:
         """The kind's result document of the job, with its provenance (pipeline/provenance.py) ending now; the

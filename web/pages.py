@@ -29,7 +29,7 @@ from pipeline.evaluations import create_evaluation
 from pipeline.ingest import InvalidUpload, ingest
 from pipeline.judge_requests import RequestError, judge_config
 from translations import COOKIE, LANGUAGES, _
-from web import get_judge_settings, get_runner, get_site, get_store, get_uploads, security_headers
+from web import get_judge_settings, get_runner, get_site, get_store, get_uploads, live, security_headers
 from web.judge_settings import VARIABLES
 from web.payloads import attach_sent, evaluation_status, panel_entries, start_options, upload_options
 from web.run_labels import run_labels
@@ -143,9 +143,11 @@ def evaluations():
 
 @bp.get("/evaluations/<evaluation_id>")
 def evaluation(evaluation_id: str):
-    """The result page; shows live progress until the evaluation ends. Its view state is in the query string."""
+    """The result page; shows live progress, and the figures of the judgments stored so far (web/live.py), until the
+    evaluation ends. Its view state is in the query string."""
     record = get_store().get_evaluation(evaluation_id) or abort(404)
-    return render_template(registry.scored(record["kind"]).template("result"), **result_context(record))
+    return render_template(registry.scored(record["kind"]).template("result"), **result_context(record),
+                           live_view=live.live_html(record))
 
 
 def result_context(record: dict) -> dict:
