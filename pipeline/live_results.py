@@ -29,7 +29,7 @@ class Partial:
     """A result document made from some of an evaluation's judgments."""
 
     result: dict  # the kind's result document of the judgments stored when it was made (no provenance yet)
-    judgments: int  # judgments stored (answered, failed or unparsed) when it was made
+    judgments: int  # judgments with an outcome (answered, failed or unparsed) it was made from
     total: int  # judgments the evaluation has in all
     counts: tuple[int, ...]  # the store's counts it was made at: the key it is kept under
     made_at: float  # time.monotonic() when it was made
@@ -46,6 +46,7 @@ class LiveResults:
         self._kept: OrderedDict[str, Partial] = OrderedDict()
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
+        self._warm = False  # whether a partial document was made in this process already
 
     def partial(self, evaluation: dict) -> Partial | None:
         """The evaluation's result document from the judgments stored so far, or None when it is not running, calls
@@ -65,8 +66,10 @@ class LiveResults:
             if kept is not None and (kept.counts == counts or not self._due(kept)):
                 return kept
             started = self.clock()
-            result = self.pipeline.score_so_far(evaluation)
-            made = Partial(result, progress["done"], progress["total"], counts, self.clock(), self.clock() - started)
+            result, judged = self.pipeline.score_so_far(evaluation)
+            # the process's first one also loads the libraries scoring needs (seconds): that is not its cost
+            cost, self._warm = (self.clock() - started if self._warm else 0.0), True
+            made = Partial(result, judged, progress["total"], counts, self.clock(), cost)
             with self._guard:
                 self._kept[evaluation["id"]] = made
                 self._kept.move_to_end(evaluation["id"])

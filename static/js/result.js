@@ -75,10 +75,9 @@
   }
 
   // A running evaluation's live view (#live): the figures of the judgments stored so far, drawn now and fetched again
-  // when the progress shows more judgments stored, at most once per poll (a second); the server answers 304 while
-  // its partial figures have not changed.
+  // while the progress shows more judgments stored than they were made from, at most once per poll (a second); the
+  // server answers 304 while its figures have not changed (it makes them again at most once a second).
   var live = document.getElementById("live");
-  var liveDone = null;
   var liveBusy = false;
   var liveHtml = null;
   function drawLive() {
@@ -91,12 +90,12 @@
     });
   }
   function refreshLive(done) {
-    if (!live || liveBusy || done === liveDone) { return; }
+    var shown = live && document.getElementById("live-n");
+    if (!live || liveBusy || (shown && Number(shown.dataset.judgments) === done)) { return; }
     liveBusy = true;
     fetch(live.dataset.url, {headers: {"Accept": "text/html"}})
       .then(function (r) { if (!r.ok) { throw new Error(r.status); } return r.text(); })
       .then(function (html) {
-        liveDone = done;
         if (html !== liveHtml) {
           liveHtml = html;
           live.innerHTML = html;  // HTML rendered and escaped by the server

