@@ -1,6 +1,6 @@
 """What open result pages cost a running evaluation: judgments per second with 0 and with 5 pages polling its live view.
 
-Run: python bench/bench_live_results.py [--sessions 200] [--pages 5] [--repeat 2]. The dashboard runs as it does on
+Run: python bench/bench_live_results.py [--sessions 200] [--pages 5] [--repeat 3]. The dashboard runs as it does on
 one machine (`create_app`, the thread backend judging in the web process, werkzeug's threaded server) in a child
 process, the judge too (tests/judge_server.py, 100 ms per answer, JUDGE_CONCURRENCY 32). Each run uploads a new
 dialogue file (sessions x 5 rounds x 2 methods x 2 modes = 20 judgments a session, replies distinct from every other
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -96,16 +97,18 @@ class Dashboard:
 
 
 def page(dashboard: Dashboard, evaluation_id: str, stop: threading.Event, fetched: list) -> None:
-    """One open result page: the progress once a second, the live view when more judgments are stored."""
-    done, etag = None, None
+    """One open result page: the progress once a second, and the live view while it shows fewer judgments than are
+    stored (as static/js/result.js does)."""
+    shown, etag = 0, None
     while not stop.is_set():
         _status, _headers, body = dashboard.get(f"/api/evaluations/{evaluation_id}")
-        progress = json.loads(body)["progress"]["done"] if body else None
-        if progress != done:
-            done = progress
-            status, headers, _html = dashboard.get(f"/evaluations/{evaluation_id}/live",
-                                                   {"If-None-Match": etag} if etag else {})
+        done = json.loads(body)["progress"]["done"] if body else None
+        if done != shown:
+            status, headers, html = dashboard.get(f"/evaluations/{evaluation_id}/live",
+                                                  {"If-None-Match": etag} if etag else {})
             etag = headers.get("ETag") or etag
+            if found := re.search(rb'data-judgments="(\d+)"', html):
+                shown = int(found.group(1))
             fetched.append(status)
         stop.wait(POLL_S)
 
@@ -148,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=200, help="20 judgments each (default 200)")
     parser.add_argument("--pages", type=int, default=5, help="pages open on the running evaluation (default 5)")
-    parser.add_argument("--repeat", type=int, default=2, help="runs with and without pages; the best of each")
+    parser.add_argument("--repeat", type=int, default=3, help="runs with and without pages; the best of each")
     args = parser.parse_args(argv)
     runs: dict[int, list[dict]] = {0: [], args.pages: []}
     with tempfile.TemporaryDirectory(prefix="bench_live_") as tmp, judge_process(LATENCY_S) as url:

@@ -34,6 +34,7 @@ SMALL_RUNS = (
     "python bench/bench_judge_budget.py --processes 2 --items 50 --repeat 1",
     "python bench/bench_celery.py --judgments 100 --storage s3",
     "python bench/bench_lighthouse.py --sessions 20 --pages agentbench --runs 1",
+    "python bench/bench_live_results.py --sessions 10 --pages 2 --repeat 1",
 )
 # A benchmark whose figures are checked here too, not only its report: statistics, not timings, whose bounds a
 # correct method meets at this size with overwhelming probability.
