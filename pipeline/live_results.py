@@ -74,7 +74,7 @@ class LiveResults:
                 self._kept[evaluation["id"]] = made
                 self._kept.move_to_end(evaluation["id"])
                 while len(self._kept) > KEPT:
-                    self._kept.popitem(last=False)
+                    self._locks.pop(self._kept.popitem(last=False)[0], None)
             return made
 
     def _due(self, kept: Partial) -> bool:

@@ -79,8 +79,10 @@ def live_view(evaluation_id: str):
 def live_html(record: dict) -> Markup | None:
     """The live view rendered for the result page of a running evaluation, None when its kind has none or it is
     not running."""
+    if record["status"] not in RUNNING:
+        return None
     template = live_template(registry.scored(record["kind"]))
-    if template is None or record["status"] not in RUNNING:
+    if template is None:
         return None
     try:
         partial = get_live_results().partial(record)
