@@ -22,6 +22,7 @@ from pipeline import provenance
 from pipeline.evaluations import Evaluations
 from pipeline.ingest import stored_name
 from pipeline.job import Backend
+from pipeline.live_results import LiveResults
 from pipeline.rescores import Rescores, Rescoring
 from pipeline.thread_backend import ThreadBackend
 from simulate.simulations import Simulations
@@ -37,6 +38,7 @@ from web import (
     compression,
     errors,
     exports,
+    live,
     manage,
     pages,
     reading,
@@ -129,6 +131,7 @@ def create_app(config: dict | None = None) -> Flask:
     rescores: Backend[Rescores] = workers.add(rescore_jobs) if workers else ThreadBackend(rescore_jobs)
     app.extensions["store"] = store
     app.extensions["runner"] = runner
+    app.extensions["live_results"] = LiveResults(evaluations.pipeline)  # running evaluations' partial results
     app.extensions["simulations"] = simulations
     app.extensions["rescores"] = Rescoring(rescores)  # kinds/host.py's rescores(); its .backend runs them
     app.extensions["judge_settings"] = judge_settings
@@ -145,6 +148,7 @@ def create_app(config: dict | None = None) -> Flask:
     reading.register(app)  # the `reply` filter: replies as Markdown or JSON, or as written (?raw=1)
     app.jinja_env.filters["provenance_rows"] = provenance.rows  # a result's provenance as labelled fields
     app.register_blueprint(pages.bp)
+    app.register_blueprint(live.bp)  # a running evaluation's figures so far
     app.register_blueprint(api.bp)
     app.register_blueprint(exports.bp)
     app.register_blueprint(bundle.bp)

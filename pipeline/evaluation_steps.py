@@ -12,7 +12,7 @@ import os
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping, cast
 
 from judge import PLACEHOLDER_API_KEY, Judge, JudgeConfig, Verdict, judge_of, panel_settings
 from judge import batch as judge_batch
@@ -230,6 +230,11 @@ class Pipeline:
         evaluation = self.store.get_evaluation(evaluation_id, with_result=False)
         if evaluation is None or evaluation["status"] not in FINISHED:
             raise JobFailed(_("Only a finished evaluation can be scored again."))
+        return self.score(*self.scoring_job(evaluation)), evaluation
+
+    def scoring_job(self, evaluation: dict) -> tuple[Scored, Job]:
+        """The kind and job that score an evaluation from what is stored, with no judge to call (its recorded
+        settings stand for it); JobFailed when its file is missing."""
         upload = self.store.get_upload(evaluation["upload_id"])
         site = Site(self.store, self.uploads, stored_name)
         if upload is None or not site.file_of(upload).exists():
@@ -242,7 +247,16 @@ class Pipeline:
                                       base_url=settings.get("base_url"), api_key=PLACEHOLDER_API_KEY)
                           for settings in panel_settings(evaluation["settings"])]
             job.config = job.judges[0]
-        return self.score(kind, job), evaluation
+        return kind, job
+
+    def score_so_far(self, evaluation: dict) -> tuple[dict, int]:
+        """A running evaluation's result document from the judgments stored so far, made by the kind's own `score`
+        (pipeline/live_results.py keeps it), and how many judgments with an outcome it read (more are stored while it
+        reads); no provenance: the run has not ended. JobFailed when its file is missing."""
+        kind, job = self.scoring_job(evaluation)
+        reading = _CountingStore(self.store)
+        job.site = replace(job.site, store=cast(Store, reading))
+        return kind.score(job), reading.judged
 
     def score(self, kind: Scored, job: Job) -> dict:
         """The kind's result document of the job, with its provenance (pipeline/provenance.py) ending now; the
@@ -267,6 +281,29 @@ class Pipeline:
     def _write_result_file(self, evaluation_id: str, document: dict) -> None:
         """Write results/<id>.json atomically, so a crash never leaves half a file."""
         self.results.put_bytes(f"{evaluation_id}.json", json.dumps(document, ensure_ascii=False, indent=1).encode())
+
+
+class _CountingStore:
+    """The store as a kind reads it while scoring, counting the judgments with an outcome (not pending) it reads."""
+
+    def __init__(self, store: Store):
+        self._store = store
+        self.judged = 0
+
+    def __getattr__(self, name: str):
+        return getattr(self._store, name)
+
+    def iter_judgments(self, *args, **kwargs) -> Iterator[dict]:
+        """Store.iter_judgments, counted."""
+        for row in self._store.iter_judgments(*args, **kwargs):
+            self.judged += row.get("status") != "pending"
+            yield row
+
+    def judgments(self, *args, **kwargs) -> list[dict]:
+        """Store.judgments, counted."""
+        rows = self._store.judgments(*args, **kwargs)
+        self.judged += sum(row.get("status") != "pending" for row in rows)
+        return rows
 
 
 def _until_all_asked(items: Iterator, pending: set) -> Iterator:

@@ -36,6 +36,7 @@ SMALL_RUNS = (
     "python bench/bench_lighthouse.py --sessions 20 --pages agentbench --runs 1",
     "python bench/bench_run_cost.py --sizes 40,80 --repeat 1 --startup-runs 1 --celery-judgments 40",
     "python bench/bench_runs_list.py --runs 300 --requests 10",
+    "python bench/bench_live_results.py --sessions 10 --pages 2 --repeat 1",
 )
 # A benchmark whose figures are checked here too, not only its report: statistics, not timings, whose bounds a
 # correct method meets at this size with overwhelming probability.

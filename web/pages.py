@@ -36,6 +36,7 @@ from web import (
     get_site,
     get_store,
     get_uploads,
+    live,
     run_list,
     security_headers,
     signed_in_name,
@@ -164,9 +165,11 @@ def evaluations():
 
 @bp.get("/evaluations/<evaluation_id>")
 def evaluation(evaluation_id: str):
-    """The result page; shows live progress until the evaluation ends. Its view state is in the query string."""
+    """The result page; shows live progress, and the figures of the judgments stored so far (web/live.py), until the
+    evaluation ends. Its view state is in the query string."""
     record = get_store().get_evaluation(evaluation_id) or abort(404)
-    return render_template(registry.scored(record["kind"]).template("result"), **result_context(record))
+    return render_template(registry.scored(record["kind"]).template("result"), **result_context(record),
+                           live_view=live.live_html(record))
 
 
 def result_context(record: dict) -> dict:

@@ -328,6 +328,18 @@ class Evaluation(EvaluationStatus):
     result: dict[str, Any] | None
 
 
+class PartialResult(Answer):
+    """A running evaluation's result document made from the judgments stored so far (`partial`), or, once it has
+    ended, its final one."""
+
+    id: Id
+    status: Literal["queued", "running", "done", "incomplete", "failed", "cancelled"]
+    partial: bool  # true while it runs: made from `judgments` of `total` judgments
+    judgments: int  # judgments stored (answered, failed or unparsed) that the document was made from
+    total: int
+    result: dict[str, Any] | None  # null before the first judgment is stored, or for a kind scored in one step
+
+
 class EvaluationListItem(Answer):
     """One evaluation of the list."""
 

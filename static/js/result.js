@@ -74,6 +74,39 @@
     setTimeout(pollRescore, 1000);
   }
 
+  // A running evaluation's live view (#live): the figures of the judgments stored so far, drawn now and fetched again
+  // while the progress shows more judgments stored than they were made from, at most once per poll (a second); the
+  // server answers 304 while its figures have not changed (it makes them again at most once a second).
+  var live = document.getElementById("live");
+  var liveBusy = false;
+  var liveHtml = null;
+  function drawLive() {
+    var source = document.getElementById("live-figures");
+    if (!source || !window.Plotly) { return; }
+    var data = JSON.parse(source.textContent);
+    live.querySelectorAll("[data-live-figure]").forEach(function (el) {
+      var figure = data[el.dataset.liveFigure];
+      if (figure) { Plotly.react(el, figure.data, figure.layout, {responsive: true, displaylogo: false}); }
+    });
+  }
+  function refreshLive(done) {
+    var shown = live && document.getElementById("live-n");
+    if (!live || liveBusy || (shown && Number(shown.dataset.judgments) === done)) { return; }
+    liveBusy = true;
+    fetch(live.dataset.url, {headers: {"Accept": "text/html"}})
+      .then(function (r) { if (!r.ok) { throw new Error(r.status); } return r.text(); })
+      .then(function (html) {
+        if (html !== liveHtml) {
+          liveHtml = html;
+          live.innerHTML = html;  // HTML rendered and escaped by the server
+          drawLive();
+        }
+      })
+      .catch(function () {})
+      .then(function () { liveBusy = false; });
+  }
+  if (live) { window.addEventListener("load", drawLive); }
+
   var progress = document.getElementById("progress");
   if (!progress) { return; }
   var bar = progress.querySelector("progress");
@@ -97,6 +130,7 @@
           badge.textContent = progress.dataset["status_" + body.status];
           badge.className = "status status-" + body.status;
         }
+        refreshLive(p.done);
         bar.max = p.total || 1;
         bar.value = p.done;
         var values = {done: p.done, total: p.total, failed: p.failed, unparsed: p.unparsed,

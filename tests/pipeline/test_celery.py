@@ -348,6 +348,39 @@ def test_flask_score_runs_in_the_foreground_with_a_broker(deployment, tmp_path):
     assert document["evaluation_id"] not in dep.log("w1") + dep.log("w2")  # no task was sent
 
 
+def test_the_live_view_answers_from_a_web_app_that_did_not_start_the_run(deployment):
+    from tests.web.test_live_results import TOTAL as LIVE_TOTAL
+    from tests.web.test_live_results import Gate, answer_then_hold, by_hand, check_figures, scored_file, settled
+
+    dep = deployment
+    dep.judge.reset()
+    gate = Gate("[[celery-live]]")
+    dep.judge.hook = lambda request: dep.judge.count(request) or gate(request)
+    evaluation_id = dep.evaluate(dep.upload(scored_file("[[celery-live]]"), "live.jsonl"))
+    # another web machine of the deployment: its own app on the same database and broker, which started nothing
+    other = create_app({**{k: v for k, v in dep.env.items() if not k.startswith("JUDGE_")}, "TESTING": True,
+                        "SECRET_KEY": "test", "JUDGE_KEY_FILE": str(dep.folder / "judge_api_key"),
+                        "WTF_CSRF_ENABLED": False, "JUDGE_ENV": judge_env(dep.judge)})
+    try:
+        answered = answer_then_hold(gate, 20)  # held well within JUDGE_TIMEOUT_S
+        done = settled(dep.store, evaluation_id)
+        assert 0 < done <= answered < LIVE_TOTAL
+        body = other.test_client().get(f"/api/evaluations/{evaluation_id}/partial").get_json()
+        assert (body["status"], body["partial"], body["judgments"]) == ("running", True, done)
+        stored = dep.store.judgments(evaluation_id)
+        check_figures(body["result"], stored)
+        view = other.test_client().get(f"/evaluations/{evaluation_id}/live").get_data(as_text=True)
+        assert f"from the {done} of {LIVE_TOTAL} judgments" in view
+        fine = sum(f["judged_fine"] for f in by_hand(stored).values())
+        assert f"n = {fine} fine judgments" in view
+    finally:
+        gate.open()
+    final = dep.wait_finished(evaluation_id)
+    assert final["status"] == "done", (final, dep.logs_tail())
+    body = other.test_client().get(f"/api/evaluations/{evaluation_id}/partial").get_json()
+    assert (body["partial"], body["result"]["methods"]) == (False, final["result"]["methods"])
+
+
 def test_a_panel_of_judges_is_judged_by_the_workers_each_judgment_once(deployment):
     dep = deployment
     dep.judge.reset()

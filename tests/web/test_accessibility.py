@@ -7,7 +7,8 @@ and each of its views, the offline report, the list, each kind's compare, the co
 settings, the rubrics and one rubric's page, the references page, a share link and its views, a dialogue result's
 Ask people page and a rating link's pages, a conversation result
 with behaviour labels (the paper's analysis), its labelling pages and the humanness page, and the "not found" page
-(a dialogue session's detail is a fragment the result page loads into itself: it is audited there); and a dialogue
+(a dialogue session's detail is a fragment the result page loads into itself: it is audited there); a dialogue result
+while it runs, with its live view (the figures so far, marked partial); and a dialogue
 result with people's ratings, its figures calibrated to people, and its offline report. Each page is loaded once per
 language in that language's browser context; axe runs on it, then the window is resized to each width and the
 clipped elements measured. The keyboard test tabs through a result page.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import html
 import re
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -307,6 +309,56 @@ def test_page_has_no_serious_violation_and_nothing_clipped(contexts, server, pag
     page = open_in(contexts, server, pages, name, language, request)
     try:
         audit(page, name, language)
+    finally:
+        page.close()
+
+
+@pytest.fixture(scope="module")
+def running_evaluation(server, judge):  # noqa: F811
+    """A dialogue evaluation left running with its live view filled in: the judge answers its first requests, then
+    holds the others (test_live_results.Gate) until the module's tests are done; then it is cancelled."""
+    import json
+
+    from tests.web.test_live_results import Gate, answer_then_hold, scored_file
+
+    gate = Gate("[[audit-live]]")
+    previous, judge.hook = judge.hook, gate
+    upload_id = server.upload(scored_file("[[audit-live]]"), "running.jsonl")
+    evaluation_id = server.call("/api/evaluations", json.dumps({"upload_id": upload_id}).encode(),
+                                {"Content-Type": "application/json"})["id"]
+    try:
+        answer_then_hold(gate, 12)
+        deadline = time.monotonic() + 30
+        while not server.call(f"/api/evaluations/{evaluation_id}")["progress"]["done"]:
+            assert time.monotonic() < deadline, "no judgment was stored"
+            time.sleep(0.1)
+        # the server's first partial result loads the scoring libraries (seconds on a busy machine)
+        urllib.request.urlopen(f"{server.url}/api/evaluations/{evaluation_id}/partial", timeout=120).close()
+        yield evaluation_id
+    finally:
+        request = urllib.request.Request(f"{server.url}/api/evaluations/{evaluation_id}/cancel", data=b"",
+                                         method="POST")
+        try:
+            urllib.request.urlopen(request, timeout=10).close()
+        except urllib.error.HTTPError:
+            pass  # it ended meanwhile
+        gate.open()
+        judge.hook = previous
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_a_running_result_with_its_live_view_has_no_serious_violation_and_nothing_clipped(contexts, server,  # noqa: F811
+                                                                                        running_evaluation, language):
+    require_axe()
+    page = contexts[language].new_page()
+    page.set_viewport_size({"width": WIDTHS[0], "height": 900})
+    try:
+        response = page.goto(f"{server.url}/evaluations/{running_evaluation}")
+        assert response is not None and response.status == 200
+        page.locator("#live .status-partial").wait_for()
+        page.locator("#live-chart-al .main-svg").first.wait_for(state="attached")
+        assert page.locator("#progress progress").is_visible()
+        audit(page, "running result", language)
     finally:
         page.close()
 
