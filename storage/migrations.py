@@ -326,6 +326,24 @@ def _attachments(con: Connection, ddl: dict) -> None:
     con.exec_driver_sql("CREATE INDEX IF NOT EXISTS attachments_upload ON attachments (upload_id, name)")
 
 
+def _datasets(con: Connection, ddl: dict) -> None:
+    # Runs that scored the same samples form a dataset, ranked on one leaderboard (pipeline/datasets.py): each
+    # finished evaluation keeps its dataset's id and the 95% intervals of its headline numbers, so a leaderboard reads
+    # neither result documents nor files. The store knows no kind: runs finished before this step get both from
+    # their result documents the first time a leaderboard is read (pipeline/datasets.py's fill_missing).
+    con.exec_driver_sql("ALTER TABLE evaluations ADD COLUMN dataset TEXT")
+    con.exec_driver_sql("ALTER TABLE evaluations ADD COLUMN intervals TEXT")
+    con.exec_driver_sql("CREATE INDEX IF NOT EXISTS evaluations_dataset ON evaluations (dataset)")
+    con.exec_driver_sql("""CREATE TABLE IF NOT EXISTS dataset_shares (
+    id TEXT PRIMARY KEY,
+    dataset TEXT NOT NULL,
+    token TEXT NOT NULL UNIQUE,
+    created_at TEXT NOT NULL,
+    revoked_at TEXT
+)""")
+    con.exec_driver_sql("CREATE INDEX IF NOT EXISTS dataset_shares_dataset ON dataset_shares (dataset)")
+
+
 @dataclass(frozen=True)
 class Step:
     """One change of the schema."""
@@ -351,6 +369,7 @@ STEPS = (
     Step(14, "simulations and simulation_turns: simulated users talking to the methods", _simulations),
     # 15: rubrics (kinds/dialogue/rubric_store.py)
     Step(16, "attachments: files attached to an upload (another judge's scores)", _attachments),
+    Step(23, "evaluations.dataset and .intervals, dataset_shares: leaderboards per dataset", _datasets),
 )
 
 

@@ -11,6 +11,7 @@ from typing import Iterable, overload
 
 from storage.access import Access
 from storage.database import dict_rows, now, text_query, text_query_in
+from storage.datasets import Datasets
 from storage.judgments import Judgments
 from storage.simulations import Simulations
 
@@ -46,10 +47,11 @@ def _decode(row: dict | None) -> dict | None:
     return row
 
 
-class Store(Judgments, Simulations, Access):
+class Store(Judgments, Simulations, Access, Datasets):
     """All database access, safe across threads and processes: uploads, evaluations, settings and the judge cache
     here; judgments (storage/judgments.py), simulations (storage/simulations.py), share links and accounts
-    (storage/access.py); connections, the schema and a kind's own tables (storage/database.py).
+    (storage/access.py), datasets (storage/datasets.py); connections, the schema and a kind's own tables
+    (storage/database.py).
 
     `target` is a SQLite file path or a database URL (`postgresql://user:pass@host/db`); `tables` the kinds' own
     tables (kinds/registry.py's `tables()`).

@@ -53,6 +53,10 @@ SHARED_ENDPOINTS = {"pages.evaluation": "share.page", "exports.export_json": "sh
                     "exports.export_judgments": "share.export_judgments", "exports.export_report": "share.export_report",
                     "exports.export_download": "share.export_download"}
 KEPT_ENDPOINTS = {"static", "pages.plotly_js", "pages.set_language"}
+# A dataset's leaderboard under its own share links (web/leaderboard.py): its links and downloads, the same way.
+DATASET_SHARED_ENDPOINTS = {"leaderboard.page": "leaderboard.shared_page", "leaderboard.export_json":
+                            "leaderboard.shared_json", "leaderboard.export_csv": "leaderboard.shared_csv",
+                            "leaderboard.export_trend": "leaderboard.shared_trend"}
 
 
 def register(app: Flask, csrf) -> None:
@@ -204,6 +208,10 @@ def shared_url_for(endpoint: str, **values) -> str:
     target = SHARED_ENDPOINTS.get(endpoint)
     if share is not None and target and values.pop("evaluation_id", None) == share["evaluation_id"]:
         return url_for(target, token=share["token"], **values)
+    dataset_share = g.get("dataset_share")
+    target = DATASET_SHARED_ENDPOINTS.get(endpoint)
+    if dataset_share is not None and target and values.pop("dataset", None) == dataset_share["dataset"]:
+        return url_for(target, token=dataset_share["token"], **values)
     current_app.logger.warning("link to %s left out of a share page", endpoint)
     return "#"
 
