@@ -116,7 +116,7 @@ def trend_figure(board: dict) -> dict:
                         "array": [(p["ci95"][1] - p["value"]) if p["ci95"] else 0 for p in trend],
                         "arrayminus": [(p["value"] - p["ci95"][0]) if p["ci95"] else 0 for p in trend]}})
     return {"data": traces, "layout": {
-        "title": {"text": _("Each method over its runs, with 95% intervals")},
+        "title": {"text": _("Each method over its runs, with 95% CI")},
         "xaxis": {**AXIS, "title": {"text": _("Run (in the order they were made)")}, "dtick": 1},
         "yaxis": {**AXIS, "title": {"text": plain(board["headline"])}},
         "margin": {"l": 60, "r": 20, "t": 50, "b": 50}, "legend": LEGEND_BELOW, "height": 460,
@@ -161,6 +161,8 @@ def _csv_download(dataset: str, table: str):
 
 
 @bp.get("/datasets/<dataset>.json")
+@operation("A dataset's leaderboard as a download (the same as GET /api/datasets/{dataset})",
+           {200: S.Leaderboard, 400: Error}, query=S.LeaderboardQuery, tags=("datasets",))
 def export_json(dataset: str):
     """The leaderboard (ranking, trends, runs) as a JSON download."""
     return _json_download(dataset)
@@ -246,6 +248,8 @@ def shared_page(token: str):
 
 
 @bp.get("/share/datasets/<token>.json")
+@operation("A shared leaderboard as a download (no sign-in: the token is the key)", {200: S.Leaderboard, 400: Error},
+           query=S.LeaderboardQuery, tags=("share",))
 def shared_json(token: str):
     """The shared leaderboard as a JSON download."""
     return _json_download(_active_share(token)["dataset"])
