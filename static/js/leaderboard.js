@@ -13,7 +13,7 @@
     for (var i = 0; i < select.options.length; i++) {
       if (select.options[i].getAttribute("data-point") === key) { select.selectedIndex = i; break; }
     }
-    select.focus();
+    select.focus({preventScroll: true});  // the chart stays in view for the second click
     next = 1 - next;
   };
   var attach = function () {

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import re
 
 import pytest
 
@@ -226,3 +227,37 @@ def test_a_share_link_opens_the_leaderboard_without_an_account(auth_client):
     assert stranger.get(f"/share/datasets/{share['token']}").status_code == 404
     listed = client.get(f"/api/datasets/{dataset}/shares").get_json()
     assert [s["id"] for s in listed] == [share["id"]] and listed[0]["revoked_at"]
+
+
+def test_runs_of_a_kind_without_sample_ids_form_a_dataset_by_their_file(client):
+    # AgentBench names no sample ids: two runs of one file (uploaded twice) are a dataset, another file is not
+    from tests.kinds.agentbench.test_agentbench_pipeline import outputs_zip
+
+    data = outputs_zip()
+    first, second = (evaluate(client, data, name) for name in ("outputs.zip", "again.zip"))
+    datasets = {run: client.get(f"/api/evaluations/{run}/dataset").get_json()["dataset"] for run in (first, second)}
+    sha = hashlib.sha256(data).hexdigest()
+    assert datasets[first] == datasets[second] == hashlib.sha256(
+        f"agentbench\nupload\n{sha}".encode()).hexdigest()[:16]
+    body = client.get(f"/api/datasets/{datasets[first]}").get_json()
+    agents = client.get(f"/api/evaluations/{second}").get_json()["result"]["agents"]
+    expected = sorted(((name, agent["oa"]) for name, agent in agents.items()), key=lambda item: (-item[1], item[0]))
+    assert [(row["method"], row["value"]) for row in body["ranking"]] == expected
+    assert all(row["ci95"] is None and row["run"] == second and row["runs"] == 2 for row in body["ranking"])
+    html = client.get(f"/datasets/{datasets[first]}").get_data(as_text=True)
+    # no interval: a dash in the ranking's 95% CI column
+    assert re.search(r'<th scope="row">agent-a</th>\s*<td class="num">[\d.]+</td><td class="num">—</td>', html)
+
+
+def test_a_lower_is_better_figure_ranks_the_lowest_first_and_best_is_the_lowest():
+    from web.leaderboard_table import leaderboard
+
+    runs = [{"id": "r1", "created_at": "1", "headline": [["", 0.30]], "intervals": {}, "tags": []},
+            {"id": "r2", "created_at": "2", "headline": [["", 0.10]], "intervals": {}, "tags": ["x"]},
+            {"id": "r3", "created_at": "3", "headline": [["", 0.20]], "intervals": {}, "tags": []}]
+    assert [row["run"] for row in leaderboard(runs, "best", higher_is_better=False)["ranking"]] == ["r2"]
+    assert [row["run"] for row in leaderboard(runs, "best", higher_is_better=True)["ranking"]] == ["r1"]
+    two = [{"id": "r1", "created_at": "1", "headline": [["a", 0.3], ["b", 0.1], ["c", 0.1]], "intervals": {},
+            "tags": []}]
+    ranking = leaderboard(two, higher_is_better=False)["ranking"]
+    assert [(row["rank"], row["method"]) for row in ranking] == [(1, "b"), (1, "c"), (3, "a")]
