@@ -7,12 +7,12 @@ import json
 from storage.database import Database, first_dict, now, one_dict, text_query
 
 DATASET_SHARE = "id, dataset, token, created_at, revoked_at"
-RUN = ("e.id, e.upload_id, e.kind, e.status, e.created_at, e.finished_at, e.title, e.tags, e.headline, e.intervals,"
-       " u.filename")
+RUN = ("e.id, e.upload_id, e.kind, e.status, e.methods, e.settings, e.created_at, e.finished_at, e.title, e.tags,"
+       " e.headline, e.intervals, u.filename")
 
 
 def _decoded(row: dict) -> dict:
-    for key in ("tags", "headline", "intervals"):
+    for key in ("methods", "settings", "tags", "headline", "intervals"):
         if isinstance(row.get(key), str):
             row[key] = json.loads(row[key])
     return row
@@ -44,8 +44,8 @@ class Datasets(Database):
         return [row["dataset"] for row in rows]
 
     def dataset_runs(self, dataset: str) -> list[dict]:
-        """The finished evaluations of a dataset, oldest first, with their headline numbers, intervals, tags and file
-        names (never their result documents)."""
+        """The finished evaluations of a dataset, oldest first, with their methods, settings, headline numbers,
+        intervals, titles, tags and file names (never their result documents)."""
         rows = self._all(f"SELECT {RUN} FROM evaluations e JOIN uploads u ON u.id = e.upload_id"
                          " WHERE e.dataset = :dataset AND e.status IN ('done', 'incomplete')"
                          " ORDER BY e.created_at, e.seq", {"dataset": dataset})

@@ -67,9 +67,7 @@ def _runs_or_404(dataset: str) -> list[dict]:
     runs = [run for run in store.dataset_runs(dataset) if run["kind"] in registry.names()]
     if not runs:
         abort(404)
-    records = [{**run, **(store.get_evaluation(run["id"], with_result=False) or {}), "filename": run["filename"]}
-               for run in runs]
-    for run, label in zip(runs, run_labels(records)):
+    for run, label in zip(runs, run_labels(runs)):
         run["label"] = label
     return runs
 
