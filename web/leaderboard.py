@@ -28,6 +28,7 @@ from web.leaderboard_table import (
     TREND_COLUMNS,
     LeaderboardError,
     leaderboard,
+    methods_in_order,
     ranking_rows,
     trend_rows,
 )
@@ -54,16 +55,14 @@ def dataset_of(evaluation: dict) -> str | None:
 def upload_datasets(upload_id: str) -> list[str]:
     """The datasets of an upload's finished evaluations, for its page's links to their leaderboards."""
     store = get_store()
-    if store.without_dataset():
-        datasets.fill_missing(store)
+    datasets.fill_missing(store)
     return store.datasets_of_upload(upload_id)
 
 
 def _runs_or_404(dataset: str) -> list[dict]:
     """The dataset's finished runs, labelled by what tells them apart; 404 when it has none."""
     store = get_store()
-    if store.without_dataset():
-        datasets.fill_missing(store)
+    datasets.fill_missing(store)
     runs = [run for run in store.dataset_runs(dataset) if run["kind"] in registry.names()]
     if not runs:
         abort(404)
@@ -81,16 +80,10 @@ def board_of(dataset: str, args) -> dict[str, Any]:
     board = leaderboard(runs, choice, (args.get("tag") or "").strip() or None, kind.headline_higher_is_better)
     files = sorted({run["filename"] for run in runs})
     return {"dataset": dataset, "kind": kind.name, "headline": str(kind.headline_label),
-            "higher_is_better": kind.headline_higher_is_better, "digits": kind.headline_digits, "files": files,
+            "higher_is_better": kind.headline_higher_is_better, "files": files,
             "runs": [{"id": run["id"], "label": run["label"], "created_at": run["created_at"],
                       "finished_at": run["finished_at"], "filename": run["filename"], "title": run["title"],
                       "tags": run["tags"] or []} for run in runs], **board}
-
-
-def chart_methods(board: dict) -> list[str]:
-    """The methods in the order of the trend chart's traces: ranked ones first, in their order, then the others."""
-    ranked = [row["method"] for row in board["ranking"]]
-    return ranked + [name for name in board["trends"] if name not in ranked]
 
 
 def trend_figure(board: dict) -> dict:
@@ -98,7 +91,7 @@ def trend_figure(board: dict) -> dict:
     error bars; each point carries its run's id (customdata) for picking two to compare."""
     place = {run["id"]: number for number, run in enumerate(board["runs"], start=1)}
     labels = {run["id"]: run["label"] for run in board["runs"]}
-    names = chart_methods(board)
+    names = methods_in_order(board)
     colours = method_colours(names)
     traces = []
     for name in names:
@@ -129,7 +122,8 @@ def _page(dataset: str):
     except LeaderboardError as exc:
         return errors.respond(400, str(exc))
     return render_template("leaderboard.html", board=board, figures={"trend": trend_figure(board)},
-                           chart_methods=chart_methods(board),
+                           chart_methods=methods_in_order(board),
+                           digits=registry.scored(board["kind"]).headline_digits,
                            shares=[share_json(s) for s in get_store().list_dataset_shares(dataset)])
 
 

@@ -85,9 +85,13 @@ def ranking_rows(board: dict) -> list[tuple]:
              row["runs"]) for row in board["ranking"]]
 
 
-def trend_rows(board: dict) -> list[tuple]:
-    """Every method's trend as TREND_COLUMNS, method by method in ranking order, then the unranked."""
+def methods_in_order(board: dict) -> list[str]:
+    """Every method of the trends: the ranked ones in their order, then those the choice left out."""
     ranked = [row["method"] for row in board["ranking"]]
-    names = ranked + [name for name in board["trends"] if name not in ranked]
+    return ranked + [name for name in board["trends"] if name not in ranked]
+
+
+def trend_rows(board: dict) -> list[tuple]:
+    """Every method's trend as TREND_COLUMNS, method by method (methods_in_order)."""
     return [(name, point["run"], point["created_at"], point["value"], *(point["ci95"] or (None, None)))
-            for name in names for point in board["trends"][name]]
+            for name in methods_in_order(board) for point in board["trends"][name]]
