@@ -256,8 +256,8 @@ class Pipeline:
 
     def finish(self, evaluation_id: str, document: dict, status: str = "done", error: str | None = None) -> None:
         """Keep a result document: results/<id>.json, then the database with the final status (and why, when the
-        evaluation is incomplete) and the end time its provenance records; the next run gets its own
-        JUDGE_FAILED_RETRY_S again."""
+        evaluation is incomplete) and the end time its provenance records, and its dataset (pipeline/datasets.py);
+        the next run gets its own JUDGE_FAILED_RETRY_S again."""
         self._write_result_file(evaluation_id, document)
         self.store.set_result(evaluation_id, document, status=status,
                               headline=registry.scored(document["kind"]).headline(document), error=error,

@@ -20,7 +20,7 @@ from kinds import registry
 from kinds.figures import AXIS, LEGEND_BELOW, method_colours, plain
 from kinds.host import csv_response, new_id
 from pipeline import datasets
-from translations import _
+from translations import _, status_label
 from web import errors, get_store, share
 from web import schemas as S
 from web.leaderboard_table import (
@@ -272,12 +272,15 @@ def api_leaderboard(dataset: str):
 
 
 @api_bp.get("/evaluations/<evaluation_id>/dataset")
-@operation("The dataset of a finished evaluation: its id and the address of its leaderboard", {200: S.DatasetOf},
-           tags=("datasets",))
+@operation("The dataset of a finished evaluation: its id and the address of its leaderboard",
+           {200: S.DatasetOf, 404: Error}, tags=("datasets",))
 def api_dataset_of(evaluation_id: str):
     """{dataset, url} of a finished evaluation; 404 when there is none yet."""
     record = get_store().get_evaluation(evaluation_id, with_result=False) or abort(404)
-    found = datasets.dataset_of(get_store(), record) or abort(404)
+    found = datasets.dataset_of(get_store(), record)
+    if found is None:
+        return jsonify({"error": _("The evaluation %(id)s has not finished (%(status)s): it has no dataset yet.",
+                                   id=evaluation_id, status=status_label(record["status"]))}), 404
     return jsonify({"dataset": found, "url": url_for("leaderboard.page", dataset=found, _external=True)})
 
 

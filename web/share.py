@@ -13,6 +13,9 @@ on for every request under /share/:
   address; other sites must not receive it) and `Cache-Control: no-store` (a revoked link must not live on in
   a cache).
 
+A dataset's leaderboard has share links of its own (`/share/datasets/<token>`, web/leaderboard.py), in the same
+shared mode: `shared_url_for` sends the leaderboard's links to their share equivalents (DATASET_SHARED_ENDPOINTS).
+
 Tokens are `secrets.token_urlsafe(24)` (192 bits, 32 characters) and are stored as they are, not hashed: the
 result page lists active links again for copying, and a leaked database already holds every result a link
 could show. Revoking a link is the remedy for a leaked link.

@@ -132,6 +132,12 @@ def test_bad_choices_are_400_with_a_message(client, dataset_runs):
     page = client.get(f"/datasets/{dataset}?choice=tag")
     assert page.status_code == 400 and "tag=" in page.get_data(as_text=True)
     assert client.get("/api/datasets/0000000000000000").status_code == 404
+    upload_id = upload(client, dialogue_file({"A": 1}), "queued.jsonl").get_json()["id"]
+    store = client.application.extensions["store"]
+    store.add_evaluation({"id": "not-run", "upload_id": upload_id, "kind": "dialogue", "methods": ["A"],
+                          "settings": {}, "total": 0})
+    unfinished = client.get("/api/evaluations/not-run/dataset")
+    assert unfinished.status_code == 404 and "not-run has not finished (queued)" in unfinished.get_json()["error"]
     assert client.get("/datasets/0000000000000000").status_code == 404
 
 
