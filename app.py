@@ -38,6 +38,7 @@ from web import (
     compression,
     errors,
     exports,
+    leaderboard,
     live,
     manage,
     pages,
@@ -159,6 +160,7 @@ def create_app(config: dict | None = None) -> Flask:
     share.register(app, csrf)  # share pages, and the share API exempt from CSRF
     manage.register(app, csrf)  # rename, tag and delete
     compare.register(app)
+    leaderboard.register(app, csrf)  # a dataset's leaderboard, its API (exempt from CSRF) and share links
     row_diff.register(app)  # the row-level diff of two runs, also under share links
     for kind in registry.having(OwnPages):  # pages a kind adds (mobility: reference sets); its API skips CSRF like ours
         for blueprint in kind.blueprints():

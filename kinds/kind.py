@@ -230,6 +230,7 @@ class Scored(Kind, Generic[ResultT]):
     cli_options: ClassVar[tuple] = ()  # click.Option objects added to `flask score`
     headline_label: ClassVar[Any] = ""  # what headline() gives, e.g. _l("Average AL")
     headline_digits: ClassVar[int] = 1  # decimals of the headline numbers in lists of evaluations
+    headline_higher_is_better: ClassVar[bool] = True  # how a leaderboard ranks the headline numbers
     # the version of what this kind reads and how it scores it: raised when the file format or the result document
     # changes, so that results of both can be told apart (the result's `provenance`)
     format_version: ClassVar[int] = 1
@@ -291,6 +292,16 @@ class Scored(Kind, Generic[ResultT]):
     def headline(self, result: ResultT) -> list[list]:
         """The few numbers a list of evaluations shows for a result: [name, value] pairs (a method, an agent)."""
         return []
+
+    def headline_intervals(self, result: ResultT) -> dict[str, list[float]]:
+        """The 95% interval [low, high] of each headline number the result document gives one for, by the name
+        `headline` gives it; none by default."""
+        return {}
+
+    def sample_ids(self, result: ResultT) -> list[str] | None:
+        """The ids of the samples a result scored (dialogue: its session ids), which make its dataset: runs that scored
+        the same ids rank on one leaderboard; None (the default): runs of the same uploaded file do."""
+        return None
 
     def participants(self, evaluation: dict) -> list[str]:
         """The methods or agents an evaluation measures (a row of `evaluation_list`), for lists; none by default."""

@@ -18,7 +18,7 @@ from judge import PLACEHOLDER_API_KEY, Judge, JudgeConfig, Verdict, judge_of, pa
 from judge import batch as judge_batch
 from kinds import registry
 from kinds.kind import Job, JobFailed, Judged, Scored, Site, calls_judge
-from pipeline import provenance
+from pipeline import datasets, provenance
 from pipeline.ingest import stored_name
 from pipeline.job import pause
 from pipeline.judge_requests import JUDGE_OVERRIDES, failed_retry_s, judge_config
@@ -270,12 +270,16 @@ class Pipeline:
 
     def finish(self, evaluation_id: str, document: dict, status: str = "done", error: str | None = None) -> None:
         """Keep a result document: results/<id>.json, then the database with the final status (and why, when the
-        evaluation is incomplete) and the end time its provenance records; the next run gets its own
-        JUDGE_FAILED_RETRY_S again."""
+        evaluation is incomplete) and the end time its provenance records, and its dataset (pipeline/datasets.py);
+        the next run gets its own JUDGE_FAILED_RETRY_S again."""
         self._write_result_file(evaluation_id, document)
         self.store.set_result(evaluation_id, document, status=status,
                               headline=registry.scored(document["kind"]).headline(document), error=error,
                               finished_at=(document.get("provenance") or {}).get("finished_at"))
+        record = self.store.get_evaluation(evaluation_id, with_result=False)
+        upload = self.store.get_upload(record["upload_id"]) if record else None
+        if upload is not None and status in datasets.FINISHED:  # its leaderboard's (pipeline/datasets.py)
+            datasets.keep(self.store, evaluation_id, document, upload["sha256"])
         self.store.set_setting(f"retry:{evaluation_id}", None)
 
     def _write_result_file(self, evaluation_id: str, document: dict) -> None:

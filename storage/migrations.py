@@ -378,6 +378,22 @@ def headline_figures(headline: Any) -> dict[str, float]:
         if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
             figures.setdefault(str(name or ""), float(value))
     return figures
+def _datasets(con: Connection, ddl: dict) -> None:
+    # Runs that scored the same samples form a dataset, ranked on one leaderboard (pipeline/datasets.py): each
+    # finished evaluation keeps its dataset's id and the 95% intervals of its headline numbers, so a leaderboard reads
+    # neither result documents nor files. The store knows no kind: runs finished before this step get both from
+    # their result documents the first time a leaderboard is read (pipeline/datasets.py's fill_missing).
+    con.exec_driver_sql("ALTER TABLE evaluations ADD COLUMN dataset TEXT")
+    con.exec_driver_sql("ALTER TABLE evaluations ADD COLUMN intervals TEXT")
+    con.exec_driver_sql("CREATE INDEX IF NOT EXISTS evaluations_dataset ON evaluations (dataset)")
+    con.exec_driver_sql("""CREATE TABLE IF NOT EXISTS dataset_shares (
+    id TEXT PRIMARY KEY,
+    dataset TEXT NOT NULL,
+    token TEXT NOT NULL UNIQUE,
+    created_at TEXT NOT NULL,
+    revoked_at TEXT
+)""")
+    con.exec_driver_sql("CREATE INDEX IF NOT EXISTS dataset_shares_dataset ON dataset_shares (dataset)")
 
 
 @dataclass(frozen=True)
@@ -407,6 +423,7 @@ STEPS = (
     Step(16, "attachments: files attached to an upload (another judge's scores)", _attachments),
     # 17-21: the kinds' tables (dialogue, conversation)
     Step(22, "the list of evaluations: search text, sort title, who started it, headline figures, indexes", _run_lists),
+    Step(23, "evaluations.dataset and .intervals, dataset_shares: leaderboards per dataset", _datasets),
 )
 
 

@@ -11,6 +11,7 @@ from typing import Iterable, overload
 
 from storage.access import Access
 from storage.database import dict_rows, now, text_query, text_query_in
+from storage.datasets import Datasets
 from storage.judgments import Judgments
 from storage.run_lists import RunLists, write_figures
 from storage.simulations import Simulations
@@ -47,10 +48,11 @@ def _decode(row: dict | None) -> dict | None:
     return row
 
 
-class Store(Judgments, Simulations, Access, RunLists):
+class Store(Judgments, Simulations, Access, RunLists, Datasets):
     """All database access, safe across threads and processes: uploads, evaluations, settings and the judge cache
     here; judgments (storage/judgments.py), simulations (storage/simulations.py), share links and accounts
-    (storage/access.py), pages of the list of evaluations (storage/run_lists.py); connections, the schema and a kind's own tables (storage/database.py).
+    (storage/access.py), pages of the list of evaluations (storage/run_lists.py), datasets (storage/datasets.py);
+    connections, the schema and a kind's own tables (storage/database.py).
 
     `target` is a SQLite file path or a database URL (`postgresql://user:pass@host/db`); `tables` the kinds' own
     tables (kinds/registry.py's `tables()`).

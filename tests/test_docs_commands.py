@@ -42,6 +42,8 @@ RUN_ELSEWHERE = {
                                             "each and are judged by hand)",
     (DOCS / "adding-a-kind.md", "Trying the example"): "tests/kinds/test_installed_kind.py, into a folder of its own "
                                                        "and with the local judge",
+    (DOCS / "leaderboard.md", "From the command line"): "tests/test_docs_leaderboard.py, then its API calls",
+    (DOCS / "leaderboard.md", "The API"): "tests/test_docs_leaderboard.py, against a running dashboard",
     (CLI, "Gating on figures calibrated to people"): "tests/web/test_calibrated_gate.py, with a ratings file of its "
                                                      "own",
 }

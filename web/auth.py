@@ -24,7 +24,8 @@ from translations import _
 from web import accounts, errors, get_csrf, get_store, share
 
 PUBLIC_ENDPOINTS = frozenset({"static", "pages.plotly_js", "pages.set_language", "auth.login", "api.openapi_document",
-                              *share.SHARED_ENDPOINTS.values(), "row_diff.shared_rows", "row_diff.shared_rows_csv"})
+                              *share.SHARED_ENDPOINTS.values(),
+                              *share.DATASET_SHARED_ENDPOINTS.values(), "row_diff.shared_rows", "row_diff.shared_rows_csv"})
 ADMIN_PREFIXES = ("/settings", "/api/settings")
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 LOGIN_RATE_LIMIT = "5 per minute"  # per client address and per user name

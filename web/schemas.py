@@ -449,6 +449,66 @@ class ShareList(RootModel[list[Share]]):
     """An evaluation's share links, revoked ones included."""
 
 
+class LeaderboardQuery(Request):
+    """Which run of each method ranks it."""
+
+    choice: Literal["latest", "best", "tag"] | None = Field(
+        None, description="latest (default): each method's latest run; best: its best; tag: its latest run tagged `tag`")
+    tag: str | None = Field(None, description="with choice=tag: the tag a run must have")
+
+
+class LeaderboardRow(Answer):
+    """A method's place: its figure (the kind's headline) from the chosen run, with its 95% interval."""
+
+    rank: int
+    method: str
+    value: float
+    ci95: list[float] | None
+    run: Id
+    created_at: str
+    runs: int
+
+
+class Leaderboard(Answer):
+    """A dataset's leaderboard (docs/leaderboard.md): the methods ranked, each method's trend over its runs (points
+    {run, created_at, value, ci95}, oldest first), the runs and their tags."""
+
+    dataset: Id
+    kind: str
+    headline: str
+    higher_is_better: bool
+    choice: Literal["latest", "best", "tag"]
+    tag: str | None
+    ranking: list[LeaderboardRow]
+    trends: dict[str, list[Any]]
+    runs: list[Any]
+    tags: list[str]
+    files: list[str]
+
+
+class DatasetOf(Answer):
+    """The dataset of a finished evaluation and its leaderboard's address."""
+
+    dataset: Id
+    url: str
+
+
+class DatasetShare(Answer):
+    """A read-only share link of a dataset's leaderboard."""
+
+    id: Id
+    dataset: Id
+    token: str
+    url: str
+    created_at: str
+    revoked_at: str | None
+    active: bool
+
+
+class DatasetShareList(RootModel[list[DatasetShare]]):
+    """A dataset's share links, revoked ones included."""
+
+
 class SessionsPage(Answer):
     """A page of per-sample detail (dialogue: replies, scores and the judge's reasoning)."""
 

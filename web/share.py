@@ -13,6 +13,9 @@ on for every request under /share/:
   address; other sites must not receive it) and `Cache-Control: no-store` (a revoked link must not live on in
   a cache).
 
+A dataset's leaderboard has share links of its own (`/share/datasets/<token>`, web/leaderboard.py), in the same
+shared mode: `shared_url_for` sends the leaderboard's links to their share equivalents (DATASET_SHARED_ENDPOINTS).
+
 Tokens are `secrets.token_urlsafe(24)` (192 bits, 32 characters) and are stored as they are, not hashed: the
 result page lists active links again for copying, and a leaked database already holds every result a link
 could show. Revoking a link is the remedy for a leaked link.
@@ -53,6 +56,10 @@ SHARED_ENDPOINTS = {"pages.evaluation": "share.page", "exports.export_json": "sh
                     "exports.export_judgments": "share.export_judgments", "exports.export_report": "share.export_report",
                     "exports.export_download": "share.export_download"}
 KEPT_ENDPOINTS = {"static", "pages.plotly_js", "pages.set_language"}
+# A dataset's leaderboard under its own share links (web/leaderboard.py): its links and downloads, the same way.
+DATASET_SHARED_ENDPOINTS = {"leaderboard.page": "leaderboard.shared_page", "leaderboard.export_json":
+                            "leaderboard.shared_json", "leaderboard.export_csv": "leaderboard.shared_csv",
+                            "leaderboard.export_trend": "leaderboard.shared_trend"}
 
 
 def register(app: Flask, csrf) -> None:
@@ -204,6 +211,10 @@ def shared_url_for(endpoint: str, **values) -> str:
     target = SHARED_ENDPOINTS.get(endpoint)
     if share is not None and target and values.pop("evaluation_id", None) == share["evaluation_id"]:
         return url_for(target, token=share["token"], **values)
+    dataset_share = g.get("dataset_share")
+    target = DATASET_SHARED_ENDPOINTS.get(endpoint)
+    if dataset_share is not None and target and values.pop("dataset", None) == dataset_share["dataset"]:
+        return url_for(target, token=dataset_share["token"], **values)
     current_app.logger.warning("link to %s left out of a share page", endpoint)
     return "#"
 

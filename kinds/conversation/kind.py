@@ -59,6 +59,7 @@ class ConversationKind(Judged[ConversationResult], Paired[ConversationResult], O
     formats = _l(".json (one conversation or a list of them), .jsonl, or a .zip of the dataset's folders")
     headline_label = _l("Intents JSD (bits)")
     headline_digits = 2
+    headline_higher_is_better = False  # a divergence: lower is closer to real users
     format_version = 2  # 2: behaviour labels, self-report and chat_model read; the `analysis` block
     start_fields = ("annotate", "label")
     start_types = {"annotate": Flag, "label": Flag}

@@ -633,6 +633,15 @@ class DialogueKind(RecordsDialogues[DialogueResult], Paired[DialogueResult], Off
         """Each method's average AL."""
         return [[name, method["avg"]] for name, method in result["methods"].items()]
 
+    def headline_intervals(self, result: DialogueResult) -> dict[str, list[float]]:
+        """Each method's AVG interval as the result document gives it (`ci95.avg`; a method without one has none)."""
+        return {name: list(ci) for name, method in result["methods"].items()
+                if (ci := (method.get("ci95") or {}).get("avg"))}
+
+    def sample_ids(self, result: DialogueResult) -> list[str]:
+        """The session ids of the sessions scored."""
+        return [session["session_id"] for session in result.get("sessions") or []]
+
     def run_label(self, result: DialogueResult) -> str:
         """The judge model, or a panel's models; the file of imported scores."""
         scores = result["judge"].get("imported")

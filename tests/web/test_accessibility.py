@@ -4,7 +4,8 @@
 axe-core is npm's, at the version package.json pins (`npm ci` puts it in node_modules/; without it these tests
 skip, or fail when CI is set). The pages are those a user reaches: upload, an upload's page, a result of each kind
 and each of its views, the offline report, the list, each kind's compare, the compare picker, the row-level diff,
-settings, the rubrics and one rubric's page, the references page, a share link and its views, a dialogue result's
+settings, the rubrics and one rubric's page, the references page, a share link and its views, a dataset's
+leaderboard and its share link, a dialogue result's
 Ask people page and a rating link's pages, a conversation result
 with behaviour labels (the paper's analysis), its labelling pages and the humanness page, and the "not found" page
 (a dialogue session's detail is a fragment the result page loads into itself: it is audited there); a dialogue result
@@ -40,7 +41,7 @@ PAGES = ("upload", "upload detail", "result", "grid", "prompt", "report", "list"
          "conversation analysis", "labelling", "label", "humanness",
          "mobility result", "references", "mobility compare",
          "agentbench result", "samples", "agentbench compare", "personas upload", "run a simulation", "simulations",
-         "simulation", "simulation samples", "login", "account")
+         "simulation", "simulation samples", "leaderboard", "share leaderboard", "login", "account")
 AUTH_PAGES = {"login": "/login", "account": "/account"}  # served by a second server, with accounts on
 PASSWORD = "correct horse battery staple"
 
@@ -126,6 +127,7 @@ def pages(server, judge, sample_evaluation, tmp_path_factory) -> dict[str, str]:
         "share row diff": f"{share}/compare/rows?other={other_share.rsplit('/', 1)[1]}",
         "not found": "/evaluations/no-such-evaluation",
         **_rating_pages(server, sample_evaluation),
+        **_leaderboard_pages(server, sample_evaluation),
     }
     conversation = _conversation_upload()
     if conversation:
@@ -156,6 +158,13 @@ def pages(server, judge, sample_evaluation, tmp_path_factory) -> dict[str, str]:
     found.update({"run a simulation": "/simulations/new", "simulations": "/simulations",
                   "simulation": f"/simulations/{simulation}", "simulation samples": f"/simulations/{simulation}/samples"})
     return found
+
+
+def _leaderboard_pages(server, evaluation_id: str) -> dict[str, str]:
+    """The leaderboard of the sample file's dataset (its two runs above) and a share link of it."""
+    dataset = server.call(f"/api/evaluations/{evaluation_id}/dataset")["dataset"]
+    shared = server.call(f"/api/datasets/{dataset}/shares", b"{}", {"Content-Type": "application/json"})
+    return {"leaderboard": f"/datasets/{dataset}", "share leaderboard": "/" + shared["url"].split("/", 3)[3]}
 
 
 def _rating_pages(server, evaluation_id: str) -> dict[str, str]:

@@ -1,5 +1,5 @@
-"""Every chart of every kind's result and compare pages, drawn in Chromium at 1280, 1440 and 1920 px: no label cut
-at the chart's edge, no legend over the x axis's title or tick labels, no legend that scrolls (also after the
+"""Every chart of every kind's result and compare pages, and of a dialogue dataset's leaderboard, drawn in Chromium
+at 1280, 1440 and 1920 px: no label cut at the chart's edge, no legend over the x axis's title or tick labels, no legend that scrolls (also after the
 window is resized), and no radar tick label over the radial axis's."""
 from __future__ import annotations
 
@@ -30,8 +30,10 @@ def chart_pages(server, judge) -> dict[str, str]:  # noqa: F811
     six = jsonl(*(session_line(f"s{i}", rounds=10, methods=METHODS) for i in range(6)))
     dialogue = [server.evaluate(server.upload(six, f"six-{n}.jsonl"))["id"] for n in (1, 2)]
     agentbench = [server.evaluate(server.upload(outputs_zip(), f"outputs-{n}.zip"))["id"] for n in (1, 2)]
+    dataset = server.call(f"/api/evaluations/{dialogue[0]}/dataset")["dataset"]  # both runs: the same sessions
     found = {"dialogue result": f"/evaluations/{dialogue[0]}",
              "dialogue compare": f"/compare?ids={dialogue[0]}&ids={dialogue[1]}",
+             "dialogue leaderboard": f"/datasets/{dataset}",
              "agentbench result": f"/evaluations/{agentbench[0]}",
              "agentbench compare": f"/compare?ids={agentbench[0]}&ids={agentbench[1]}"}
     mobility = mobility_evaluation(server)
@@ -56,8 +58,8 @@ def chart_problems(page) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("name", ["dialogue result", "dialogue compare", "agentbench result", "agentbench compare",
-                                  "mobility result", "mobility compare", "conversation result"])
+@pytest.mark.parametrize("name", ["dialogue result", "dialogue compare", "dialogue leaderboard", "agentbench result",
+                                  "agentbench compare", "mobility result", "mobility compare", "conversation result"])
 def test_charts_fit_and_nothing_covers_their_labels(browser, server, chart_pages, name):  # noqa: F811
     if name not in chart_pages:
         pytest.skip("its sample data (DailyMobility, Human-vs-Agent) is not in ../shared/data")

@@ -55,6 +55,9 @@ BEYOND_THE_DOCUMENT = {
     "POST /api/simulations": "the personas' upload, the endpoints the operator named, the methods' names",
     "POST /api/rubrics": "the rubric file's content, which kinds/rubrics/ reads",
     "GET /api/evaluations": "whether `since` and `until` are days of the calendar (2026-02-30 has a day's shape)",
+    "GET /api/datasets/{dataset}": "choice=tag without a tag",
+    "GET /datasets/{dataset}.json": "choice=tag without a tag",
+    "GET /share/datasets/{token}.json": "choice=tag without a tag",
 }
 
 
@@ -84,8 +87,9 @@ def contract_app(make_app, judge_server, **extra):
         assert time.monotonic() < deadline
         time.sleep(0.05)
     share = client.post(f"/api/evaluations/{evaluation_id}/shares", headers=headers).get_json()
+    dataset = client.get(f"/api/evaluations/{evaluation_id}/dataset", headers=headers).get_json()["dataset"]
     ids = {"upload_id": upload_id, "evaluation_id": evaluation_id, "share_id": share["id"], "row_id": evaluation_id,
-           "token": share["token"], "name": "aloe"}  # name: a rubric's
+           "token": share["token"], "name": "aloe", "dataset": dataset}  # name: a rubric's
     return app, headers, ids
 
 
