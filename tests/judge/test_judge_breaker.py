@@ -105,3 +105,12 @@ def test_a_run_probes_each_endpoint_model_and_key_once(judge_server):
     run(config, 20, breaker)  # a second block of the same run: no probe, the calls go out together at once
     assert judge_server.max_in_flight > 1
 
+
+def test_the_manual_says_what_opens_the_breaker():
+    from judge import DEAD_STATUSES
+    from tests.conftest import ROOT
+
+    text = " ".join((ROOT / "docs" / "judge.md").read_text(encoding="utf-8").split())
+    first, second, last = sorted(DEAD_STATUSES)
+    assert f"an HTTP {first}, {second} or {last} of the chat path" in text
+    assert f"or on {CONNECTION_FAILURES} calls in a row whose connection failed" in text
