@@ -132,7 +132,7 @@ class Pipeline:
             if verdicts:
                 self.store.save_judgments(evaluation_id, [(tuple(key), verdict_fields(v)) for key, v in verdicts])
             if on_progress:
-                on_progress(self.store.progress(evaluation_id))
+                on_progress(self.progress(evaluation_id))
 
         state = self.store.get_setting(name)
         if state is None or (judge_batch.finished(state) and prompts):  # first run, or failed ones asked again
@@ -185,7 +185,7 @@ class Pipeline:
                 batch.clear()
             last_flush = time.monotonic()
             if on_progress:
-                on_progress(self.store.progress(evaluation_id))
+                on_progress(self.progress(evaluation_id))
 
         try:
             for key, verdict in judge.run(items, should_stop=should_stop):
@@ -206,12 +206,33 @@ class Pipeline:
         state = self.store.get_setting(name) or {"waited": 0.0}
         budget = failed_retry_s(self.environ())
         left = budget - state["waited"]
-        if left <= 0 or not self.store.reset_judgments(evaluation_id, ("failed",), retryable_only=True):
+        if left <= 0 or not self.ask_again(evaluation_id, ("failed",), retryable_only=True):
             return None
         pause = min(left, state.get("next") or min(FIRST_RETRY_PAUSE_S, budget / 10))
         until = time.time() + pause
         self.store.set_setting(name, {"waited": state["waited"] + pause, "next": 2 * pause, "until": until})
         return pause
+
+    def ask_again(self, evaluation_id: str, statuses: tuple[str, ...] = ("failed", "unparsed"),
+                  retryable_only: bool = False) -> int:
+        """Put judgments with these statuses back to pending (Store.reset_judgments), counting them among those asked
+        again, which `progress` counts as done; how many."""
+        name, before = f"again:{evaluation_id}", self.store.progress(evaluation_id)
+        still = min(before["total"] - before["done"], self.store.get_setting(name) or 0)
+        reset = self.store.reset_judgments(evaluation_id, statuses, retryable_only)
+        if reset or still:
+            self.store.set_setting(name, still + reset)
+        return reset
+
+    def progress(self, evaluation_id: str) -> dict:
+        """The store's counts of the evaluation's judgments, with those put back to pending to be asked again (an
+        outage's failures, a re-run of failed ones) still counted as done, since they were asked once: the progress
+        never runs backwards when they are asked again (those pending are taken for them first, so `done` may count
+        a never asked one instead, never less than before)."""
+        progress = self.store.progress(evaluation_id)
+        again = self.store.get_setting(f"again:{evaluation_id}") or 0
+        progress["done"] += min(progress["total"] - progress["done"], again)
+        return progress
 
     def retry_wait(self, evaluation_id: str) -> float | None:
         """Seconds left of the pause before failed judgments are asked again, or None when none is under way."""

@@ -146,3 +146,45 @@ def test_passing_faults_at_the_start_do_not_stop_the_run(make_app, judge_server,
     assert (body["progress"]["done"], body["progress"]["failed"]) == (8, 0)
     assert judge_server.requests == 8 + CONNECTION_FAILURES - 1
 
+
+def test_progress_never_runs_backwards_while_failed_judgments_are_asked_again(make_app, judge_server):
+    # An outage of 1.3 s: the first round fails, its judgments are put back to pending and asked again after pauses
+    # of 0.5, 1, 2 s (JUDGE_FAILED_RETRY_S 5); the page and the API saw "8 of 8" turn into "0 of 8" then.
+    client = make_app({"JUDGE_BASE_URL": judge_server.url, "JUDGE_API_KEY": "sk-test", "JUDGE_MODEL": "judge-test",
+                       "JUDGE_CONCURRENCY": "4", "JUDGE_MAX_RETRIES": "1", "JUDGE_RETRY_BASE_S": "0.01",
+                       "JUDGE_RETRY_MAX_S": "0.05", "JUDGE_FAILED_RETRY_S": "5"}).test_client()
+    wait_for(client, start(client, jsonl(session_line("warm", 1, user_profile="warm"))))  # modules loaded
+    judge_server.reset()
+    judge_server.fail_for(1.3, "503")
+    evaluation_id = start(client, jsonl(session_line("out1", 2)))
+    seen = []
+    deadline = time.monotonic() + 30
+    while (body := client.get(f"/api/evaluations/{evaluation_id}").get_json())["status"] in ("queued", "running"):
+        seen.append((body["progress"]["done"], body["progress"]["waiting"]))
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert body["status"] == "done" and judge_server.faults["503"] >= 8
+    assert ("retry" in {w for _d, w in seen}) and (8, "retry") in seen, seen  # the pause was seen, at 8 of 8
+    done = [d for d, _w in seen] + [body["progress"]["done"]]
+    assert all(a <= b for a, b in zip(done, done[1:])), done
+
+
+
+def test_progress_never_runs_backwards_while_a_rerun_asks_failed_judgments_again(make_app, judge_server):
+    client = make_app({"JUDGE_BASE_URL": judge_server.url, "JUDGE_API_KEY": "sk-test", "JUDGE_MODEL": "judge-test",
+                       "JUDGE_CONCURRENCY": "2"}).test_client()
+    marked = session_line("m1", 2, user_profile="marked")
+    marked["rounds"][-1]["responses"]["B"] += " [[refuse]]"
+    judge_server.hook = lambda request: "400" if "[[refuse]]" in str(request["body"]) else None
+    evaluation_id = start(client, jsonl(marked, session_line("m2", 2, user_profile="other")))
+    body = wait_for(client, evaluation_id)
+    assert body["status"] == "incomplete" and (body["progress"]["done"], body["progress"]["failed"]) == (16, 2)
+    judge_server.hook = None
+    judge_server.latency_s = 0.3  # the two asked again take a while: the progress is read meanwhile
+    assert client.post(f"/api/evaluations/{evaluation_id}/rerun-failed").status_code == 202
+    seen = []
+    while (body := client.get(f"/api/evaluations/{evaluation_id}").get_json())["status"] in ("queued", "running"):
+        seen.append(body["progress"]["done"])
+        time.sleep(0.02)
+    assert body["status"] == "done" and body["progress"]["failed"] == 0
+    assert seen and set(seen) == {16}, seen  # never "14 of 16"
