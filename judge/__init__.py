@@ -10,6 +10,7 @@ describes. Each module has one job:
     budget.py     the same budget shared by every process of a deployment, on Redis (loaded only when configured)
     cache.py      the cache key of a judgment, a cached verdict, keeping answers (Judge and batch mode)
     engine.py     Judge: the calls' event loop, retries, cache use; test_connection
+    breaker.py    a run's circuit breaker per endpoint: one call at a time until it answers, none once it is dead
     http.py       one judge call POSTed with aiohttp (loaded when a judge first runs)
     batch.py      batch mode: an evaluation's judgments through the OpenAI Batch API
     endpoints.py  the named endpoints of JUDGE_ENDPOINTS and the choice of one
@@ -23,6 +24,7 @@ imported here, so that redis and aiohttp are loaded only by the processes that n
 from __future__ import annotations
 
 from judge import batch, endpoints
+from judge.breaker import CONNECTION_FAILURES, DEAD_STATUSES, Breaker, Breakers, EndpointDown
 from judge.config import DEFAULT_BASE_URL, LANGUAGES, PLACEHOLDER_API_KEY, JudgeConfig
 from judge.engine import Judge, test_connection
 from judge.keys import judge_labels, judge_of, mode_key, panel_settings, sample_version, split_mode
@@ -33,8 +35,8 @@ from judge.retry import MAX_WAIT_S, backoff_s, retry_after_s
 from judge.usage import cost, judge_summary, usage_totals
 
 __all__ = [
-    "DEFAULT_BASE_URL", "LANGUAGES", "MAX_WAIT_S", "PLACEHOLDER_API_KEY",
-    "EndpointLimiter", "Judge", "JudgeConfig", "Parser", "Prompt", "Verdict",
+    "CONNECTION_FAILURES", "DEAD_STATUSES", "DEFAULT_BASE_URL", "LANGUAGES", "MAX_WAIT_S", "PLACEHOLDER_API_KEY",
+    "Breaker", "Breakers", "EndpointDown", "EndpointLimiter", "Judge", "JudgeConfig", "Parser", "Prompt", "Verdict",
     "backoff_s", "batch", "cost", "endpoint_limiter", "endpoints", "judge_labels", "judge_of", "judge_summary", "mode_key",
     "panel_settings", "prices", "retry_after_s", "sample_version", "split_mode", "test_connection", "usage_totals",
 ]

@@ -29,6 +29,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from common.lazy_modules import lazy
+from judge.breaker import Breaker, EndpointDown
 from judge.cache import CachedAnswers
 from judge.config import DEFAULT_BASE_URL, PLACEHOLDER_API_KEY, JudgeConfig
 from judge.limiter import EndpointLimiter, endpoint_limiter
@@ -72,11 +73,13 @@ class Judge(CachedAnswers):
     and write many keys in one query, get_many(keys) and put_many({key: value})).
 
     `sleep(seconds)` and `rng` (anything with uniform(a, b)) replace the backoff's waiting and jitter
-    in tests; by default a wait ends early when the run it belongs to is stopped.
+    in tests; by default a wait ends early when the run it belongs to is stopped. With a `breaker` (judge/breaker.py,
+    one per run and endpoint, so that the Judges of one run's blocks share it) calls go one at a time until the
+    endpoint has answered once, and once the breaker opens run() asks nothing more and raises EndpointDown.
     """
 
     def __init__(self, config: JudgeConfig, cache: Any = None, *, sleep: Callable[[float], None] | None = None,
-                 rng: Any = None) -> None:
+                 rng: Any = None, breaker: Breaker | None = None) -> None:
         problem = config.problem()
         if problem:
             raise ValueError(problem)
@@ -86,6 +89,7 @@ class Judge(CachedAnswers):
         self._limiter = endpoint_limiter(self.endpoint, config.concurrency, config.budget_url)
         self._sleep = sleep
         self._rng = rng if rng is not None else random.Random()
+        self.breaker = breaker
 
     def __enter__(self) -> Judge:
         return self
@@ -177,7 +181,8 @@ class Judge(CachedAnswers):
         pending at the same time share one call. The cache is read and written on the calling thread only, so
         it need not be thread-safe. Once should_stop() is true no item is pulled and no call starts: calls in
         flight finish and are yielded, while items waiting for a slot or a retry are dropped without a
-        verdict, so they stay pending for the next run.
+        verdict, so they stay pending for the next run. The same when the breaker opens, whose failures are the
+        endpoint's and not the judgments': those are dropped too, and run() then raises EndpointDown.
         """
         answered: dict[str, Verdict] = {}  # parsed answers since the last look-ahead read of the cache
         source = self._keyed(items, answered)
@@ -213,7 +218,7 @@ class Judge(CachedAnswers):
                 yield from ready
                 ready = []
                 if not pending:
-                    return
+                    break
                 for task in calls.wait(stopping):
                     key, tags = pending.pop(task)
                     del by_key[key]
@@ -226,6 +231,8 @@ class Judge(CachedAnswers):
                     ready.extend((tag, duplicate_verdict(verdict)) for tag in tags[1:])
         finally:
             calls.close()
+        if self.breaker is not None and self.breaker.reason is not None:
+            raise EndpointDown(self.breaker.reason)
 
     def close(self) -> None:
         """Nothing to release: each run() opens and closes its own connections."""
@@ -258,6 +265,7 @@ class _Calls:
         self.client = self.loop.run_until_complete(ChatClient.open(judge.endpoint, c.api_key or PLACEHOLDER_API_KEY,
                                                                    c.timeout_s, judge.workers))
         self.room = asyncio.Semaphore(c.concurrency)
+        self.probe = asyncio.Lock()  # one call at a time until the endpoint has answered (judge.breaker)
         self.paid: set[asyncio.Task] = set()  # tasks whose call has started: a halt lets them finish
         self.tasks: set[asyncio.Task] = set()
         self.finished: list[asyncio.Task] = []
@@ -311,25 +319,33 @@ class _Calls:
         body = judge._body(prompt)
         attempts = 0
         while True:
-            async with self.room:
-                if self.stop.is_set() or not await self._slot():
-                    return None
-                attempts += 1
-                self.paid.add(task)
-                error, started = None, time.monotonic()
-                try:
-                    verdict = verdict_from_response(prompt.parse, await self.client.complete(body), attempts)
-                except Exception as exc:  # noqa: BLE001 - every failure becomes a retry or a "failed" verdict
-                    error = exc
-                finally:
-                    judge._limiter.release()
-                latency_ms = round(1000 * (time.monotonic() - started))
-                if error is None:
-                    verdict.latency_ms = latency_ms
-                    if verdict.status == "ok" and judge.cache is not None:
-                        await self._keep(key, verdict)
-                    return verdict
+            probing = await self._probing()
+            try:
+                async with self.room:
+                    if self.stop.is_set() or not await self._slot():
+                        return None
+                    attempts += 1
+                    self.paid.add(task)
+                    error, started = None, time.monotonic()
+                    try:
+                        verdict = verdict_from_response(prompt.parse, await self.client.complete(body), attempts)
+                    except Exception as exc:  # noqa: BLE001 - every failure becomes a retry or a "failed" verdict
+                        error = exc
+                    finally:
+                        judge._limiter.release()
+                    self._tell_breaker(error)
+                    latency_ms = round(1000 * (time.monotonic() - started))
+                    if error is None:
+                        verdict.latency_ms = latency_ms
+                        if verdict.status == "ok" and judge.cache is not None:
+                            await self._keep(key, verdict)
+                        return verdict
+            finally:
+                if probing:
+                    self.probe.release()
             self.paid.discard(task)
+            if judge.breaker is not None and judge.breaker.open:
+                return None  # the endpoint's failure, not this judgment's: it stays pending
             if not is_retryable(error) or attempts > judge.config.max_retries:
                 judge._report_pause(error, None)
                 return replace(judge._failure(error, attempts), latency_ms=latency_ms)
@@ -341,6 +357,27 @@ class _Calls:
                 judge._sleep(wait)
             else:
                 await asyncio.sleep(wait)  # cancelled by halt()
+
+    async def _probing(self) -> bool:
+        """Wait for the probe's turn while the run's breaker has not seen the endpoint answer; whether this call is
+        the probe (it holds the turn until its answer, then gives it back)."""
+        breaker = self.judge.breaker
+        if breaker is None or breaker.reached:
+            return False
+        await self.probe.acquire()
+        if breaker.reached:  # the call before this one was answered: no more probing
+            self.probe.release()
+            return False
+        return True
+
+    def _tell_breaker(self, error: BaseException | None) -> None:
+        """Count a call's outcome in the run's breaker; once it opens, nothing more is asked (halt)."""
+        breaker = self.judge.breaker
+        if breaker is None:
+            return
+        breaker.record(error)
+        if breaker.open and not self.stop.is_set():
+            self.halt()
 
     async def _slot(self) -> bool:
         """A slot of the endpoint's limiter: at once when one is free, else waited for on a thread (the limiter

@@ -7,7 +7,8 @@ steps, each a task (pipeline/celery_tasks.py names and registers them):
 - plan(job_id): opens the job, marks it running, records its work once (JobType.plan) and sends one block task per
   block with something left to do, so one large job spreads over every worker (or the finish when none is left);
 - block(job_id, first, last): does what is left of one block under a Redis lease (pipeline/leases.py), so that two
-  deliveries of it never run at once, stopping when its job is cancelled; the finish is sent once nothing is left;
+  deliveries of it never run at once, stopping when its job is cancelled or failed (a block that finds its judge dead
+  fails the job, with why); the finish is sent once nothing is left;
 - finish(job_id): under a lease and only while the job is still running (or cancelled with a partial result to keep),
   so exactly one run records it; when the job type puts failed items back (an outage of the judge), the plan is sent
   again after its pause instead.
@@ -175,7 +176,13 @@ class CeleryBackend(Generic[J]):
             if work is None:
                 return
             stop = StopCheck(lease, lambda: self.job.status(job_id))
-            self.job.run_block(work, (first, last), stop, None)
+            try:
+                self.job.run_block(work, (first, last), stop, None)
+            except JobFailed as exc:  # a dead judge (judge/breaker.py): the job fails, resumable; other blocks stop
+                with self._state(job_id):
+                    if self.job.status(job_id) in RUNNING:
+                        self.job.set_status(job_id, "failed", str(exc))
+                return
             if stop.cancelled:
                 if self.job.keeps_partial(job_id):
                     self._send("finish", job_id)  # the partial result, with this block's last results

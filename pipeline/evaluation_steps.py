@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping, cast
 
-from judge import PLACEHOLDER_API_KEY, Judge, JudgeConfig, Verdict, judge_of, panel_settings
+from judge import PLACEHOLDER_API_KEY, Breakers, EndpointDown, Judge, JudgeConfig, Verdict, judge_of, panel_settings
 from judge import batch as judge_batch
 from kinds import registry
 from kinds.kind import Job, JobFailed, Judged, Scored, Site, calls_judge
@@ -49,6 +49,9 @@ class Pipeline:
         self.uploads = blobs.at(uploads)  # a folder's path is that folder
         self.results = blobs.at(results)
         self.environ = environ  # called at each run, so settings saved meanwhile (and the key) apply
+        # Each run's breakers (judge/breaker.py) by evaluation: made anew when a run opens it, so that a resumed run
+        # probes its endpoints again (the key may have been fixed meanwhile).
+        self._breakers: dict[str, Breakers] = {}
 
     def load(self, evaluation_id: str) -> tuple[Scored, Job] | None:
         """The evaluation's kind and job (with its judge configuration when it calls the judge), or None after
@@ -70,6 +73,7 @@ class Pipeline:
             if None in job.judges:
                 return None
             job.config = job.judges[0]
+            self._breakers[evaluation_id] = Breakers()
         return kind, job
 
     def plan(self, kind: Judged, job: Job, given: Iterable[tuple[tuple, dict]] = ()) -> None:
@@ -93,7 +97,8 @@ class Pipeline:
               on_progress: Callable[[dict], None] | None = None) -> None:
         """Judge the `pending` keys with the evaluation's judges (a panel's one after the other, each with its own
         endpoint's budget) and the shared cache, saving verdicts in batches (through the Batch API when the
-        evaluation asked for batch mode)."""
+        evaluation asked for batch mode). JobFailed, with the reason, once a judge's endpoint is found dead
+        (judge/breaker.py): what is left stays pending for a resumed run."""
         by_judge: dict[int, set] = {}
         for key in pending:
             by_judge.setdefault(judge_of(key), set()).add(key)
@@ -104,10 +109,14 @@ class Pipeline:
             if job.evaluation["settings"].get("batch"):
                 self._judge_by_batch(kind, own, by_judge[number], should_stop, on_progress, number)
                 continue
-            with Judge(own.config, cache=JudgeCache(self.store)) as judge:
-                self._judge(job.evaluation["id"], _until_all_asked(kind.requests(own, by_judge[number]),
-                                                                   by_judge[number]),
-                            judge, on_progress, should_stop)
+            breaker = self._breakers.setdefault(job.evaluation["id"], Breakers()).of(own.config)
+            with Judge(own.config, cache=JudgeCache(self.store), breaker=breaker) as judge:
+                try:
+                    self._judge(job.evaluation["id"], _until_all_asked(kind.requests(own, by_judge[number]),
+                                                                       by_judge[number]),
+                                judge, on_progress, should_stop)
+                except EndpointDown as exc:
+                    raise JobFailed(str(exc)) from exc
 
     def _judge_by_batch(self, kind: Judged, job: Job, pending: set, should_stop: Callable[[], bool],
                         on_progress: Callable[[dict], None] | None, number: int = 0) -> None:
@@ -123,7 +132,7 @@ class Pipeline:
             if verdicts:
                 self.store.save_judgments(evaluation_id, [(tuple(key), verdict_fields(v)) for key, v in verdicts])
             if on_progress:
-                on_progress(self.store.progress(evaluation_id))
+                on_progress(self.progress(evaluation_id))
 
         state = self.store.get_setting(name)
         if state is None or (judge_batch.finished(state) and prompts):  # first run, or failed ones asked again
@@ -176,12 +185,16 @@ class Pipeline:
                 batch.clear()
             last_flush = time.monotonic()
             if on_progress:
-                on_progress(self.store.progress(evaluation_id))
+                on_progress(self.progress(evaluation_id))
 
-        for key, verdict in judge.run(items, should_stop=should_stop):
-            batch.append((key, verdict_fields(verdict)))
-            if len(batch) >= FLUSH_EVERY or time.monotonic() - last_flush >= FLUSH_SECONDS:
-                flush()
+        try:
+            for key, verdict in judge.run(items, should_stop=should_stop):
+                batch.append((key, verdict_fields(verdict)))
+                if len(batch) >= FLUSH_EVERY or time.monotonic() - last_flush >= FLUSH_SECONDS:
+                    flush()
+        except EndpointDown:
+            flush()  # the answers that came before the endpoint was found dead are kept
+            raise
         flush()
 
     def retry_failed(self, evaluation_id: str) -> float | None:
@@ -193,12 +206,33 @@ class Pipeline:
         state = self.store.get_setting(name) or {"waited": 0.0}
         budget = failed_retry_s(self.environ())
         left = budget - state["waited"]
-        if left <= 0 or not self.store.reset_judgments(evaluation_id, ("failed",), retryable_only=True):
+        if left <= 0 or not self.ask_again(evaluation_id, ("failed",), retryable_only=True):
             return None
         pause = min(left, state.get("next") or min(FIRST_RETRY_PAUSE_S, budget / 10))
         until = time.time() + pause
         self.store.set_setting(name, {"waited": state["waited"] + pause, "next": 2 * pause, "until": until})
         return pause
+
+    def ask_again(self, evaluation_id: str, statuses: tuple[str, ...] = ("failed", "unparsed"),
+                  retryable_only: bool = False) -> int:
+        """Put judgments with these statuses back to pending (Store.reset_judgments), counting them among those asked
+        again, which `progress` counts as done; how many."""
+        name, before = f"again:{evaluation_id}", self.store.progress(evaluation_id)
+        still = min(before["total"] - before["done"], self.store.get_setting(name) or 0)
+        reset = self.store.reset_judgments(evaluation_id, statuses, retryable_only)
+        if reset or still:
+            self.store.set_setting(name, still + reset)
+        return reset
+
+    def progress(self, evaluation_id: str) -> dict:
+        """The store's counts of the evaluation's judgments, with those put back to pending to be asked again (an
+        outage's failures, a re-run of failed ones) still counted as done, since they were asked once: the progress
+        never runs backwards when they are asked again (those pending are taken for them first, so `done` may count
+        a never asked one instead, never less than before)."""
+        progress = self.store.progress(evaluation_id)
+        again = self.store.get_setting(f"again:{evaluation_id}") or 0
+        progress["done"] += min(progress["total"] - progress["done"], again)
+        return progress
 
     def retry_wait(self, evaluation_id: str) -> float | None:
         """Seconds left of the pause before failed judgments are asked again, or None when none is under way."""
@@ -281,6 +315,7 @@ class Pipeline:
         if upload is not None and status in datasets.FINISHED:  # its leaderboard's (pipeline/datasets.py)
             datasets.keep(self.store, evaluation_id, document, upload["sha256"])
         self.store.set_setting(f"retry:{evaluation_id}", None)
+        self._breakers.pop(evaluation_id, None)
 
     def _write_result_file(self, evaluation_id: str, document: dict) -> None:
         """Write results/<id>.json atomically, so a crash never leaves half a file."""

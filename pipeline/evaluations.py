@@ -94,14 +94,14 @@ class Evaluations:
         if evaluation is None or not can_resume(evaluation, rerun_failed):
             return False
         if rerun_failed:
-            self.store.reset_judgments(job_id)
+            self.pipeline.ask_again(job_id)
         self.store.set_status(job_id, "queued")
         return True
 
     def progress(self, job_id: str) -> dict:
-        """Judgments done, failed, unparsed, answered by the cache, of the total (until they are planned, the total
-        the evaluation was created with)."""
-        progress = self.store.progress(job_id)
+        """Judgments done (those being asked again included: Pipeline.progress), failed, unparsed, answered by the
+        cache, of the total (until they are planned, the total the evaluation was created with)."""
+        progress = self.pipeline.progress(job_id)
         if not progress["total"]:
             progress["total"] = (self.store.get_evaluation(job_id, with_result=False) or {}).get("total") or 0
         return progress

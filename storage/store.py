@@ -18,9 +18,9 @@ from storage.simulations import Simulations
 
 UNFINISHED = ("queued", "running")
 # An evaluation's own keys in the settings table: its plan marker, its block grid (Celery), the state of the
-# automatic retries of its failed judgments and of scoring it again (pipeline/rescores.py: asked, and done); kinds
-# declare their own with their tables.
-EVALUATION_SETTINGS = ("planned", "grid", "retry", "rescore", "rescored")
+# automatic retries of its failed judgments, how many judgments are asked again (pipeline/evaluation_steps.py) and
+# the state of scoring it again (pipeline/rescores.py: asked, and done); kinds declare their own with their tables.
+EVALUATION_SETTINGS = ("planned", "grid", "retry", "again", "rescore", "rescored")
 _JSON_COLUMNS = {"summary", "warnings", "methods", "settings", "result", "tags", "headline"}
 
 # The columns each record has, in this order (the JSON API shows them so); the ordering column `seq` is not one.

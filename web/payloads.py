@@ -72,7 +72,7 @@ def evaluation_status(evaluation: dict) -> dict:
     """Status and progress of an evaluation (no result document), with its pace and time left while running, or
     what it waits for instead ("worker", "retry"); and, when it is incomplete, how many judgments failed and why."""
     store = get_store()
-    progress = store.progress(evaluation["id"])
+    progress = get_runner().job.pipeline.progress(evaluation["id"])  # never backwards while failed ones are asked again
     if not progress["total"]:  # scored without a judge (mobility, AgentBench): one step, done when it is
         progress["total"] = evaluation["total"] or 1
         progress["done"] = progress["total"] if evaluation["status"] == "done" else 0

@@ -421,6 +421,52 @@ def test_a_judge_outage_is_retried_by_the_workers_and_leaves_no_hole(deployment)
     assert any(p["waiting"] == "retry" and p["rate_per_s"] is None for p in seen)
 
 
+def test_the_progress_never_runs_backwards_while_the_workers_ask_failed_judgments_again(deployment):
+    dep = deployment
+    dep.judge.reset()
+    sessions = 5
+    total = sessions * ROUNDS * len(METHODS) * MODES
+    upload_id = dep.upload(dialogue(sessions, " (asked twice)"))
+    dep.judge.fail_fraction(1.0, "503")  # each judgment's first call: all fail, then are asked again after a pause
+    evaluation_id = dep.evaluate(upload_id)
+    seen = []
+    body = dep.wait_until(evaluation_id, lambda b: seen.append(b["progress"]) or b["status"] not in (
+        "queued", "running"))
+    assert body["status"] == "done" and dep.judge.faults["503"] == total, (body, dep.logs_tail())
+    assert any(p["waiting"] == "retry" for p in seen)  # seen while they were to be asked again: all of them done once
+    assert all(p["done"] == total for p in seen if p["waiting"] == "retry"), seen
+    done = [p["done"] for p in seen]
+    assert all(a <= b for a, b in zip(done, done[1:])), done
+
+
+def test_a_dead_judge_fails_the_evaluation_on_the_workers_with_its_reason_and_resume_finishes(deployment):
+    dep = deployment
+    dep.judge.reset()
+    sessions = 10
+    total = sessions * ROUNDS * len(METHODS) * MODES
+    upload_id = dep.upload(dialogue(sessions, " (refused key)"))
+    dep.judge.fail_always("401")
+    started = time.monotonic()
+    evaluation_id = dep.evaluate(upload_id)
+    body = dep.wait_finished(evaluation_id)
+    elapsed = time.monotonic() - started
+    dep.judge.fail_always(None)
+    assert body["status"] == "failed", (body, dep.logs_tail())
+    assert body["error"].startswith("Stopped asking the judge: the API key was rejected (HTTP 401")
+    assert elapsed < 30, elapsed
+    # each block that was already at work sent its probe, no more: two workers of two threads
+    assert dep.judge.requests <= 2 * WORKERS, dep.judge.stats()
+    assert (body["progress"]["done"], body["progress"]["failed"]) == (0, 0)
+    page = dep.client.get(f"/evaluations/{evaluation_id}").get_data(as_text=True)
+    assert "Stopped asking the judge: the API key was rejected (HTTP 401" in page
+    asked = dep.judge.requests
+    assert dep.client.post(f"/api/evaluations/{evaluation_id}/resume").status_code == 202
+    body = dep.wait_finished(evaluation_id)
+    assert body["status"] == "done", (body, dep.logs_tail())
+    assert dep.judge.requests - asked == total
+    dep.check_recorded_once(evaluation_id, total)
+
+
 def test_a_judge_outage_longer_than_the_bound_ends_incomplete_on_the_workers(deployment):
     dep = deployment
     dep.judge.reset()

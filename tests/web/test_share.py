@@ -213,10 +213,15 @@ def test_judge_errors_on_the_share_page_carry_no_key(client, judge_server):
     upload_id = upload(client, jsonl(scored_session("s1", [60, 70], 40))).get_json()["id"]
     evaluation_id = client.post("/api/evaluations", json={"upload_id": upload_id}).get_json()["id"]
     body = wait_for(client, evaluation_id)
+    # a refused key stops the run (judge/breaker.py), naming the 401 without the key
+    assert body["status"] == "failed" and "HTTP 401" in body["error"] and API_KEY not in body["error"]
+    judge_server.fail_next(1, "400")  # resumed, one judgment is refused: a failed judgment, listed with its reason
+    assert client.post(f"/api/evaluations/{evaluation_id}/resume").status_code == 202
+    body = wait_for(client, evaluation_id)
     assert body["result"] and body["result"]["judge"]["failed"] == 1
     path = share_path(create_share(client, evaluation_id))
     html = client.get(path).get_data(as_text=True)
-    assert "Failed and unparsed judgments" in html and "401" in html
+    assert "Failed and unparsed judgments" in html and "HTTP 400" in html
     for text in (html, *(client.get(path + ext).get_data(as_text=True) for ext in (".json", ".csv"))):
         assert API_KEY not in text
 
