@@ -200,10 +200,13 @@ def wait_for_charts(page, timeout: float = RUN_TIMEOUT_MS) -> None:
 
 
 def draw_every_chart(page) -> None:
-    """Have the page draw its charts below the fold too, as it does before printing, and wait until it has."""
+    """Have the page draw its charts below the fold too, as it does before printing (loading Plotly first if no
+    chart had been drawn), and wait until every chart with a figure is drawn."""
     page.evaluate("window.dispatchEvent(new Event('beforeprint'))")
-    page.wait_for_function("() => [...document.querySelectorAll('[data-figure]')]"
-                           ".every(el => !el.dataset.drawn || el.querySelector('.main-svg'))")
+    page.wait_for_function("() => { const figures = document.getElementById('figures');"
+                           " const data = figures ? JSON.parse(figures.textContent) : {};"
+                           " return [...document.querySelectorAll('[data-figure]')]"
+                           ".every(el => !data[el.dataset.figure] || el.querySelector('.main-svg')); }")
 
 
 def fact(page, label: str):
@@ -1119,10 +1122,10 @@ def test_the_partial_plotly_draws_every_kinds_charts(page, watch, server, sample
     seen: set[str] = set()
     for path in pages:
         open_page(page, server, path)
+        draw_every_chart(page)  # Plotly is loaded once a chart is to be drawn
         page.wait_for_function("() => window.Plotly !== undefined")
         assert set(page.evaluate("() => Object.keys(Plotly.PlotSchema.get().traces)")) == PLOTLY_TRACES
         assert page.evaluate("() => Plotly.version") == "4.1.1"
-        draw_every_chart(page)
         charts = page.locator("[data-figure]")
         for i in range(charts.count()):
             expect(charts.nth(i).locator(".main-svg").first).to_be_attached()
