@@ -775,6 +775,12 @@ def test_conversation_upload_with_llm_annotation(page, watch, server, judge, tmp
     expect(page).to_have_url(re.compile(r"sort=diversity&desc=1"))
     expect(page.locator("#conversations-table th[aria-sort=descending]")).to_contain_text("Diversity")
     expect(rows.first.locator("th")).to_have_text("simulator.json[2]")  # diversity 2
+    assert page.locator("#conversations-table thead").bounding_box()["height"] < 80  # one line of headings
+    page.get_by_label("Sort by").focus()  # every sort is one menu, chosen with the keyboard
+    page.keyboard.press("End")  # its last choice
+    assert page.get_by_label("Sort by").input_value() == page.evaluate(
+        "() => [...document.querySelectorAll('#sort-menu option')].pop().value")
+    page.get_by_label("Sort by").select_option("diversity")
     page.get_by_label("Source").select_option("agent")
     page.get_by_role("button", name="Show").click()
     expect(rows).to_have_count(2)

@@ -100,7 +100,7 @@ def test_every_sort_is_one_menu_in_the_form_each_choice_once(client):
     evaluation_id = evaluate(client, [*items(), human, rated])
     html = client.get(f"/evaluations/{evaluation_id}/view/conversations?sort=rating:Detail%20Level&desc=1"
                       ).get_data(as_text=True)
-    menu = re.search(r'<select name="sort">(.*?)</select>', html, re.S).group(1)
+    menu = re.search(r'<select id="sort-menu" name="sort">(.*?)</select>', html, re.S).group(1)
     options = re.findall(r'<option value="([^"]*)"( selected)?>([^<]*)</option>', menu)
     values = [value for value, _chosen, _label in options]
     labels = [label for _value, _chosen, label in options]
