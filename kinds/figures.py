@@ -9,6 +9,8 @@ from pathlib import Path
 import plotly
 from plotly.colors import qualitative
 
+from translations import _
+
 PALETTE = qualitative.Plotly + qualitative.D3
 # Plotly's JavaScript, served by the app (no CDN) and inlined in the offline report: plotly.js built with only the
 # trace types the figures use (scatter, bar, scatterpolar, heatmap), a quarter of the full bundle; vendor/plotly-bundle/
@@ -53,6 +55,13 @@ LEGEND = {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "
 LEGEND_BELOW = {"orientation": "h", "x": 0, "xanchor": "left", "y": 0, "yanchor": "bottom", "yref": "container"}
 
 
+def toggle_legend() -> dict:
+    """A legend at the figure's foot whose title says what a click on an entry does (Plotly hides or shows its
+    trace; a double click shows it alone)."""
+    return {**LEGEND_BELOW, "title": {"text": _("Click a name to hide or show it"), "side": "top",
+                                      "font": {"size": 12, "color": "#616e7c"}}}
+
+
 def legend_height(entries: int) -> int:
     """A figure height (px) whose plot area holds a legend of this many entries without scrolling."""
     return max(450, 22 * entries + 160)
@@ -66,12 +75,23 @@ def base_layout(title: str, x_title: str, y_title: str, y_range: list[float]) ->
             "font": {"family": "system-ui, sans-serif"}}
 
 
+def radial_angle(categories: int, rotation: float = 0) -> float:
+    """The direction (degrees, counterclockwise from east) of a radar's radial axis: halfway between two
+    neighbouring categories (over neither's label), the halfway line nearest to upright, so that its horizontal tick
+    labels stack one above the other instead of running into each other along a slanted line."""
+    step = 360 / categories
+    halfway = [(rotation + step / 2 + k * step) % 360 for k in range(categories)]
+    return min(halfway, key=lambda angle: (abs(angle - 90), angle))
+
+
 def polar(categories: int, radial: dict, rotation: int = 0) -> dict:
-    """A radar's polar axes: the radial axis and its tick labels halfway between the first two categories (over
-    neither's label), and the circle kept off the plot area's foot, where the lowest category's label goes (Plotly
-    leaves labels out of its margins, and a legend under the chart would cover it)."""
+    """A radar's polar axes: the radial axis and its tick labels between two categories, upright (radial_angle),
+    and the circle kept off the plot area's foot, where the lowest category's label goes (Plotly leaves labels out
+    of its margins, and a legend under the chart would cover it)."""
+    angle = radial_angle(categories, rotation)
     return {"domain": {"x": [0, 1], "y": [0.14, 1]},
-            "radialaxis": {"gridcolor": "#e4e7eb", "angle": rotation + 180 / categories, "tickangle": 0,
+            # Plotly turns the tick labels with the axis; turned back by its angle, they read horizontally.
+            "radialaxis": {"gridcolor": "#e4e7eb", "angle": angle, "tickangle": angle,
                            "tickfont": {"size": 10, "color": "#616e7c"}, **radial},
             "angularaxis": {"gridcolor": "#e4e7eb", "rotation": rotation, "direction": "counterclockwise"}}
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from kinds.agentbench.result import AgentBenchResult, AgentScores
 from kinds.agentbench.tasks import STANDARD_TASKS, STATUS_GROUPS, WEIGHTS
-from kinds.figures import AXIS, LEGEND_BELOW, method_colours, polar
+from kinds.figures import AXIS, method_colours, polar, toggle_legend
 from translations import _
 
 STATUS_COLOURS = {"completed": "#2f9e44", "context_limit": "#f08c00", "invalid_format": "#e8590c",
@@ -63,12 +63,13 @@ def radar_figure(result: AgentBenchResult, models: list[dict]) -> dict:
                 "mode": "lines+markers", "line": {"color": colours[name], "dash": dash}, "connectgaps": False,
                 "hovertemplate": "%{theta}: %{r:.2f}<extra>" + name + "</extra>"}
 
-    traces = [trace(name, [_normalised(agent, k) for k in STANDARD_TASKS], "solid")
-              for name, agent in result["agents"].items()]
+    points = {name: [_normalised(agent, k) for k in STANDARD_TASKS] for name, agent in result["agents"].items()}
+    # An agent with no standard task scored has nothing to draw: left out, not listed in the legend with no line.
+    traces = [trace(name, values, "solid") for name, values in points.items() if any(v is not None for v in values)]
     traces += [trace(m["model"], [m["scores"][k] / WEIGHTS[k] for k in STANDARD_TASKS], "dot") for m in models]
     layout = {"title": {"text": _("Score / W per task (1 = the average model of the paper)")},
               "polar": polar(len(STANDARD_TASKS), {"rangemode": "tozero"}, rotation=90),
-              "legend": LEGEND_BELOW, "margin": {"l": 60, "r": 60, "t": 60, "b": 40},
+              "legend": toggle_legend(), "showlegend": True, "margin": {"l": 60, "r": 60, "t": 60, "b": 40},
               "paper_bgcolor": "#fff", "font": {"family": "system-ui, sans-serif"}}
     return {"data": traces, "layout": layout}
 

@@ -10,7 +10,7 @@ from kinds.dialogue.calibrated import CurvePoint as CalibratedPoint
 from kinds.dialogue.metrics import CurvePoint, MethodScores
 from kinds.dialogue.pairwise_mode import PairRates
 from kinds.dialogue.result import DialogueResult
-from kinds.figures import LEGEND, LEGEND_BELOW, base_layout, legend_height, method_colours, plain, polar, run_style
+from kinds.figures import LEGEND, base_layout, legend_height, method_colours, plain, polar, run_style, toggle_legend
 from translations import _
 
 MIN_RADAR = 3  # dimensions a radar needs to draw an area; fewer are drawn as bars
@@ -59,15 +59,15 @@ def _rgba(colour: str, alpha: float) -> str:
 
 
 def _band(points: list[CurvePoint], name: str, colour: str) -> list[dict]:
-    """The 95% interval of a curve as a shaded band (an upper edge, then a lower edge filled up to it)."""
+    """The 95% interval of a curve as a shaded band: one closed outline, along the upper edge and back along the
+    lower one, filled (one trace, not two edges filled between: fewer traces for Plotly to draw)."""
     with_ci = [(p["round"], ci) for p in points if (ci := p.get("ci95"))]
     if not with_ci:
         return []
     x = [k for k, _ci in with_ci]
-    edge = {"type": "scatter", "mode": "lines", "line": {"width": 0}, "legendgroup": name, "showlegend": False,
-            "hoverinfo": "skip"}
-    return [{**edge, "x": x, "y": [ci[1] for _k, ci in with_ci]},
-            {**edge, "x": x, "y": [ci[0] for _k, ci in with_ci], "fill": "tonexty",
+    upper, lower = [ci[1] for _k, ci in with_ci], [ci[0] for _k, ci in with_ci]
+    return [{"type": "scatter", "mode": "lines", "line": {"width": 0}, "legendgroup": name, "showlegend": False,
+             "hoverinfo": "skip", "x": x + x[::-1], "y": upper + lower[::-1], "fill": "toself",
              "fillcolor": _rgba(colour, 0.15)}]
 
 
@@ -78,7 +78,8 @@ def radar_figure(result: DialogueResult, colours: dict[str, str]) -> dict:
     dimensions = rubric["dimensions"]
     labels = result_rubric.dimension_labels(rubric)
     theta = [labels[d["key"]] for d in dimensions]
-    layout: dict[str, Any] = {"title": {"text": _("Dimension scores (0-100)")}, "legend": LEGEND_BELOW,
+    layout: dict[str, Any] = {"title": {"text": _("Dimension scores (0-100)")}, "legend": toggle_legend(),
+                              "showlegend": True,
                               "margin": {"l": 90, "r": 90, "t": 60, "b": 40}, "paper_bgcolor": "#fff",
                               "font": {"family": "system-ui, sans-serif"}}
     traces: list[dict[str, Any]] = []
@@ -88,14 +89,17 @@ def radar_figure(result: DialogueResult, colours: dict[str, str]) -> dict:
             traces.append({"type": "bar", "name": name, "x": theta, "y": values, "marker": {"color": colours[name]},
                            "hovertemplate": "%{x}: %{y:.1f}<extra>" + name + "</extra>"})
         else:
-            traces.append({"type": "scatterpolar", "name": name, "fill": "toself", "opacity": 0.6,
-                           "r": values + values[:1], "theta": theta + theta[:1], "line": {"color": colours[name]}})
+            # Outlines, not filled areas: six filled polygons cover each other.
+            traces.append({"type": "scatterpolar", "name": name, "mode": "lines+markers",
+                           "r": values + values[:1], "theta": theta + theta[:1],
+                           "line": {"color": colours[name], "width": 2}, "marker": {"size": 5},
+                           "hovertemplate": "%{theta}: %{r:.1f}<extra>" + name + "</extra>"})
     if len(dimensions) < MIN_RADAR:
         layout.update(barmode="group", plot_bgcolor="#fff", margin={"l": 60, "r": 20, "t": 60, "b": 40},
                       yaxis={"range": [0, 100], "title": {"text": _("Score (0-100)")}, "automargin": True},
                       xaxis={"automargin": True})
     else:
-        layout["polar"] = polar(len(dimensions), {"range": [0, 100]})
+        layout["polar"] = polar(len(dimensions), {"range": [0, 100], "tickvals": [20, 40, 60, 80, 100]})
     return {"data": traces, "layout": layout}
 
 

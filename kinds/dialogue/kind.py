@@ -24,6 +24,7 @@ from kinds.dialogue import (
     ratings_cli,
     ratings_files,
     result_rubric,
+    review_steps,
     rubric_cli,
     rubric_files,
     rubric_routes,
@@ -559,7 +560,7 @@ class DialogueKind(RecordsDialogues[DialogueResult], Paired[DialogueResult], Off
         path = site.file_of(upload)
         rubric = result_rubric.of_record(record, site.store)
         context = {"colours": method_colours(methods), "methods": methods, "shown": methods, "toggles": [],
-                   "error": None, "rows": [], "page": 1, **result_rubric.page_values(rubric),
+                   "grid_args": review_steps.grid_args(args), "error": None, "rows": [], "page": 1, **result_rubric.page_values(rubric),
                    "pages": 1, "count": 0, "query": {"sort": "round", "order": "asc", "q": "", "status": "",
                                                      "range": "", "min": None, "max": None}}
         keys = result_rubric.keys(rubric)
@@ -577,18 +578,30 @@ class DialogueKind(RecordsDialogues[DialogueResult], Paired[DialogueResult], Off
         return "dialogue/grid.html", context
 
     def _prompt_view(self, record: dict, args: Mapping, site: Site) -> tuple[str, dict] | None:
-        try:
-            key = (int(args.get("index", "")), int(args.get("round", "")), str(args["method"]), str(args["mode"]))
-        except (KeyError, ValueError):
+        key: review_steps.Key | None = None
+        if "index" in args:  # without a judgment named: the first of the grid's (the grid's "review" link)
+            try:
+                key = (int(args.get("index", "")), int(args.get("round", "")), str(args["method"]), str(args["mode"]))
+            except (KeyError, ValueError):
+                return None
+        upload = site.store.get_upload(record["upload_id"])
+        if upload is None:
             return None
+        path, methods = site.file_of(upload), record["methods"]
+        rubric = result_rubric.of_record(record, site.store)
+        try:
+            order, rows = review_steps.grid_sequence(site.store, record, args, result_rubric.keys(rubric),
+                                                     lambda pattern: triage.matching_rounds(path, methods, pattern))
+        except search.BadQuery:
+            order, rows = [], None
+        if key is None and not order:
+            return None
+        key = key or order[0]
         stored = next((j for j in site.store.judgments(record["id"], [key[0]])
                        if (j["round"], j["method"], j["mode"]) == key[1:]), None)
         if stored is None:
             return None
-        upload = site.store.get_upload(record["upload_id"])
-        if upload is None:
-            return None
-        job = Job(record, upload, site.file_of(upload), site,
+        job = Job(record, upload, path, site,
                   config=replace(JudgeConfig(), language=record["settings"].get("language") or JudgeConfig().language))
         asked = next((prompt for found, prompt in self.requests(job, {key}) if found == key),
                      None) if self.needs_judge(record) else None  # imported scores were asked nothing
@@ -596,8 +609,9 @@ class DialogueKind(RecordsDialogues[DialogueResult], Paired[DialogueResult], Off
                        if (r["session_idx"], r["round"], r["method"], r["mode"]) == key), None)
         return "dialogue/prompt.html", {"key": key, "judgment": stored, "messages": asked.messages if asked else [],
                                         "version": asked.version if asked else None, "review": review,
-                                        "question": split_mode(key[3])[0],
-                                        **result_rubric.page_values(result_rubric.of_record(record, site.store))}
+                                        "question": split_mode(key[3])[0], "grid_args": review_steps.grid_args(args),
+                                        "step": review_steps.step(order, rows, key) if rows is not None else None,
+                                        **result_rubric.page_values(rubric)}
 
     @staticmethod
     def _session_view(record: dict, args: Mapping, site: Site) -> tuple[str, dict] | None:

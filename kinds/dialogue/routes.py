@@ -11,7 +11,7 @@ from pydantic import Field, RootModel
 from common.contract import Answer, Count, Error, Refused, Request, RescoreState, operation
 from common.downloads import attachment
 from kinds import host
-from kinds.dialogue import rating_store, ratings_files, reviews
+from kinds.dialogue import rating_store, ratings_files, review_steps, reviews
 from kinds.dialogue import tables as dialogue_tables
 from kinds.dialogue.ratings_files import NotAttached, rescore, rescore_later
 from translations import _
@@ -287,14 +287,15 @@ def delete_api(evaluation_id: str):
 
 @reviews_bp.post("/evaluations/<evaluation_id>/reviews")
 def save_page(evaluation_id: str):
-    """The judgment page's review form; back to the judgment."""
+    """The judgment page's review form; back to the judgment, within the grid it was reached from."""
     try:
         _save(evaluation_id, request.form)
     except NotAttached as exc:
         abort(exc.args[0], exc.args[1])
     key = _key(request.form)
+    grid: dict = review_steps.grid_args({name: request.form.get(f"grid_{name}", "") for name in review_steps.GRID_ARGS})
     return redirect(url_for("pages.kind_view", evaluation_id=evaluation_id, name="prompt", index=key[0],
-                            round=key[1], method=key[2], mode=key[3]))
+                            round=key[1], method=key[2], mode=key[3], **grid))
 
 
 def ratings(evaluation_id: str) -> list[dict]:

@@ -30,13 +30,21 @@ else:
     pd = lazy("pandas")
 
 PER_PAGE = 25
-def score_table(store, evaluation: dict, dimensions: tuple[str, ...] = DIMENSIONS) -> pd.DataFrame:
+def stored_judgments(store, evaluation: dict, dimensions: tuple[str, ...] = DIMENSIONS) -> pd.DataFrame:
+    """Every judgment of the evaluation as compact columns (records.judgment_frame)."""
+    return judgment_frame(store.iter_judgments(evaluation["id"], batch=CHUNK, columns=STORED),
+                          size=store.progress(evaluation["id"])["total"], dimensions=dimensions)
+
+
+def score_table(store, evaluation: dict, dimensions: tuple[str, ...] = DIMENSIONS,
+                frame: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per (session index, round) with the session id and, per method, its fine score ("fine:<m>") and
     `dimensions` (its rubric's keys: "style:<m>", ...), its share of yes to the yes/no question in % ("binary:<m>",
     NaN without one) and whether a judgment of it failed or did not parse ("failed:<m>", "unparsed:<m>"); the
-    first judge's judgments (a panel's others are on the session's page)."""
-    frame = judgment_frame(store.iter_judgments(evaluation["id"], batch=CHUNK, columns=STORED),
-                           size=store.progress(evaluation["id"])["total"], dimensions=dimensions)
+    first judge's judgments (a panel's others are on the session's page), read from the store unless `frame`
+    (stored_judgments) is given."""
+    if frame is None:
+        frame = stored_judgments(store, evaluation, dimensions)
     records = by_judge(frame, len(judge_labels(evaluation["settings"])))[0]
     keys = ["session_idx", "round"]
     table = records.groupby(keys, observed=True)["session_id"].first().astype(str).to_frame()

@@ -3,20 +3,38 @@
   "use strict";
   // Charts in or near the viewport are drawn at once, the others when they scroll into view (or when the closed
   // <details> holding one is opened), so a long page does not draw a dozen charts before it answers a click.
-  // Everything is drawn before printing, and at once in the offline report (data-draw-all).
+  // Plotly itself (at this script's data-plotly) is loaded only once a chart is about to be drawn, or the reader
+  // scrolls or presses a key: a page whose charts are all below the fold (a phone's) is ready without running it.
+  // Everything is drawn before printing, and at once in the offline report (data-draw-all, Plotly inline).
   var figures = document.getElementById("figures");
-  if (figures && window.Plotly) {
+  var plotlySrc = document.currentScript && document.currentScript.getAttribute("data-plotly");
+  if (figures && (window.Plotly || plotlySrc)) {
     var data = JSON.parse(figures.textContent);
     var config = {responsive: true, displaylogo: false,
                   toImageButtonOptions: {format: "png", filename: "personasteer-chart"}};
     var charts = Array.prototype.slice.call(document.querySelectorAll("[data-figure]"));
+    var waiting = [];
+    var loading = null;
+    var withPlotly = function (then) {
+      if (window.Plotly) { then(); return; }
+      waiting.push(then);
+      if (loading) { return; }
+      loading = document.createElement("script");
+      loading.src = plotlySrc;
+      loading.onload = function () {
+        var ready = waiting;
+        waiting = [];
+        ready.forEach(function (run) { run(); });
+      };
+      document.head.appendChild(loading);
+    };
     var draw = function (el) {
       var figure = data[el.dataset.figure];
       if (!figure || el.dataset.drawn) { return; }
       el.dataset.drawn = "1";
       Plotly.newPlot(el, figure.data, figure.layout, config);
     };
-    var drawAll = function () { charts.forEach(draw); };
+    var drawAll = function () { withPlotly(function () { charts.forEach(draw); }); };
     if (figures.hasAttribute("data-draw-all") || !("IntersectionObserver" in window)) {
       drawAll();
     } else {
@@ -30,11 +48,20 @@
         entries.forEach(function (entry) {
           if (!entry.isIntersecting) { return; }
           observer.unobserve(entry.target);
-          if (queue.push(entry.target) === 1) { setTimeout(drawNext, 0); }
+          withPlotly(function () {
+            if (queue.push(entry.target) === 1) { setTimeout(drawNext, 0); }
+          });
         });
       }, {rootMargin: "200px 0px"});
       charts.forEach(function (el) { observer.observe(el); });
       window.addEventListener("beforeprint", drawAll);
+      var early = function () {
+        ["scroll", "keydown", "pointerdown"].forEach(function (type) { window.removeEventListener(type, early); });
+        withPlotly(function () {});
+      };
+      ["scroll", "keydown", "pointerdown"].forEach(function (type) {
+        window.addEventListener(type, early, {passive: true});
+      });
     }
   }
 

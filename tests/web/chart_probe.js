@@ -21,9 +21,19 @@
     const bar = gd.querySelector('g.legend rect.scrollbar');
     if (bar && box(bar).height > 0) problems.push(`${name}: the legend scrolls`);
   }
-  const radial = [...gd.querySelectorAll('.radialaxistick text')].map(box);
+  const radialTexts = [...gd.querySelectorAll('.radialaxistick text')];
+  const radial = radialTexts.map(box);
   for (const t of gd.querySelectorAll('.angularaxistick text')) {
     if (radial.some(r => overlaps(r, box(t)))) problems.push(`${name}: radial ticks cover "${label(t)}"`);
+  }
+  radial.forEach((r, i) => radial.slice(i + 1).forEach((other, j) => {
+    if (overlaps(r, other)) problems.push(`${name}: radial ticks "${label(radialTexts[i])}" and "${label(radialTexts[i + 1 + j])}" run into each other`);
+  }));
+  // A radar's methods are outlines: filled areas stacked on each other hide the ones below.
+  for (const fill of gd.querySelectorAll('.polarlayer path.js-fill')) {
+    const colour = getComputedStyle(fill).fill;
+    if (fill.getAttribute('d') && colour && colour !== 'none' && !/rgba\(.*, 0\)$/.test(colour))
+      problems.push(`${name}: a radar trace is a filled area`);
   }
   return problems;
 }

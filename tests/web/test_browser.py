@@ -200,10 +200,13 @@ def wait_for_charts(page, timeout: float = RUN_TIMEOUT_MS) -> None:
 
 
 def draw_every_chart(page) -> None:
-    """Have the page draw its charts below the fold too, as it does before printing, and wait until it has."""
+    """Have the page draw its charts below the fold too, as it does before printing (loading Plotly first if no
+    chart had been drawn), and wait until every chart with a figure is drawn."""
     page.evaluate("window.dispatchEvent(new Event('beforeprint'))")
-    page.wait_for_function("() => [...document.querySelectorAll('[data-figure]')]"
-                           ".every(el => !el.dataset.drawn || el.querySelector('.main-svg'))")
+    page.wait_for_function("() => { const figures = document.getElementById('figures');"
+                           " const data = figures ? JSON.parse(figures.textContent) : {};"
+                           " return [...document.querySelectorAll('[data-figure]')]"
+                           ".every(el => !data[el.dataset.figure] || el.querySelector('.main-svg')); }")
 
 
 def fact(page, label: str):
@@ -772,6 +775,12 @@ def test_conversation_upload_with_llm_annotation(page, watch, server, judge, tmp
     expect(page).to_have_url(re.compile(r"sort=diversity&desc=1"))
     expect(page.locator("#conversations-table th[aria-sort=descending]")).to_contain_text("Diversity")
     expect(rows.first.locator("th")).to_have_text("simulator.json[2]")  # diversity 2
+    assert page.locator("#conversations-table thead").bounding_box()["height"] < 80  # one line of headings
+    page.get_by_label("Sort by").focus()  # every sort is one menu, chosen with the keyboard
+    page.keyboard.press("End")  # its last choice
+    assert page.get_by_label("Sort by").input_value() == page.evaluate(
+        "() => [...document.querySelectorAll('#sort-menu option')].pop().value")
+    page.get_by_label("Sort by").select_option("diversity")
     page.get_by_label("Source").select_option("agent")
     page.get_by_role("button", name="Show").click()
     expect(rows).to_have_count(2)
@@ -1119,10 +1128,10 @@ def test_the_partial_plotly_draws_every_kinds_charts(page, watch, server, sample
     seen: set[str] = set()
     for path in pages:
         open_page(page, server, path)
+        draw_every_chart(page)  # Plotly is loaded once a chart is to be drawn
         page.wait_for_function("() => window.Plotly !== undefined")
         assert set(page.evaluate("() => Object.keys(Plotly.PlotSchema.get().traces)")) == PLOTLY_TRACES
         assert page.evaluate("() => Plotly.version") == "4.1.1"
-        draw_every_chart(page)
         charts = page.locator("[data-figure]")
         for i in range(charts.count()):
             expect(charts.nth(i).locator(".main-svg").first).to_be_attached()

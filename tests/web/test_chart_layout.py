@@ -78,3 +78,74 @@ def test_charts_fit_and_nothing_covers_their_labels(browser, server, chart_pages
     finally:
         context.close()
     assert not found, f"{name} ({chart_pages[name]}):\n" + "\n".join(dict.fromkeys(found))
+
+
+def test_the_six_method_radar_is_outlines_with_a_labelled_legend_that_toggles_each_method(browser, server,  # noqa: F811
+                                                                                          chart_pages):
+    """Six methods on the dimensions' radar: each an outline (the probe above fails a filled one), the legend below
+    it titled with what a click does, and a click on a method's entry hides its outline, a second shows it again."""
+    context = browser.new_context(viewport={"width": WIDTHS[0], "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(server.url + chart_pages["dialogue result"])
+        radar = page.locator("#chart-radar")
+        radar.scroll_into_view_if_needed()
+        radar.locator("svg.main-svg").first.wait_for(state="attached")
+        assert radar.locator(".legendtitletext").text_content() == "Click a name to hide or show it"
+        assert radar.locator(".legendtext").all_text_contents() == list(METHODS)
+        assert radar.evaluate("gd => gd.data.map(t => [t.mode, t.fill || 'none'])") == [["lines+markers", "none"]] * 6
+        outlines = radar.locator(".polarlayer .trace")
+        assert outlines.count() == 6
+        radar.locator(".legend .traces").nth(2).click()  # RAG
+        page.wait_for_function("() => document.querySelector('#chart-radar').data[2].visible === 'legendonly'")
+        assert radar.evaluate("gd => gd.data.map(t => t.visible === 'legendonly')") == [False, False, True, False,
+                                                                                        False, False]
+        radar.locator(".legend .traces").nth(2).click()
+        page.wait_for_function("() => document.querySelector('#chart-radar').data[2].visible === true")
+    finally:
+        context.close()
+
+
+# Each column heading of a result table whose cells below it are aligned one way (numbers to the right) and the
+# heading another: "table#id: heading (right over left)".
+MISALIGNED_HEADINGS = """() => {
+  const found = [];
+  for (const table of document.querySelectorAll('table.metrics')) {
+    const rows = [...table.tHead ? table.tHead.rows : []];
+    if (!rows.length) continue;
+    // Each row's cells with the column each starts at, as the table lays them out (rowspans taken into account).
+    const grid = (group) => { const taken = []; return group.map((row, r) => { let at = 0;
+      return [...row.cells].map(cell => {
+        while ((taken[r] || []).includes(at)) at += 1;
+        for (let down = 0; down < cell.rowSpan; down++)
+          for (let across = 0; across < cell.colSpan; across++) (taken[r + down] = taken[r + down] || []).push(at + across);
+        const spot = [cell, [at, cell.colSpan]]; at += cell.colSpan; return spot; }); }); };
+    const body = grid([...table.tBodies].flatMap(b => [...b.rows]));
+    for (const [heading, [at, span]] of grid(rows)[rows.length - 1]) {
+      if (span !== 1 || !heading.textContent.trim()) continue;
+      const cells = body.map(row => row.find(([, [a, s]]) => a === at && s === 1))
+        .filter(Boolean).map(([cell]) => getComputedStyle(cell).textAlign);
+      if (!cells.length) continue;
+      const usual = cells.sort((a, b) => cells.filter(c => c === b).length - cells.filter(c => c === a).length)[0];
+      const own = getComputedStyle(heading).textAlign;
+      if (own !== usual) found.push(`${table.id || table.className}: ${heading.textContent.trim().slice(0, 30)} (${own} over ${usual})`);
+    }
+  }
+  return found;
+}"""
+
+
+@pytest.mark.parametrize("name", ["dialogue result", "dialogue compare", "agentbench result", "agentbench compare",
+                                  "mobility result", "mobility compare", "conversation result"])
+def test_result_table_headings_are_aligned_like_their_numbers(browser, server, chart_pages, name):  # noqa: F811
+    if name not in chart_pages:
+        pytest.skip("its sample data (DailyMobility, Human-vs-Agent) is not in ../shared/data")
+    context = browser.new_context(viewport={"width": WIDTHS[0], "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(server.url + chart_pages[name])
+        assert page.locator("table.metrics").count() > 0
+        found = page.evaluate(MISALIGNED_HEADINGS)
+        assert found == [], "\n".join(found)
+    finally:
+        context.close()

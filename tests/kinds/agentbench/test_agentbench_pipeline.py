@@ -207,3 +207,23 @@ def test_errors_without_runs_are_reachable_from_the_page(client):
     assert f'<a href="{link}">2 errors</a>' in page
     view = client.get(link.replace("&amp;", "&").split("#")[0]).get_data(as_text=True)
     assert 'id="errors"' in view and "TASK_ERROR" in view and "no runs.jsonl" in view
+
+
+def test_the_radar_draws_and_lists_only_agents_with_a_standard_task(client):
+    """An agent that ran only a fork task has no point on the radar of the standard tasks: the chart leaves it out
+    (its legend listed it with no line), and the others' points are their scores over the tasks' weights."""
+    members = tree({"agent-a": AGENT_A}, run=RUN)
+    members[f"{RUN}/agent-c/medagentbench-std/overall.json"] = dumps(overall({"accuracy": 0.61}))
+    up = upload(client, make_zip(members).getvalue(), "outputs.zip").get_json()
+    assert up["summary"]["agent_names"] == ["agent-a", "agent-c"]
+    evaluation_id = evaluate(client, up["id"])["id"]
+    page = client.get(f"/evaluations/{evaluation_id}").get_data(as_text=True)
+    figures = json.loads(re.search(r'<script id="figures" type="application/json"[^>]*>(.*?)</script>', page,
+                                   re.S).group(1))
+    radar = figures["radar"]
+    agents = [t for t in radar["data"] if t["line"]["dash"] == "solid"]
+    assert [t["name"] for t in agents] == ["agent-a"]
+    assert agents[0]["r"][0] == pytest.approx(42.4 / 10.8)  # the operating system task: 42.4 over W = 10.8
+    assert radar["layout"]["showlegend"] is True and radar["layout"]["legend"]["title"]["text"] == \
+        "Click a name to hide or show it"
+    assert "agent-c" in [t for trace in figures["status"]["data"] for t in trace["y"]]  # still in how samples ended

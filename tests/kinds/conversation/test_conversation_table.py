@@ -87,8 +87,36 @@ def test_a_sorted_column_says_so_and_its_link_turns_the_order(client, four):
     header = re.search(r'<th scope="col" aria-sort="ascending">(.*?)</th>', html, re.S).group(1)
     assert "sort=turns" in header and "desc=1" in header and "Turns" in header
     assert html.count("aria-sort=") == 1
-    # filtering keeps the sort
-    assert '<input type="hidden" name="sort" value="turns">' in html
+    # filtering keeps the sort: the form's sort menu has it chosen
+    assert '<option value="turns" selected>Turns</option>' in html
+
+
+def test_every_sort_is_one_menu_in_the_form_each_choice_once(client):
+    """The Ratings header held a link per rating field (a field both rated and asked in the questionnaire twice):
+    those sorts are now options of the form's one sort menu, each once, with the header a single link."""
+    human = conv("human", "travel planning", 2, questionnaire=[{"summary": "Diversity", "option": "结果多样"},
+                                                               {"summary": "Detail", "option": "一般"}])
+    rated = conv("agent", "travel planning", 1, rating={"Diversity": 3})
+    evaluation_id = evaluate(client, [*items(), human, rated])
+    html = client.get(f"/evaluations/{evaluation_id}/view/conversations?sort=rating:Detail%20Level&desc=1"
+                      ).get_data(as_text=True)
+    menu = re.search(r'<select id="sort-menu" name="sort">(.*?)</select>', html, re.S).group(1)
+    options = re.findall(r'<option value="([^"]*)"( selected)?>([^<]*)</option>', menu)
+    values = [value for value, _chosen, _label in options]
+    labels = [label for _value, _chosen, label in options]
+    assert values == ["index", "path", "source", "task", "turns", "satisfaction", "ratings", "rating:Detail Level",
+                      "rating:Diversity", "rating:Preference Alignment", "questionnaire:Detail",
+                      "questionnaire:Diversity"]
+    assert len(set(labels)) == len(labels)  # Diversity is rated and asked: two choices, told apart
+    assert {"Diversity (simulated users' rating)", "Diversity (real users' questionnaire)"} <= set(labels), labels
+    assert [value for value, chosen, _label in options if chosen] == ["rating:Detail Level"]
+    assert '<option value="1" selected>highest first</option>' in html
+    header = re.search(r"<thead>(.*?)</thead>", html, re.S).group(1)
+    assert "sort=rating:" not in header and "sort=questionnaire" not in header  # one link per column
+    assert re.search(r'<th scope="col" aria-sort="descending"><a [^>]*sort=ratings[^>]*>Ratings</a>', header)
+    # The menu sorts as the links did: Detail Level 5 (#2), 2 (#0), then the rows without it in file order.
+    assert order(client, evaluation_id, "?sort=rating:Detail%20Level&desc=1") == [2, 0, 1, 3, 4, 5]
+    assert order(client, evaluation_id, "?sort=questionnaire:Diversity") == [4, 0, 1, 2, 3, 5]
 
 
 def test_nothing_matching_says_so(client, four):

@@ -67,7 +67,7 @@ def test_each_judgment_shows_the_prompt_as_sent_and_the_answer(client, judge_ser
     judge_server.hook = lambda request: received.append(request["body"])  # and no fault
     evaluation_id = evaluation(client)
     index = client.get(f"/evaluations/{evaluation_id}/view/grid?sort=fine:A").get_data(as_text=True)
-    link = re.search(r'href="(/evaluations/[^"]+/view/prompt\?[^"]+mode=fine)"', index).group(1).replace("&amp;", "&")
+    link = re.search(r'href="(/evaluations/[^"]+/view/prompt\?[^"]+mode=fine[^"]*)"', index).group(1).replace("&amp;", "&")
     html = client.get(link).get_data(as_text=True)
     assert "The prompt as sent" in html and "A says 90 [[score=90]]" in html  # the reply judged, inside the prompt
     assert "hiking 1" in html and "<code>user</code>" in html and re.search(r"<dd>\d+ ms</dd>", html)  # its latency
