@@ -7,7 +7,6 @@ behind the API and the pages.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from kinds import registry
@@ -93,8 +92,6 @@ def make_search_texts(store: Store, batch: int = 1000) -> None:
     while rows := store.unsearchable_evaluations(batch):
         made = []
         for row in rows:
-            for column in ("methods", "settings", "tags"):
-                row[column] = json.loads(row[column]) if row[column] else None
             made.append({"id": row["id"], "search_text": search_text(row),
                          "sort_title": (row["title"] or row["filename"] or "").casefold()})
         store.set_search_texts(made)

@@ -106,10 +106,14 @@ class RunLists(Database):
         return page, int(total)
 
     def unsearchable_evaluations(self, limit: int) -> list[dict]:
-        """Runs whose search text is not made yet (new, or relabelled), with what it is made of (JSON as text)."""
-        return self._all("SELECT e.id, e.kind, e.methods, e.settings, e.title, e.tags, u.filename"
+        """Runs whose search text is not made yet (new, or relabelled), with what it is made of."""
+        rows = self._all("SELECT e.id, e.kind, e.methods, e.settings, e.title, e.tags, u.filename"
                          " FROM evaluations e JOIN uploads u ON u.id = e.upload_id WHERE e.search_text IS NULL"
                          " ORDER BY e.id LIMIT :limit", {"limit": limit})
+        for row in rows:
+            for column in ("methods", "settings", "tags"):
+                row[column] = json.loads(row[column]) if row[column] else None
+        return rows
 
     def set_search_texts(self, rows: Iterable[dict]) -> None:
         """Keep runs' search texts and sort titles (`id`, `search_text`, `sort_title`), in one transaction."""
