@@ -22,6 +22,12 @@ class Problem:
         return {"line": self.line, "path": self.path, "message": self.message}
 
 
+@dataclass(frozen=True)
+class LimitProblem(Problem):
+    """A file refused by a hard limit (kinds/readers/limits.py): the message to give, whatever else the file looks
+    like (a ZIP with too many members cannot be looked into to tell whose it is)."""
+
+
 @dataclass
 class Report:
     """The outcome of validating one file: errors, warnings and a summary."""

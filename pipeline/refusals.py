@@ -7,7 +7,7 @@ from pathlib import Path
 
 from kinds import registry
 from kinds.kind import HoldsPersonas, Kind
-from kinds.problems import Problem, Report
+from kinds.problems import LimitProblem, Problem, Report
 from kinds.readers.jsonl import UTF8_BOM, wrong_encoding
 from kinds.readers.text import has_json_line, is_binary, is_json_document
 from translations import _
@@ -19,8 +19,8 @@ def explain(report: Report, kind: Kind, chosen: bool, head: bytes, filename: str
     """The report of a refused file read as `kind` (`chosen` by the user, or detected): one problem when the file is
     another kind's, binary, or no kind's; otherwise `report` itself. A file its kind's `sniff` claimed, or that its
     kind's `upload_hint` recognises before any other kind's does, keeps its kind's problems: they are the ones to
-    fix."""
-    if not (chosen or kind.fallback):
+    fix; so does a file refused by a hard limit."""
+    if not (chosen or kind.fallback) or any(isinstance(problem, LimitProblem) for problem in report.problems):
         return report
     head = head.removeprefix(UTF8_BOM)
     claim = _first_claim(kind, head, filename, path)

@@ -80,7 +80,7 @@ def validate(stream: BinaryIO, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> 
     state = _FileState()
     for line, value in iter_lines(stream, max_line_bytes, state.limits):
         state.lines += 1
-        if type(value) is Problem:
+        if isinstance(value, Problem):
             state.errors += 1
             state.report.add(value)
         else:
@@ -102,7 +102,7 @@ def iter_sessions(stream: BinaryIO, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     state = _FileState()
     for line, value in iter_lines(stream, max_line_bytes, state.limits):
         state.lines += 1
-        if type(value) is Problem:
+        if isinstance(value, Problem):
             raise ValueError(value.message)
         session = _read_session(value, line, state)
         if session is None:

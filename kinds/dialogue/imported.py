@@ -106,7 +106,7 @@ def is_csv(head: bytes, filename: str) -> bool:
 
 def _jsonl(stream: BinaryIO, report: Report) -> Iterator[Scored]:
     for line, value in iter_lines(stream, DEFAULT_MAX_LINE_BYTES, current()):
-        if type(value) is Problem:
+        if isinstance(value, Problem):
             report.add(value)
         elif type(value) is not dict:
             report.add(Problem(line, "", _(

@@ -43,7 +43,7 @@ def validate(stream: BinaryIO, max_line_bytes: int = MAX_LINE_BYTES) -> Report:
     """Check a personas JSONL stream: every problem (up to the cap) with its line and field, and a summary."""
     state = _State()
     for line, value in iter_lines(stream, max_line_bytes, state.limits):
-        if type(value) is Problem:
+        if isinstance(value, Problem):
             state.report.add(value)
         else:
             _read_persona(value, line, state)
@@ -65,7 +65,7 @@ def personas(stream: BinaryIO, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator
     problem."""
     state = _State()
     for line, value in iter_lines(stream, max_line_bytes, state.limits):
-        if type(value) is Problem:
+        if isinstance(value, Problem):
             raise ValueError(value.message)
         errors = len(state.report.problems)
         _read_persona(value, line, state)

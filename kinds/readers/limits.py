@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
-from kinds.problems import Problem
+from kinds.problems import LimitProblem
 from translations import _
 
 MB = 1024 * 1024
@@ -81,9 +81,9 @@ class LimitError(ValueError):
         super().__init__(message)
         self.message, self.line, self.path = message, line, path
 
-    def problem(self) -> Problem:
+    def problem(self) -> LimitProblem:
         """The refusal as a validation problem."""
-        return Problem(self.line, self.path, self.message)
+        return LimitProblem(self.line, self.path, self.message)
 
 
 def format_size(size: int) -> str:

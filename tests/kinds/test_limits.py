@@ -323,6 +323,9 @@ def _agentbench_cases() -> dict[str, Bad]:
         "agentbench ZIP: too many members": Bad(
             zip_bytes({**tree, f"{folder}/error.jsonl": b""}), "outputs.zip", None, f"{folder}/error.jsonl",
             ("LIMIT_ZIP_MEMBERS",), env={"LIMIT_ZIP_MEMBERS": "2"}),
+        "agentbench ZIP: too many members, the kind chosen": Bad(
+            zip_bytes({**tree, f"{folder}/error.jsonl": b""}), "outputs.zip", None, f"{folder}/error.jsonl",
+            ("LIMIT_ZIP_MEMBERS",), env={"LIMIT_ZIP_MEMBERS": "2"}, form={"kind": "agentbench"}),
         "agentbench ZIP: runs.jsonl bomb": Bad(
             zip_bytes({f"{folder}/overall.json": dumps(overall()),
                        f"{folder}/runs.jsonl": (dumps(runs_line(0)) + b"\n") * 20_000}), "outputs.zip", None,
