@@ -53,6 +53,7 @@ def test_each_method_has_one_colour_on_the_result_and_compare_pages(tmp_path):
             watch = PageWatch(page)
             for run, order in ((first, METHODS), (second, METHODS[::-1])):
                 page.goto(f"{server.url}/evaluations/{run['id']}")
+                page.locator("#chart-al").scroll_into_view_if_needed()  # charts are drawn as they come into view
                 page.locator("#chart-al .main-svg").first.wait_for(state="attached")
                 shown = page.evaluate(TRACE_COLOURS, "chart-al")
                 assert list(shown) == order  # the runs list their methods in different orders
@@ -60,6 +61,7 @@ def test_each_method_has_one_colour_on_the_result_and_compare_pages(tmp_path):
                 swatches = page.evaluate(SWATCH_COLOURS, ".method-picker a.chip")
                 assert swatches == [[m, rgb(expected[m])] for m in order]
             page.goto(f"{server.url}/compare?ids={second['id']},{first['id']}")
+            page.locator("#chart-al").scroll_into_view_if_needed()
             page.locator("#chart-al .main-svg").first.wait_for(state="attached")
             assert page.evaluate(TRACE_COLOURS, "chart-al") == expected
             rows = page.evaluate(SWATCH_COLOURS, "table.metrics tbody th:nth-child(2):has(.swatch)")
