@@ -224,11 +224,7 @@ def _active_share(token: str) -> dict:
     """The active share link of this token (kept in g for shared_url_for), else a 404 that says why."""
     found = get_store().active_dataset_share(token)
     if found is None:
-        message = _("This link was revoked or never existed.")
-        response = jsonify({"error": message}) if request.path.endswith(".json") else \
-            Response(render_template("share.html", message=message))
-        response.status_code = 404
-        abort(response)
+        share.link_gone()
     g.dataset_share = found
     return found
 

@@ -23,6 +23,7 @@ could show. Revoking a link is the remedy for a leaked link.
 from __future__ import annotations
 
 import secrets
+from typing import NoReturn
 
 from flask import (
     Blueprint,
@@ -145,15 +146,20 @@ def revoke_api(evaluation_id: str, share_id: str):
 
 
 # the shared result -----------------------------------------------------------------------------------------
+def link_gone() -> NoReturn:
+    """Abort with a 404 that says the share link was revoked or never existed (as JSON for a .json address)."""
+    message = _("This link was revoked or never existed.")
+    response = jsonify({"error": message}) if request.path.endswith(".json") else \
+        Response(render_template("share.html", message=message))
+    response.status_code = 404
+    abort(response)
+
+
 def _active_share(token: str) -> dict:
     """The active share link of this token (kept in g for shared_url_for), else a 404 that says why."""
     share = get_store().active_share(token)
     if share is None or get_store().get_evaluation(share["evaluation_id"], with_result=False) is None:
-        message = _("This link was revoked or never existed.")
-        response = jsonify({"error": message}) if request.path.endswith(".json") else \
-            Response(render_template("share.html", message=message))
-        response.status_code = 404
-        abort(response)
+        link_gone()
     g.share = share
     return share
 
