@@ -12,14 +12,16 @@ import json
 import pytest
 from babel.numbers import format_decimal
 
-from tests.browser_support import CHROMIUM, DashboardServer, launch_chromium, new_context
+from tests.browser_support import CHROMIUM, DashboardServer, new_context
 from tests.judge_server import JudgeServer
 from tests.web.test_live_results import METHODS, TOTAL, Gate, answer_then_hold, by_hand, scored_file, settled
 
 if not CHROMIUM.exists():
     pytest.skip(f"browser tests need Chromium at {CHROMIUM} (Debian package `chromium`)", allow_module_level=True)
 
-from playwright.sync_api import expect, sync_playwright  # noqa: E402  (after the skip)
+from playwright.sync_api import expect  # noqa: E402  (after the skip)
+
+from tests.web.test_browser import browser  # noqa: E402, F401  (fixture)
 
 WAIT_MS = 30_000
 
@@ -41,16 +43,6 @@ def live_server(tmp_path_factory, live_judge):
         yield server
     finally:
         server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as playwright:
-        chromium = launch_chromium(playwright)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 def server_store(server):
@@ -82,7 +74,7 @@ def expected_avg(figures: dict) -> dict[str, str]:
             for m in METHODS}
 
 
-def test_the_result_page_fills_in_while_the_judge_answers_then_shows_the_final_figures(browser, live_server,
+def test_the_result_page_fills_in_while_the_judge_answers_then_shows_the_final_figures(browser, live_server,  # noqa: F811
                                                                                          live_judge):
     store = server_store(live_server)
     evaluation_id, gate = start_held(live_server, live_judge, "[[browser]]")
