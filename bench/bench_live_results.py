@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,26 +31,12 @@ sys.path.insert(0, str(ROOT))
 
 from bench.bench_cache import write_file  # noqa: E402
 from bench.local_judge import judge_process  # noqa: E402
+from tests.browser_support import SERVE, free_port  # noqa: E402  (the app served as the browser tests serve it)
 
 LATENCY_S = 0.1
 CONCURRENCY = 32
 MIN_RATIO = 0.95
 POLL_S = 1.0  # what a page's script waits between two polls
-SERVE = """
-import json, sys
-from app import create_app
-app = create_app(json.loads(sys.argv[1]))
-app.run(host="127.0.0.1", port=int(sys.argv[2]), threaded=True, use_reloader=False)
-"""
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class Dashboard:
     """The dashboard in a child process on a free port, judging with the local judge."""
 
