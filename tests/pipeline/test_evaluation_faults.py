@@ -15,8 +15,10 @@ MARK = "[[target]]"
 
 @pytest.fixture
 def judge_env(judge_server):  # noqa: F811 - overrides conftest's with fast retries
+    # A timeout far above a loaded machine's pauses: these tests count requests on both sides, and a call that timed
+    # out before the server read it (or after) would be counted by one side only. The timeout test sets its own.
     return {"JUDGE_BASE_URL": judge_server.url, "JUDGE_API_KEY": "sk-test", "JUDGE_MODEL": "judge-test",
-            "JUDGE_CONCURRENCY": "4", "JUDGE_MAX_RETRIES": "3", "JUDGE_TIMEOUT_S": "0.5",
+            "JUDGE_CONCURRENCY": "4", "JUDGE_MAX_RETRIES": "3", "JUDGE_TIMEOUT_S": "5",
             "JUDGE_RETRY_BASE_S": "0.01", "JUDGE_RETRY_MAX_S": "0.05", "JUDGE_FAILED_RETRY_S": "0.3"}
 
 
@@ -44,7 +46,9 @@ def fault_on_marker(kind: str):
 
 
 @pytest.mark.parametrize("kind", ["429", "500", "503", "timeout", "drop"])
-def test_transient_faults_end_in_a_finished_evaluation(client, judge_server, kind):
+def test_transient_faults_end_in_a_finished_evaluation(make_app, judge_env, judge_server, kind):
+    timeout = {"JUDGE_TIMEOUT_S": "0.5"} if kind == "timeout" else {}  # a hang of 2 s is then a timeout
+    client = make_app({**judge_env, **timeout}).test_client()
     judge_server.retry_after_s = 0.05
     judge_server.hang_s = 2.0
     judge_server.fail_next(2, kind)
