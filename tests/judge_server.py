@@ -37,7 +37,7 @@ Knobs (safe to set from the test thread while requests are served):
                     substring of the reply under judgment, or a callable(request) -> bool) only
                     requests that match count
     fail_always(kind)   every chat request gets `kind` (None to turn off)
-    fail_for(seconds, kind)  an outage: every chat request of the next `seconds` gets `kind`, then none
+    fail_for(seconds, kind)  an outage: every chat request of the `seconds` from the next one gets `kind`, then none
     fail_fraction(p, kind, once_per_prompt=True)  a share p of the distinct prompts (chosen by a hash
                     of the messages, so deterministic) get `kind`; once_per_prompt: only their first
                     request, so a retry succeeds
@@ -634,7 +634,7 @@ class JudgeServer:
             self._faults: deque[str] = deque()
             self._targeted: list[list] = []  # [remaining, kind, match]
             self._always: str | None = None
-            self._outage: tuple[float, str] | None = None  # (monotonic end, kind)
+            self._outage: tuple[float | None, float, str] | None = None  # (monotonic end once begun, seconds, kind)
             self.answered: dict[str, int] = {}
             self._fraction: tuple[float, str, bool] | None = None
             self._fraction_failed: set[str] = set()
@@ -673,10 +673,11 @@ class JudgeServer:
             self._fraction_failed.clear()
 
     def fail_for(self, seconds: float, kind: str) -> None:
-        """An outage: give every chat request of the next `seconds` the fault `kind`."""
+        """An outage: give every chat request of the `seconds` from the next one the fault `kind` (timed from that
+        request, not from now: on a loaded machine the caller's first request may come late)."""
         _check_kind(kind)
         with self._lock:
-            self._outage = (time.monotonic() + seconds, kind)
+            self._outage = (None, seconds, kind)
 
     def fail_always(self, kind: str | None) -> None:
         """Give every chat request the fault `kind`; None turns it off."""
@@ -710,8 +711,13 @@ class JudgeServer:
                 fault = self._faults.popleft()
             if fault is None:
                 fault = self._fraction_fault(request)
-            if fault is None and self._outage and time.monotonic() < self._outage[0]:
-                fault = self._outage[1]
+            if fault is None and self._outage:
+                end, seconds, kind = self._outage
+                if end is None:
+                    end = time.monotonic() + seconds
+                    self._outage = (end, seconds, kind)
+                if time.monotonic() < end:
+                    fault = kind
             if fault is None:
                 fault = self._always
             if fault is not None:

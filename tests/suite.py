@@ -1,6 +1,6 @@
 """What a test session does around the tests, as a pytest plugin (tests/conftest.py loads it): installs the browser
 audits' npm packages when they are missing, keeps the product's compiled modules for every process the tests start,
-starts the slowest modules first, turns a skip into a failure when the CI variable is set, and fails the run when it
+turns a skip into a failure when the CI variable is set, and fails the run when it
 changed a file that git sees in the work tree.
 
 Under pytest-xdist (pyproject.toml's addopts: four workers, each module on one worker) the installing and the work
@@ -26,21 +26,6 @@ NODE_FOLDERS = {ROOT: Path("node_modules/axe-core/axe.min.js"),
                 ROOT / "vendor" / "plotly-bundle": Path("node_modules/esbuild/package.json")}
 NPM_CI = ("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
 NPM_TIMEOUT_S = 600
-# The modules that take longest, longest first (wall time per module on four workers on two cores), started first: a
-# worker that drew one of them last would run alone at the end of the session.
-SLOW_FIRST = ("tests/web/test_accessibility.py", "tests/test_bench_scripts.py", "tests/test_tooling.py",
-              "tests/web/test_browser.py",
-              "tests/pipeline/test_celery.py", "tests/web/test_openapi.py", "tests/pipeline/test_job_backends.py",
-              "tests/test_client.py", "tests/test_docs_commands.py", "tests/pipeline/test_multi_machine.py",
-              "tests/test_ci_workflow.py", "tests/kinds/dialogue/test_rubric_results.py",
-              "tests/simulate/test_celery_simulation.py", "tests/web/test_simulation_browser.py",
-              "tests/pipeline/test_evaluation_faults.py", "tests/web/test_paired.py", "tests/storage/test_storage.py",
-              "tests/web/test_paired_figures.py", "tests/kinds/dialogue/test_imported_scores.py",
-              "tests/web/test_chart_layout.py", "tests/judge/test_judge_budget.py", "tests/test_docs_rubrics.py",
-              "tests/web/test_rubric_browser.py", "tests/pipeline/test_resume.py",
-              "tests/kinds/conversation/test_people_labels.py", "tests/kinds/test_installed_kind.py",
-              "tests/web/test_browser_colours.py", "tests/test_docs_team.py", "tests/storage/test_shared_state.py",
-              "tests/web/test_cli.py", "tests/web/test_labelling_browser.py")
 # Where every process of the run keeps the bytecode of what it imports (Python's PYTHONPYCACHEPREFIX), in the temporary
 # folder: the hundreds of `flask`, worker and server processes the tests start compile the product once, not each.
 BYTECODE = Path(tempfile.gettempdir()) / f"psb-test-bytecode-{os.getuid()}"
@@ -117,12 +102,6 @@ def worktree_state(root: Path = ROOT) -> dict[str, str] | None:
     return state
 
 
-def slow_first(items: list[pytest.Item], slow: tuple[str, ...] = SLOW_FIRST) -> None:
-    """Reorder `items` in place: the modules of `slow` first, in its order, then the others as collected."""
-    rank = {path: k for k, path in enumerate(slow)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
-
-
 def changed_files(before: dict[str, str], after: dict[str, str]) -> list[str]:
     """The files whose state differs between two `worktree_state`s."""
     return sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
@@ -141,11 +120,6 @@ def pytest_configure(config: pytest.Config) -> None:
         sys.dont_write_bytecode, sys.pycache_prefix = False, str(BYTECODE)  # this process too
         config.stash[_install] = install_node_tools(config)
         config.stash[_before] = worktree_state()
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # Every xdist worker collects and sorts alike (the controller checks that they agree).
-    slow_first(items)
 
 
 @pytest.hookimpl(trylast=True)

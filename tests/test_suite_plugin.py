@@ -1,12 +1,11 @@
 """The test session's own plugin (tests/suite.py): a skip fails while CI is set, a changed file of the work tree is
-named, the slowest modules start first, and only missing npm packages are installed."""
+named, and only missing npm packages are installed."""
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -16,7 +15,6 @@ from tests.suite import (
     changed_files,
     keep_bytecode,
     missing_node_folders,
-    slow_first,
     worktree_state,
 )
 
@@ -68,21 +66,6 @@ def test_the_work_tree_check_names_changed_new_and_deleted_files_but_not_ignored
     assert changed_files(before, worktree_state(tmp_path)) == ["already-new.txt", "changed.txt", "deleted.txt",
                                                                "new.txt"]
     assert worktree_state(Path("/")) is None  # not a git work tree
-
-
-def test_the_slowest_modules_come_first_and_the_others_keep_their_order():
-    names = ["tests/a.py::t1", "tests/slow2.py::t", "tests/b.py::t", "tests/slow1.py::t1", "tests/slow1.py::t2",
-             "tests/a.py::t2"]
-    items = [SimpleNamespace(nodeid=name) for name in names]
-    slow_first(items, ("tests/slow1.py", "tests/slow2.py"))
-    assert [item.nodeid for item in items] == ["tests/slow1.py::t1", "tests/slow1.py::t2", "tests/slow2.py::t",
-                                               "tests/a.py::t1", "tests/b.py::t", "tests/a.py::t2"]
-
-
-def test_every_slow_module_exists():
-    from tests.suite import SLOW_FIRST
-
-    assert [path for path in SLOW_FIRST if not (ROOT / path).is_file()] == []
 
 
 def test_npm_ci_runs_only_where_the_packages_are_missing(tmp_path):

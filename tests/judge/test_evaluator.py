@@ -796,8 +796,9 @@ def test_run_consumes_items_lazily(judge_server):
     with make_judge(judge_server, concurrency=4) as judge:
         stream = judge.run(source())
         next(stream)
-        # the workers, plus one refill of those that ended in the first wave (at most `concurrency` calls)
-        assert pulled <= judge.workers + judge.config.concurrency
+        # the workers, plus one refill of those that ended before the first answer was yielded: at most all of them
+        # (on a loaded machine several rounds of `concurrency` calls may end and be kept before the consumer runs)
+        assert pulled <= 2 * judge.workers
         stream.close()
 
 

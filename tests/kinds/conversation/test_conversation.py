@@ -4,7 +4,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import time
 import zipfile
 from collections import Counter
 from pathlib import Path
@@ -150,7 +149,8 @@ def test_array_and_jsonl_forms():
 
 
 @needs_data
-def test_large_zip_imports_quickly():
+def test_a_4000_file_zip_imports_whole():
+    # its speed against the bare unzip-and-parse is bench/bench_conversation.py's target, not a bound here
     files = [(f.relative_to(SAMPLE), f.read_bytes()) for f in sample_files()]
     members = {}
     i = 0
@@ -158,13 +158,8 @@ def test_large_zip_imports_quickly():
         rel, data = files[i % len(files)]
         members[(rel.parent / f"{i}.json").as_posix()] = data
         i += 1
-    buf = make_zip(members)
-    start = time.perf_counter()
-    report, convs = read(buf, "big.zip")
-    elapsed = time.perf_counter() - start
-    print(f"4000-file ZIP read in {elapsed:.2f} s")
+    report, convs = read(make_zip(members), "big.zip")
     assert report.ok and len(convs) == 4000
-    assert elapsed < 10
 
 
 # --- labels --------------------------------------------------------------------------------------
