@@ -218,10 +218,17 @@ def test_the_cli_section_runs_as_written(tmp_path, judge_server):
 
 
 def test_the_api_compare_example_runs_as_written(tmp_path, judge_server):
-    upload, start, status = (c.replace("curl ", "curl -sS ", 1) for c in commands(DOCS / "api.md", "API")[:3])
+    # the page's first three commands, as a user types them (only -sS and the server's address are changed to run them)
+    documented = commands(DOCS / "api.md", "API")[:3]
+    assert documented == [
+        "curl -F file=@sample_data.jsonl http://127.0.0.1:5000/api/uploads",
+        "curl -H 'Content-Type: application/json' -d '{\"upload_id\": \"<id>\"}' http://127.0.0.1:5000/api/evaluations",
+        "curl http://127.0.0.1:5000/api/evaluations/<evaluation id>"]
+    upload, start, status = (c.replace("curl ", "curl -sS ", 1) for c in documented)
     [compare] = commands(DOCS / "api.md", "Paired differences of runs")
     assert compare == "curl 'http://127.0.0.1:5000/api/compare?ids=<evaluation id>&ids=<other id>&baseline=<evaluation id>'"
     [contract] = commands(DOCS / "api.md", "The contract: `/api/openapi.json`")
+    assert contract == "curl http://127.0.0.1:5000/api/openapi.json"
     port = free_port()
     env = _environment(tmp_path, PORT=str(port), JUDGE_BASE_URL=judge_server.url, JUDGE_API_KEY="sk-test",
                        JUDGE_MODEL="judge-test")
