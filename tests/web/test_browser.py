@@ -847,7 +847,8 @@ def test_the_policy_blocks_inline_script_and_eval_and_the_guard_sees_it(page, se
     response = page.goto(f"{server.url}/evaluations/{sample_evaluation}")
     assert "script-src 'self';" in response.headers["content-security-policy"]
     wait_for_charts(page)  # Plotly drew every chart under the policy, with no violation (checked by conftest)
-    page.get_by_role("button", name="Create share link").click()
+    with page.expect_navigation(wait_until="load"):  # the page's scripts, its focus handler among them, have run
+        page.get_by_role("button", name="Create share link").click()
     link = page.locator("#share input[readonly]").first
     link.focus()  # the share panel's field selects its address (static/js/result.js, no inline handler)
     assert page.evaluate("() => { const i = document.activeElement; return i.selectionEnd - i.selectionStart; }") \
