@@ -45,6 +45,9 @@ log = logging.getLogger(__name__)
 DEFAULT_QUEUE = "personasteer"
 DEFAULT_VISIBILITY_TIMEOUT = 3600
 DEFAULT_SWEEP_S = 20.0  # CELERY_SWEEP_S: between two sweeps for jobs whose tasks were lost
+# A step's lease (renewed every third of it while its worker lives): how long a killed worker's block keeps its
+# sessions from the sweep. Shorter than the visibility timeout, so that a task Redis hands out again finds it expired.
+LEASE_S = 15.0
 ALIVE_S = 30  # workers keep a key alive this long (renewed every ALIVE_S / 3): "a deployment is running"
 STEPS = ("plan", "block", "finish")
 TASKS = {  # the task names of the job types that had them before there were job types
@@ -92,6 +95,11 @@ def sweep_interval(config: Mapping[str, Any]) -> float:
 def visibility_timeout(config: Mapping[str, Any]) -> float:
     """Seconds after which the broker hands a task that was not acknowledged (its worker died) to another worker."""
     return _seconds(config, "CELERY_VISIBILITY_TIMEOUT", DEFAULT_VISIBILITY_TIMEOUT)
+
+
+def lease_seconds(config: Mapping[str, Any]) -> float:
+    """How long a step's lease lasts: LEASE_S, or half the visibility timeout when that is shorter (2 s at least)."""
+    return max(2.0, min(LEASE_S, visibility_timeout(config) / 2))
 
 
 def celery_config(config: Mapping[str, Any], broker_url: str) -> dict:
@@ -266,7 +274,7 @@ def init_app(app: Flask, broker_url: str, store: Store) -> Workers:
     setattr(celery, "Worker", _unique_node_names(celery.Worker))
     workers = Workers(
         celery, redis.Redis.from_url(app.config["CELERY"]["broker_url"]), store,
-        lease_s=max(2.0, min(60.0, visibility_timeout(app.config) / 2)), sweep_s=sweep_interval(app.config),
+        lease_s=lease_seconds(app.config), sweep_s=sweep_interval(app.config),
         requeue_on_start=str(_setting(app.config, "CELERY_REQUEUE_ON_START", "1")).lower() not in (
             "0", "false", "no", "off"))
     _deployments[celery] = workers

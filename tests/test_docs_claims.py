@@ -318,3 +318,12 @@ def test_the_readme_lists_each_page_of_the_manual_once():
     listed = re.findall(r"\]\(docs/([\w-]+\.md)\)", section(README, "Documentation"))  # a page, not one of its parts
     pages = sorted(page.name for page in DOCS.glob("*.md"))
     assert sorted(listed) == pages, {page: listed.count(page) for page in pages if listed.count(page) != 1}
+
+
+def test_the_team_page_gives_a_blocks_lease_and_its_renewal_as_the_code_has_them():
+    from pipeline.celery_tasks import DEFAULT_VISIBILITY_TIMEOUT, LEASE_S, lease_seconds
+
+    assert lease_seconds({}) == LEASE_S < DEFAULT_VISIBILITY_TIMEOUT / 2  # under the default visibility timeout
+    said = f"({LEASE_S:.0f} s, renewed every {LEASE_S / 3:.0f} s: a killed worker's block is free again within " \
+           f"{LEASE_S:.0f} s)"
+    assert said in " ".join(_text(DOCS / "team-deployment.md").split())
