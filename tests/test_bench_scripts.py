@@ -33,7 +33,7 @@ SMALL_RUNS = (
     "python bench/bench_behaviour.py --files 60",
     "python bench/bench_judge_budget.py --processes 2 --items 50 --repeat 1",
     "python bench/bench_celery.py --judgments 100 --storage s3",
-    "python bench/bench_lighthouse.py --sessions 20 --pages agentbench --runs 1",
+    "python bench/bench_lighthouse.py --sessions 20 --pages agentbench --runs 1 --form-factors desktop",
     "python bench/bench_run_cost.py --sizes 40,80 --repeat 1 --startup-runs 1 --celery-judgments 40",
     "python bench/bench_runs_list.py --runs 300 --requests 10",
     "python bench/bench_live_results.py --sessions 10 --pages 2 --repeat 1",

@@ -25,7 +25,7 @@ import urllib.request
 import pytest
 
 from simulate.personas import BUILTIN as BUILTIN_PERSONAS
-from tests.browser_support import CHROMIUM, SAMPLE, DashboardServer, axe_violations, new_context, require_axe
+from tests.browser_support import CHROMIUM, SAMPLE, DashboardServer, axe_violations, new_context, require_axe, tab
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Chromium not found at {CHROMIUM}")
 
@@ -289,7 +289,7 @@ def open_in(contexts, server, pages, name: str, language: str, request=None):  #
     if name not in pages:
         pytest.skip("its sample data (Human-vs-Agent, DailyMobility) is not in ../shared/data")
     address = pages[name] if pages[name].startswith("file:") else server.url + pages[name]
-    page = contexts[language].new_page()
+    page = tab(contexts[language])
     page.set_viewport_size({"width": WIDTHS[0], "height": 900})
     response = page.goto(address)
     expected = 404 if name == "not found" else 200
@@ -316,10 +316,7 @@ def audit(page, name: str, language: str) -> None:
 def test_page_has_no_serious_violation_and_nothing_clipped(contexts, server, pages, name, language,  # noqa: F811
                                                            request):
     page = open_in(contexts, server, pages, name, language, request)
-    try:
-        audit(page, name, language)
-    finally:
-        page.close()
+    audit(page, name, language)
 
 
 @pytest.fixture(scope="module")
@@ -359,17 +356,14 @@ def running_evaluation(server, judge):  # noqa: F811
 def test_a_running_result_with_its_live_view_has_no_serious_violation_and_nothing_clipped(contexts, server,  # noqa: F811
                                                                                         running_evaluation, language):
     require_axe()
-    page = contexts[language].new_page()
+    page = tab(contexts[language])
     page.set_viewport_size({"width": WIDTHS[0], "height": 900})
-    try:
-        response = page.goto(f"{server.url}/evaluations/{running_evaluation}")
-        assert response is not None and response.status == 200
-        page.locator("#live .status-partial").wait_for()
-        page.locator("#live-chart-al .main-svg").first.wait_for(state="attached")
-        assert page.locator("#progress progress").is_visible()
-        audit(page, "running result", language)
-    finally:
-        page.close()
+    response = page.goto(f"{server.url}/evaluations/{running_evaluation}")
+    assert response is not None and response.status == 200
+    page.locator("#live .status-partial").wait_for()
+    page.locator("#live-chart-al .main-svg").first.wait_for(state="attached")
+    assert page.locator("#progress progress").is_visible()
+    audit(page, "running result", language)
 
 
 def calibrated_evaluation(server) -> str:
@@ -428,30 +422,24 @@ def calibrated_pages(server, tmp_path_factory) -> dict[str, str]:  # noqa: F811
 def test_a_result_calibrated_to_people_has_no_serious_violation_and_nothing_clipped(contexts, server,  # noqa: F811
                                                                                      calibrated_pages, name, language):
     page = open_in(contexts, server, calibrated_pages, name, language)
-    try:
-        # what is audited: the calibrated rows, the warnings, the paired differences and the calibrated curves
-        assert page.locator("tr.calibrated-row").count() == 6 and page.locator("#calibration-warnings li").count() == 2
-        assert page.locator("#calibrated-differences tbody tr").count() == 6
-        page.locator("#chart-al").scroll_into_view_if_needed()  # charts are drawn as they come into view
-        page.wait_for_selector("#chart-al .scatterlayer .trace")
-        # each method's band (one filled outline) and curve, and the calibrated curves of Base and PersonaSteer
-        assert page.locator("#chart-al .scatterlayer .trace").count() == 3 + 3 + 2
-        audit(page, name, language)
-    finally:
-        page.close()
+    # what is audited: the calibrated rows, the warnings, the paired differences and the calibrated curves
+    assert page.locator("tr.calibrated-row").count() == 6 and page.locator("#calibration-warnings li").count() == 2
+    assert page.locator("#calibrated-differences tbody tr").count() == 6
+    page.locator("#chart-al").scroll_into_view_if_needed()  # charts are drawn as they come into view
+    page.wait_for_selector("#chart-al .scatterlayer .trace")
+    # each method's band (one filled outline) and curve, and the calibrated curves of Base and PersonaSteer
+    assert page.locator("#chart-al .scatterlayer .trace").count() == 3 + 3 + 2
+    audit(page, name, language)
 
 
 def test_clipping_check_sees_a_clipped_cell_and_spares_a_scrolled_one(contexts):
-    page = contexts["en"].new_page()
-    try:
-        page.set_content('<table><tr><td id="a" style="max-width:40px;overflow:hidden;white-space:nowrap">'
-                         'a rather long piece of text</td></tr></table>'
-                         '<div style="overflow-x:auto;width:60px"><table><tr><td id="b" style="max-width:40px;'
-                         'overflow:hidden;white-space:nowrap">another long piece of text</td></tr></table></div>')
-        found = page.evaluate(CLIPPED)
-        assert len(found) == 1 and found[0].startswith('td#a "a rather long piece of text"'), found
-    finally:
-        page.close()
+    page = tab(contexts["en"])
+    page.set_content('<table><tr><td id="a" style="max-width:40px;overflow:hidden;white-space:nowrap">'
+                     'a rather long piece of text</td></tr></table>'
+                     '<div style="overflow-x:auto;width:60px"><table><tr><td id="b" style="max-width:40px;'
+                     'overflow:hidden;white-space:nowrap">another long piece of text</td></tr></table></div>')
+    found = page.evaluate(CLIPPED)
+    assert len(found) == 1 and found[0].startswith('td#a "a rather long piece of text"'), found
 
 
 FOCUS = """() => { const el = document.activeElement, style = getComputedStyle(el);
@@ -463,38 +451,32 @@ FOCUS = """() => { const el = document.activeElement, style = getComputedStyle(e
 
 def test_keyboard_reaches_chips_column_chooser_and_scroll_regions_with_a_visible_focus(contexts, server, pages):
     page = open_in(contexts, server, pages, "result", "en")
-    try:
-        seen = []
-        for _ in range(200):
-            page.keyboard.press("Tab")
-            if (focused := page.evaluate(FOCUS))["tag"] == "body":  # past the last one: the browser's own UI
-                break
-            seen.append(focused)
-        assert all(f["outlined"] for f in seen), [f for f in seen if not f["outlined"]][:5]
-        assert any("chip" in f["cls"] for f in seen), "no method chip took the focus"
-        assert any(f["role"] == "region" and "scroll" in f["cls"] and f["label"] for f in seen), \
-            "no labelled scroll region took the focus"
-        assert any(f["tag"] == "summary" and "Columns" in f["text"] for f in seen), "the column chooser is unreachable"
-    finally:
-        page.close()
+    seen = []
+    for _ in range(200):
+        page.keyboard.press("Tab")
+        if (focused := page.evaluate(FOCUS))["tag"] == "body":  # past the last one: the browser's own UI
+            break
+        seen.append(focused)
+    assert all(f["outlined"] for f in seen), [f for f in seen if not f["outlined"]][:5]
+    assert any("chip" in f["cls"] for f in seen), "no method chip took the focus"
+    assert any(f["role"] == "region" and "scroll" in f["cls"] and f["label"] for f in seen), \
+        "no labelled scroll region took the focus"
+    assert any(f["tag"] == "summary" and "Columns" in f["text"] for f in seen), "the column chooser is unreachable"
 
 
 
 def test_column_chooser_hides_a_metric_column_and_keeps_it_in_the_address(contexts, server, pages):
     page = open_in(contexts, server, pages, "result", "en")
-    try:
-        methods = page.locator(".card", has=page.get_by_role("heading", name="Methods", exact=True))
-        assert "Slope" in methods.locator("thead").inner_text()
-        page.locator(".column-chooser summary").click()
-        page.locator(".column-chooser input[value=slope]").uncheck()
-        page.locator(".column-chooser").get_by_role("button", name="Apply").click()
-        page.wait_for_load_state("networkidle")
-        assert "cols=" in page.url and "slope" not in page.url, page.url
-        assert "Slope" not in methods.locator("thead").inner_text()
-        assert "AVG" in methods.locator("thead").inner_text()
-        assert not page.locator(".column-chooser input[value=slope]").is_checked()
-        page.locator(".chip").first.click()  # hiding a method keeps the columns chosen
-        page.wait_for_load_state("networkidle")
-        assert "methods=" in page.url and "cols=" in page.url, page.url
-    finally:
-        page.close()
+    methods = page.locator(".card", has=page.get_by_role("heading", name="Methods", exact=True))
+    assert "Slope" in methods.locator("thead").inner_text()
+    page.locator(".column-chooser summary").click()
+    page.locator(".column-chooser input[value=slope]").uncheck()
+    page.locator(".column-chooser").get_by_role("button", name="Apply").click()
+    page.wait_for_load_state("networkidle")
+    assert "cols=" in page.url and "slope" not in page.url, page.url
+    assert "Slope" not in methods.locator("thead").inner_text()
+    assert "AVG" in methods.locator("thead").inner_text()
+    assert not page.locator(".column-chooser input[value=slope]").is_checked()
+    page.locator(".chip").first.click()  # hiding a method keeps the columns chosen
+    page.wait_for_load_state("networkidle")
+    assert "methods=" in page.url and "cols=" in page.url, page.url

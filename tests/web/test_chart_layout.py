@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_support import CHROMIUM
+from tests.browser_support import CHROMIUM, tab
 from tests.conftest import jsonl, session_line
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Chromium not found at {CHROMIUM}")
@@ -48,6 +48,21 @@ def chart_pages(server, judge) -> dict[str, str]:  # noqa: F811
     return found
 
 
+@pytest.fixture(scope="module")
+def window(browser):  # noqa: F811
+    """One browser context for the module's pages (they need no state of their own)."""
+    context = browser.new_context(viewport={"width": WIDTHS[0], "height": 900})
+    yield context
+    context.close()
+
+
+def opened(context):
+    """The context's page (see tab), at the first width."""
+    page = tab(context)
+    page.set_viewport_size({"width": WIDTHS[0], "height": 900})
+    return page
+
+
 def chart_problems(page) -> list[str]:
     """Draw every chart of the page (scrolling each into view) and return what the probe finds wrong."""
     problems = []
@@ -60,50 +75,42 @@ def chart_problems(page) -> list[str]:
 
 @pytest.mark.parametrize("name", ["dialogue result", "dialogue compare", "dialogue leaderboard", "agentbench result",
                                   "agentbench compare", "mobility result", "mobility compare", "conversation result"])
-def test_charts_fit_and_nothing_covers_their_labels(browser, server, chart_pages, name):  # noqa: F811
+def test_charts_fit_and_nothing_covers_their_labels(window, server, chart_pages, name):  # noqa: F811
     if name not in chart_pages:
         pytest.skip("its sample data (DailyMobility, Human-vs-Agent) is not in ../shared/data")
-    context = browser.new_context(viewport={"width": WIDTHS[0], "height": 900})
-    try:
-        page = context.new_page()
-        page.goto(server.url + chart_pages[name])
-        found = []
-        for width in WIDTHS:
-            page.set_viewport_size({"width": width, "height": 900})
-            page.wait_for_timeout(300)  # Plotly redraws responsive charts on the resize event
-            found += [f"{width} px: {p}" for p in chart_problems(page)]
-        page.set_viewport_size({"width": WIDTHS[0], "height": 900})  # shrunk back after a wide window
-        page.wait_for_timeout(300)
-        found += [f"back to {WIDTHS[0]} px: {p}" for p in chart_problems(page)]
-    finally:
-        context.close()
+    page = opened(window)
+    page.goto(server.url + chart_pages[name])
+    found = []
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(300)  # Plotly redraws responsive charts on the resize event
+        found += [f"{width} px: {p}" for p in chart_problems(page)]
+    page.set_viewport_size({"width": WIDTHS[0], "height": 900})  # shrunk back after a wide window
+    page.wait_for_timeout(300)
+    found += [f"back to {WIDTHS[0]} px: {p}" for p in chart_problems(page)]
     assert not found, f"{name} ({chart_pages[name]}):\n" + "\n".join(dict.fromkeys(found))
 
 
-def test_the_six_method_radar_is_outlines_with_a_labelled_legend_that_toggles_each_method(browser, server,  # noqa: F811
+def test_the_six_method_radar_is_outlines_with_a_labelled_legend_that_toggles_each_method(window, server,  # noqa: F811
                                                                                           chart_pages):
     """Six methods on the dimensions' radar: each an outline (the probe above fails a filled one), the legend below
     it titled with what a click does, and a click on a method's entry hides its outline, a second shows it again."""
-    context = browser.new_context(viewport={"width": WIDTHS[0], "height": 900})
-    try:
-        page = context.new_page()
-        page.goto(server.url + chart_pages["dialogue result"])
-        radar = page.locator("#chart-radar")
-        radar.scroll_into_view_if_needed()
-        radar.locator("svg.main-svg").first.wait_for(state="attached")
-        assert radar.locator(".legendtitletext").text_content() == "Click a name to hide or show it"
-        assert radar.locator(".legendtext").all_text_contents() == list(METHODS)
-        assert radar.evaluate("gd => gd.data.map(t => [t.mode, t.fill || 'none'])") == [["lines+markers", "none"]] * 6
-        outlines = radar.locator(".polarlayer .trace")
-        assert outlines.count() == 6
-        radar.locator(".legend .traces").nth(2).click()  # RAG
-        page.wait_for_function("() => document.querySelector('#chart-radar').data[2].visible === 'legendonly'")
-        assert radar.evaluate("gd => gd.data.map(t => t.visible === 'legendonly')") == [False, False, True, False,
-                                                                                        False, False]
-        radar.locator(".legend .traces").nth(2).click()
-        page.wait_for_function("() => document.querySelector('#chart-radar').data[2].visible === true")
-    finally:
-        context.close()
+    page = opened(window)
+    page.goto(server.url + chart_pages["dialogue result"])
+    radar = page.locator("#chart-radar")
+    radar.scroll_into_view_if_needed()
+    radar.locator("svg.main-svg").first.wait_for(state="attached")
+    assert radar.locator(".legendtitletext").text_content() == "Click a name to hide or show it"
+    assert radar.locator(".legendtext").all_text_contents() == list(METHODS)
+    assert radar.evaluate("gd => gd.data.map(t => [t.mode, t.fill || 'none'])") == [["lines+markers", "none"]] * 6
+    outlines = radar.locator(".polarlayer .trace")
+    assert outlines.count() == 6
+    radar.locator(".legend .traces").nth(2).click()  # RAG
+    page.wait_for_function("() => document.querySelector('#chart-radar').data[2].visible === 'legendonly'")
+    assert radar.evaluate("gd => gd.data.map(t => t.visible === 'legendonly')") == [False, False, True, False,
+                                                                                    False, False]
+    radar.locator(".legend .traces").nth(2).click()
+    page.wait_for_function("() => document.querySelector('#chart-radar').data[2].visible === true")
 
 
 # Each column heading of a result table whose cells below it are aligned one way (numbers to the right) and the
@@ -137,15 +144,11 @@ MISALIGNED_HEADINGS = """() => {
 
 @pytest.mark.parametrize("name", ["dialogue result", "dialogue compare", "agentbench result", "agentbench compare",
                                   "mobility result", "mobility compare", "conversation result"])
-def test_result_table_headings_are_aligned_like_their_numbers(browser, server, chart_pages, name):  # noqa: F811
+def test_result_table_headings_are_aligned_like_their_numbers(window, server, chart_pages, name):  # noqa: F811
     if name not in chart_pages:
         pytest.skip("its sample data (DailyMobility, Human-vs-Agent) is not in ../shared/data")
-    context = browser.new_context(viewport={"width": WIDTHS[0], "height": 900})
-    try:
-        page = context.new_page()
-        page.goto(server.url + chart_pages[name])
-        assert page.locator("table.metrics").count() > 0
-        found = page.evaluate(MISALIGNED_HEADINGS)
-        assert found == [], "\n".join(found)
-    finally:
-        context.close()
+    page = opened(window)
+    page.goto(server.url + chart_pages[name])
+    assert page.locator("table.metrics").count() > 0
+    found = page.evaluate(MISALIGNED_HEADINGS)
+    assert found == [], "\n".join(found)
