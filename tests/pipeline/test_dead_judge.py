@@ -136,13 +136,13 @@ def test_a_key_refused_in_the_middle_of_a_run_stops_it(make_app, judge_server):
 def test_passing_faults_at_the_start_do_not_stop_the_run(make_app, judge_server, kind):
     # the probe and the next calls meet a passing fault (fewer drops in a row than the breaker waits for): retried
     judge_server.retry_after_s = 0.05
-    judge_server.hang_s = 2.0
+    judge_server.hang_s = 6.0
     judge_server.fail_next(CONNECTION_FAILURES - 1, kind)
     client = make_app({"JUDGE_BASE_URL": judge_server.url, "JUDGE_API_KEY": "sk-test", "JUDGE_MODEL": "judge-test",
                        "JUDGE_MAX_RETRIES": "5", "JUDGE_RETRY_BASE_S": "0.01", "JUDGE_RETRY_MAX_S": "0.05",
-                       # a hang of 2 s is a timeout; the other faults get a timeout that a loaded machine's pauses
-                       # never reach, since the requests are counted on both sides
-                       "JUDGE_TIMEOUT_S": "0.5" if kind == "timeout" else "5"}).test_client()
+                       # a hang of 6 s is a timeout (2 s: at 0.5 s a loaded machine's pauses timed out ordinary
+                       # calls too); the other faults get 5 s, since the requests are counted on both sides
+                       "JUDGE_TIMEOUT_S": "2" if kind == "timeout" else "5"}).test_client()
     body = wait_for(client, start(client, jsonl(session_line("p1", 2))))
     assert body["status"] == "done", body
     assert (body["progress"]["done"], body["progress"]["failed"]) == (8, 0)
