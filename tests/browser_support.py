@@ -164,10 +164,12 @@ def new_context(browser, locale: str = "en-US", **options):
 
 
 def tab(context):
-    """The context's open page (one made on first use), for tests that each navigate it in turn: a result page with
-    charts cost Chromium 2.5 s of CPU in a new page (a new renderer, which compiles Plotly afresh) against 1.0 s in a
-    page that had loaded it before."""
-    return next((page for page in context.pages if not page.is_closed()), None) or context.new_page()
+    """The context's open page (one made on first use) at VIEWPORT's size again, for tests that each navigate it in
+    turn: a result page with charts cost Chromium 2.5 s of CPU in a new page (a new renderer, which compiles Plotly
+    afresh) against 1.0 s in a page that had loaded it before."""
+    page = next((page for page in context.pages if not page.is_closed()), None) or context.new_page()
+    page.set_viewport_size(VIEWPORT)  # the last test may have left it at another width
+    return page
 
 
 def check_csp_violations() -> None:

@@ -290,7 +290,6 @@ def open_in(contexts, server, pages, name: str, language: str, request=None):  #
         pytest.skip("its sample data (Human-vs-Agent, DailyMobility) is not in ../shared/data")
     address = pages[name] if pages[name].startswith("file:") else server.url + pages[name]
     page = tab(contexts[language])
-    page.set_viewport_size({"width": WIDTHS[0], "height": 900})
     response = page.goto(address)
     expected = 404 if name == "not found" else 200
     assert response is not None and response.status == expected, (address, response and response.status)
@@ -357,7 +356,6 @@ def test_a_running_result_with_its_live_view_has_no_serious_violation_and_nothin
                                                                                         running_evaluation, language):
     require_axe()
     page = tab(contexts[language])
-    page.set_viewport_size({"width": WIDTHS[0], "height": 900})
     response = page.goto(f"{server.url}/evaluations/{running_evaluation}")
     assert response is not None and response.status == 200
     page.locator("#live .status-partial").wait_for()

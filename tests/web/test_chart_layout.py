@@ -56,13 +56,6 @@ def window(browser):  # noqa: F811
     context.close()
 
 
-def opened(context):
-    """The context's page (see tab), at the first width."""
-    page = tab(context)
-    page.set_viewport_size({"width": WIDTHS[0], "height": 900})
-    return page
-
-
 def chart_problems(page) -> list[str]:
     """Draw every chart of the page (scrolling each into view) and return what the probe finds wrong."""
     problems = []
@@ -78,7 +71,7 @@ def chart_problems(page) -> list[str]:
 def test_charts_fit_and_nothing_covers_their_labels(window, server, chart_pages, name):  # noqa: F811
     if name not in chart_pages:
         pytest.skip("its sample data (DailyMobility, Human-vs-Agent) is not in ../shared/data")
-    page = opened(window)
+    page = tab(window)
     page.goto(server.url + chart_pages[name])
     found = []
     for width in WIDTHS:
@@ -95,7 +88,7 @@ def test_the_six_method_radar_is_outlines_with_a_labelled_legend_that_toggles_ea
                                                                                           chart_pages):
     """Six methods on the dimensions' radar: each an outline (the probe above fails a filled one), the legend below
     it titled with what a click does, and a click on a method's entry hides its outline, a second shows it again."""
-    page = opened(window)
+    page = tab(window)
     page.goto(server.url + chart_pages["dialogue result"])
     radar = page.locator("#chart-radar")
     radar.scroll_into_view_if_needed()
@@ -147,7 +140,7 @@ MISALIGNED_HEADINGS = """() => {
 def test_result_table_headings_are_aligned_like_their_numbers(window, server, chart_pages, name):  # noqa: F811
     if name not in chart_pages:
         pytest.skip("its sample data (DailyMobility, Human-vs-Agent) is not in ../shared/data")
-    page = opened(window)
+    page = tab(window)
     page.goto(server.url + chart_pages[name])
     assert page.locator("table.metrics").count() > 0
     found = page.evaluate(MISALIGNED_HEADINGS)
