@@ -30,7 +30,7 @@ from tests.browser_support import CHROMIUM, SAMPLE, DashboardServer, axe_violati
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Chromium not found at {CHROMIUM}")
 
 if CHROMIUM.exists():
-    from tests.web.test_browser import browser, judge, mobility_evaluation, sample_evaluation, server  # noqa: F401
+    from tests.web.test_browser import judge, mobility_evaluation, sample_evaluation, server  # noqa: F401
 
 LANGUAGES = ("en", "zh", "ko")
 WIDTHS = (1280, 1440, 1920)
@@ -234,7 +234,7 @@ def _agentbench_upload() -> tuple[bytes, str]:
 
 
 @pytest.fixture(scope="module")
-def contexts(browser):  # noqa: F811
+def contexts(browser):
     """One browser context per language, reused by every page (its Accept-Language picks the language)."""
     made = {language: new_context(browser, locale=language, extra_http_headers={"Accept-Language": language})
             for language in LANGUAGES}
@@ -262,7 +262,7 @@ def accounts_server(tmp_path_factory, judge):  # noqa: F811
 
 
 @pytest.fixture(scope="module")
-def signed_in(browser, accounts_server):  # noqa: F811
+def signed_in(browser, accounts_server):
     """Per language, a context signed in as `ada` on the server with accounts on."""
     made = {}
     for language in LANGUAGES:

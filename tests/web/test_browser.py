@@ -1,8 +1,9 @@
 """Real-browser tests of the dashboard: Debian's Chromium driven by Playwright against a real server.
 
 The server runs in a subprocess (`create_app` on temporary paths, then `app.run`) and judges with the
-local JudgeServer, answering after a small delay so the progress bar can be seen moving. One server and
-one browser serve the whole module; every test gets a fresh browser context (no cookies).
+local JudgeServer, answering after a small delay so the progress bar can be seen moving. One server serves the
+whole module and one browser the whole test process (tests/conftest.py); every test gets a fresh browser context
+(no cookies).
 
 Screenshots for the docs are made by an explicit run, not by pytest:
 
@@ -79,16 +80,6 @@ def judge():
 def server(tmp_path_factory, judge):
     with dashboard_server(tmp_path_factory.mktemp("browser"), judge.url) as running:
         yield running
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as playwright:
-        chromium = launch_chromium(playwright)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 @pytest.fixture

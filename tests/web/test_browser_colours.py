@@ -6,14 +6,13 @@ import json
 
 import pytest
 
-from tests.browser_support import CHROMIUM, SAMPLE, PageWatch, dashboard_server, launch_chromium, new_context
+from tests.browser_support import CHROMIUM, SAMPLE, PageWatch, dashboard_server, new_context
 from tests.judge_server import JudgeServer
 from tests.kinds.test_method_colours import own_colour
 
 if not CHROMIUM.exists():
     pytest.skip(f"browser tests need Chromium at {CHROMIUM} (Debian package `chromium`)", allow_module_level=True)
 
-from playwright.sync_api import sync_playwright  # noqa: E402  (after the skip)
 
 METHODS = ["Base", "CoT", "PersonaSteer"]  # sample_data.jsonl's order
 TRACE_COLOURS = """id => Object.fromEntries(document.getElementById(id).data
@@ -38,34 +37,29 @@ def rgb(colour: str) -> str:
     return "rgb({}, {}, {})".format(*(int(colour[i:i + 2], 16) for i in (1, 3, 5)))
 
 
-def test_each_method_has_one_colour_on_the_result_and_compare_pages(tmp_path):
+def test_each_method_has_one_colour_on_the_result_and_compare_pages(tmp_path, browser):
     assert len({own_colour(m) for m in METHODS}) == 3  # so each keeps its own colour, alone or together
     expected = {m: own_colour(m) for m in METHODS}
-    with JudgeServer() as judge, dashboard_server(tmp_path / "server", judge.url) as server, \
-            sync_playwright() as playwright:
+    with JudgeServer() as judge, dashboard_server(tmp_path / "server", judge.url) as server:
         first = server.evaluate(server.upload(SAMPLE.read_bytes(), "sample_data.jsonl"))
         second = server.evaluate(server.upload(reversed_methods(SAMPLE.read_text("utf-8")), "reversed.jsonl"))
         assert first["status"] == second["status"] == "done"
-        browser = launch_chromium(playwright)
-        try:
-            page = new_context(browser).new_page()
-            page.set_default_timeout(20_000)
-            watch = PageWatch(page)
-            for run, order in ((first, METHODS), (second, METHODS[::-1])):
-                page.goto(f"{server.url}/evaluations/{run['id']}")
-                page.locator("#chart-al").scroll_into_view_if_needed()  # charts are drawn as they come into view
-                page.locator("#chart-al .main-svg").first.wait_for(state="attached")
-                shown = page.evaluate(TRACE_COLOURS, "chart-al")
-                assert list(shown) == order  # the runs list their methods in different orders
-                assert shown == expected
-                swatches = page.evaluate(SWATCH_COLOURS, ".method-picker a.chip")
-                assert swatches == [[m, rgb(expected[m])] for m in order]
-            page.goto(f"{server.url}/compare?ids={second['id']},{first['id']}")
-            page.locator("#chart-al").scroll_into_view_if_needed()
+        page = new_context(browser).new_page()
+        page.set_default_timeout(20_000)
+        watch = PageWatch(page)
+        for run, order in ((first, METHODS), (second, METHODS[::-1])):
+            page.goto(f"{server.url}/evaluations/{run['id']}")
+            page.locator("#chart-al").scroll_into_view_if_needed()  # charts are drawn as they come into view
             page.locator("#chart-al .main-svg").first.wait_for(state="attached")
-            assert page.evaluate(TRACE_COLOURS, "chart-al") == expected
-            rows = page.evaluate(SWATCH_COLOURS, "table.metrics tbody th:nth-child(2):has(.swatch)")
-            assert rows == [[m, rgb(expected[m])] for m in METHODS[::-1] + METHODS]
-            assert watch.errors == [], watch.errors
-        finally:
-            browser.close()
+            shown = page.evaluate(TRACE_COLOURS, "chart-al")
+            assert list(shown) == order  # the runs list their methods in different orders
+            assert shown == expected
+            swatches = page.evaluate(SWATCH_COLOURS, ".method-picker a.chip")
+            assert swatches == [[m, rgb(expected[m])] for m in order]
+        page.goto(f"{server.url}/compare?ids={second['id']},{first['id']}")
+        page.locator("#chart-al").scroll_into_view_if_needed()
+        page.locator("#chart-al .main-svg").first.wait_for(state="attached")
+        assert page.evaluate(TRACE_COLOURS, "chart-al") == expected
+        rows = page.evaluate(SWATCH_COLOURS, "table.metrics tbody th:nth-child(2):has(.swatch)")
+        assert rows == [[m, rgb(expected[m])] for m in METHODS[::-1] + METHODS]
+        assert watch.errors == [], watch.errors

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Chromium not fou
 
 if CHROMIUM.exists():
     from tests.web.test_accessibility import _conversation_upload, _finished
-    from tests.web.test_browser import browser, judge, mobility_evaluation, server  # noqa: F401
+    from tests.web.test_browser import judge, mobility_evaluation, server  # noqa: F401
 
 PROBE = (Path(__file__).with_name("chart_probe.js")).read_text("utf-8")
 WIDTHS = (1280, 1440, 1920)
@@ -49,7 +49,7 @@ def chart_pages(server, judge) -> dict[str, str]:  # noqa: F811
 
 
 @pytest.fixture(scope="module")
-def window(browser):  # noqa: F811
+def window(browser):
     """One browser context for the module's pages (they need no state of their own)."""
     context = browser.new_context(viewport={"width": WIDTHS[0], "height": 900})
     yield context

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from kinds.conversation.behaviour import DIMENSIONS
-from tests.browser_support import CHROMIUM, PageWatch, axe_violations, dashboard_server, launch_chromium, new_context
+from tests.browser_support import CHROMIUM, PageWatch, axe_violations, dashboard_server, new_context
 from tests.judge_server import JudgeServer
 from tests.web.test_browser import check_widths, open_page
 
@@ -17,7 +17,7 @@ if not CHROMIUM.exists():
     pytest.skip(f"browser tests need Chromium at {CHROMIUM} (Debian package `chromium`; CI's .ci/run installs it)",
                 allow_module_level=True)
 
-from playwright.sync_api import expect, sync_playwright  # noqa: E402  (after the skip)
+from playwright.sync_api import expect  # noqa: E402  (after the skip)
 
 # The keys each person presses on each conversation: the n-th value of each dimension, in the page's order.
 KEYS = {
@@ -136,33 +136,28 @@ def label_as(browser, server, evaluation: str, person: str, shots) -> None:
     context.close()
 
 
-def test_two_people_label_by_keyboard_and_the_overview_shows_their_agreement(server, evaluation, tmp_path):
-    with sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        try:
-            for person in ("alice", "bob"):
-                label_as(browser, server, evaluation, person, tmp_path)
-            kept = server.call(f"/api/evaluations/{evaluation}/people-labels")["labels"]
-            expected = expected_labels()
-            assert {(r["person"], r["index"]): r["labels"] for r in kept} == {
-                (person, i): labels for person, rows in expected.items() for i, labels in enumerate(rows)}
+def test_two_people_label_by_keyboard_and_the_overview_shows_their_agreement(server, evaluation, tmp_path, browser):
+    for person in ("alice", "bob"):
+        label_as(browser, server, evaluation, person, tmp_path)
+    kept = server.call(f"/api/evaluations/{evaluation}/people-labels")["labels"]
+    expected = expected_labels()
+    assert {(r["person"], r["index"]): r["labels"] for r in kept} == {
+        (person, i): labels for person, rows in expected.items() for i, labels in enumerate(rows)}
 
-            page = new_context(browser).new_page()
-            open_page(page, server, f"/evaluations/{evaluation}/labelling")
-            progress = page.locator("#progress tbody tr")
-            assert [row.inner_text().split("\t") for row in progress.all()] == [["alice", "4", "4"], ["bob", "4", "4"]]
-            for dimension in DIMENSIONS:
-                units = [[expected[p][i][dimension.key] for p in ("alice", "bob")] for i in range(4)]
-                alpha = krippendorff(units, dimension.is_scale)
-                cell = page.locator(f"tr[data-dimension={dimension.key}] td.alpha")
-                shown = cell.get_attribute("data-value")
-                if alpha is None:
-                    assert shown == "" and cell.inner_text().startswith("—"), dimension.key
-                else:
-                    assert float(shown) == pytest.approx(alpha, abs=1e-12), dimension.key
-                    assert cell.inner_text().split(" ")[0] == f"{alpha:.2f}".replace("-", "−") or \
-                        cell.inner_text().split(" ")[0] == f"{alpha:.2f}", dimension.key
-            assert axe_violations(page) == []
-            check_widths(page, tmp_path, "labelling")
-        finally:
-            browser.close()
+    page = new_context(browser).new_page()
+    open_page(page, server, f"/evaluations/{evaluation}/labelling")
+    progress = page.locator("#progress tbody tr")
+    assert [row.inner_text().split("\t") for row in progress.all()] == [["alice", "4", "4"], ["bob", "4", "4"]]
+    for dimension in DIMENSIONS:
+        units = [[expected[p][i][dimension.key] for p in ("alice", "bob")] for i in range(4)]
+        alpha = krippendorff(units, dimension.is_scale)
+        cell = page.locator(f"tr[data-dimension={dimension.key}] td.alpha")
+        shown = cell.get_attribute("data-value")
+        if alpha is None:
+            assert shown == "" and cell.inner_text().startswith("—"), dimension.key
+        else:
+            assert float(shown) == pytest.approx(alpha, abs=1e-12), dimension.key
+            assert cell.inner_text().split(" ")[0] == f"{alpha:.2f}".replace("-", "−") or \
+                cell.inner_text().split(" ")[0] == f"{alpha:.2f}", dimension.key
+    assert axe_violations(page) == []
+    check_widths(page, tmp_path, "labelling")

@@ -35,27 +35,18 @@ def test_the_offline_report_carries_the_font_inline(client):
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Chromium not found at {CHROMIUM}")
-def test_a_page_shows_the_names_in_that_font(client):
-    from playwright.sync_api import sync_playwright
-
-    from tests.browser_support import launch_chromium
-
+def test_a_page_shows_the_names_in_that_font(client, browser):
     html = client.get("/").get_data(as_text=True)
     assert all(f">{name}<" in html for name in LANGUAGES.values())
     css = client.get("/static/css/style.css").get_data(as_text=True)
     font = client.get("/static/fonts/language-names.woff2").data
-    with sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        try:
-            page = browser.new_page()
-            page.route("http://dashboard.test/**", lambda route: route.fulfill(
-                body=font if route.request.url.endswith(".woff2") else css,
-                content_type="font/woff2" if route.request.url.endswith(".woff2") else "text/css"))
-            # The face asked for by name: on a machine with a CJK font the stack's earlier fonts would serve these.
-            page.set_content('<link rel="stylesheet" href="http://dashboard.test/static/css/style.css">'
-                             '<p style="font-family: \'Language names\', monospace">中文 한국어</p>')
-            page.wait_for_function("document.fonts.status === 'loaded'")
-            assert page.evaluate("""() => document.fonts.check('15px "Language names"', '中文한국어')
-                && [...document.fonts].some(f => f.family.includes('Language names') && f.status === 'loaded')""")
-        finally:
-            browser.close()
+    page = browser.new_page()
+    page.route("http://dashboard.test/**", lambda route: route.fulfill(
+        body=font if route.request.url.endswith(".woff2") else css,
+        content_type="font/woff2" if route.request.url.endswith(".woff2") else "text/css"))
+    # The face asked for by name: on a machine with a CJK font the stack's earlier fonts would serve these.
+    page.set_content('<link rel="stylesheet" href="http://dashboard.test/static/css/style.css">'
+                     '<p style="font-family: \'Language names\', monospace">中文 한국어</p>')
+    page.wait_for_function("document.fonts.status === 'loaded'")
+    assert page.evaluate("""() => document.fonts.check('15px "Language names"', '中文한국어')
+        && [...document.fonts].some(f => f.family.includes('Language names') && f.status === 'loaded')""")

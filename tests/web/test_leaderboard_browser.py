@@ -15,7 +15,6 @@ pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Chromium not fou
 
 if CHROMIUM.exists():
     from tests.web.test_browser import (  # noqa: F401
-        browser,
         context,
         judge,
         open_page,

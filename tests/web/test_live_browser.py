@@ -21,8 +21,6 @@ if not CHROMIUM.exists():
 
 from playwright.sync_api import expect  # noqa: E402  (after the skip)
 
-from tests.web.test_browser import browser  # noqa: E402, F401  (fixture)
-
 WAIT_MS = 30_000
 
 
@@ -74,7 +72,7 @@ def expected_avg(figures: dict) -> dict[str, str]:
             for m in METHODS}
 
 
-def test_the_result_page_fills_in_while_the_judge_answers_then_shows_the_final_figures(browser, live_server,  # noqa: F811
+def test_the_result_page_fills_in_while_the_judge_answers_then_shows_the_final_figures(browser, live_server,
                                                                                          live_judge):
     store = server_store(live_server)
     evaluation_id, gate = start_held(live_server, live_judge, "[[browser]]")

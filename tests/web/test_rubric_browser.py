@@ -11,7 +11,7 @@ import pytest
 from kinds import registry, rubrics
 from kinds.dialogue import rubric_store
 from storage.store import Store
-from tests.browser_support import CHROMIUM, PageWatch, axe_violations, dashboard_server, launch_chromium, new_context
+from tests.browser_support import CHROMIUM, PageWatch, axe_violations, dashboard_server, new_context
 from tests.judge_server import JudgeServer
 from tests.kinds.dialogue import rubric_cases as cases
 from tests.kinds.dialogue.test_rubric_results import one_file, three_file
@@ -21,7 +21,7 @@ if not CHROMIUM.exists():
     pytest.skip(f"browser tests need Chromium at {CHROMIUM} (Debian package `chromium`; CI's .ci/run installs it)",
                 allow_module_level=True)
 
-from playwright.sync_api import expect, sync_playwright  # noqa: E402  (after the skip)
+from playwright.sync_api import expect  # noqa: E402  (after the skip)
 
 
 @pytest.fixture(scope="module")
@@ -49,13 +49,8 @@ def evaluations(server) -> dict[str, str]:
 
 
 @pytest.fixture
-def page(tmp_path):
-    with sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        try:
-            yield new_context(browser).new_page()
-        finally:
-            browser.close()
+def page(browser):
+    return new_context(browser).new_page()
 
 
 def test_the_result_page_draws_a_radar_of_the_rubrics_three_dimensions(page, server, evaluations, tmp_path):

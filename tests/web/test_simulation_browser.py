@@ -14,9 +14,9 @@ from tests.browser_support import CHROMIUM, SAMPLE, PageWatch, axe_violations
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Chromium not found at {CHROMIUM}")
 
 if CHROMIUM.exists():
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    from tests.browser_support import dashboard_server, launch_chromium, new_context
+    from tests.browser_support import dashboard_server, new_context
 
 
 def run_a_simulation(page, server, shots: Path) -> None:
@@ -46,34 +46,31 @@ def run_a_simulation(page, server, shots: Path) -> None:
     assert axe_violations(page) == []
 
 
-def test_run_a_simulation_from_the_page(tmp_path, judge_server):
+def test_run_a_simulation_from_the_page(tmp_path, judge_server, browser):
     from tests.simulate.support import Recorder
 
     Recorder(judge_server)
-    with dashboard_server(tmp_path / "dashboard", judge_server.url) as server, sync_playwright() as playwright:
-        chromium = launch_chromium(playwright)
-        context = new_context(chromium)
+    with dashboard_server(tmp_path / "dashboard", judge_server.url) as server:
+        context = new_context(browser)
         context.set_default_timeout(20_000)
         page = context.new_page()
         watch = PageWatch(page)
         run_a_simulation(page, server, tmp_path)
         assert watch.errors == [] and watch.foreign_requests() == []
         context.close()
-        chromium.close()
 
 
-def test_transcripts_opened_stay_open_while_the_page_reloads(tmp_path, judge_server):
+def test_transcripts_opened_stay_open_while_the_page_reloads(tmp_path, judge_server, browser):
     from tests.simulate.support import Recorder
 
     Recorder(judge_server)
     judge_server.latency_s = 0.3  # slow enough for the page to reload a few times while it runs
-    with dashboard_server(tmp_path / "dashboard", judge_server.url) as server, sync_playwright() as playwright:
+    with dashboard_server(tmp_path / "dashboard", judge_server.url) as server:
         upload_id = server.upload(SAMPLE.read_bytes(), "personas-from-sessions.jsonl")
         started = server.call("/api/simulations", json.dumps({
             "personas_upload_id": upload_id, "simulator": {"model": "sim-model"}, "rounds": 6,
             "methods": [{"name": "A", "model": "model-a"}]}).encode(), {"Content-Type": "application/json"})
-        chromium = launch_chromium(playwright)
-        context = new_context(chromium)
+        context = new_context(browser)
         page = context.new_page()
         watch = PageWatch(page)
         page.goto(f"{server.url}/simulations/{started['id']}")
@@ -86,22 +83,20 @@ def test_transcripts_opened_stay_open_while_the_page_reloads(tmp_path, judge_ser
         expect(page.locator("details.transcript").nth(0)).not_to_have_attribute("open", "")
         assert watch.errors == []
         context.close()
-        chromium.close()
 
 
-def test_the_sample_grid_follows_the_run_in_the_browser(tmp_path, judge_server):
+def test_the_sample_grid_follows_the_run_in_the_browser(tmp_path, judge_server, browser):
     from tests.simulate.support import Recorder
 
     Recorder(judge_server)
     judge_server.latency_s = 0.3  # slow enough for the page to reload a few times while it runs
-    with dashboard_server(tmp_path / "dashboard", judge_server.url) as server, sync_playwright() as playwright:
+    with dashboard_server(tmp_path / "dashboard", judge_server.url) as server:
         upload_id = server.upload(SAMPLE.read_bytes(), "personas-from-sessions.jsonl")
         started = server.call("/api/simulations", json.dumps({
             "personas_upload_id": upload_id, "simulator": {"model": "sim-model"}, "rounds": 4,
             "methods": [{"name": "A", "model": "model-a"}, {"name": "B", "model": "model-b"}]}).encode(),
             {"Content-Type": "application/json"})
-        chromium = launch_chromium(playwright)
-        context = new_context(chromium)
+        context = new_context(browser)
         page = context.new_page()
         watch = PageWatch(page)
         page.goto(f"{server.url}/simulations/{started['id']}")
@@ -118,4 +113,3 @@ def test_the_sample_grid_follows_the_run_in_the_browser(tmp_path, judge_server):
         assert axe_violations(page) == []
         assert watch.errors == [] and watch.foreign_requests() == []
         context.close()
-        chromium.close()
