@@ -85,6 +85,9 @@ def no_csp_violations():
         support.check_csp_violations()
 
 
+SHARED_BROWSER: list = []  # the test process's Chromium, once a test has started it
+
+
 @pytest.fixture(scope="session")
 def browser():
     """Debian's Chromium, launched once per test process (xdist worker) for all the browser tests it runs, instead of
@@ -95,29 +98,34 @@ def browser():
 
     with sync_playwright() as playwright:
         chromium = launch_chromium(playwright)
+        SHARED_BROWSER.append(chromium)
         yield chromium
+        SHARED_BROWSER.clear()
         chromium.close()
 
 
+@pytest.fixture(autouse=True, scope="module")
+def browser_contexts_end_with_their_module():
+    """The browser contexts a module opened (cookies, storage, pages still polling its servers) are closed at its
+    end, as when each module launched a browser of its own."""
+    yield
+    for chromium in SHARED_BROWSER:
+        for context in chromium.contexts:
+            context.close()
+
+
 @pytest.fixture(autouse=True)
-def browser_kept_to_its_tests(request):
-    """Keeps the shared browser out of the other tests, and the contexts a browser test opens out of the next ones.
+def no_running_loop_of_the_browser(request):
+    """Hides the shared browser's event loop from the tests that do not drive the browser.
 
     While Playwright's sync API is started it leaves its asyncio loop set as the thread's running loop, so an
-    `asyncio.run()` of the product (the judge's client) in this thread would refuse to start: for a test that does not
-    use the browser the loop is set aside and put back. A browser test's contexts (cookies, storage, pages) are closed
-    after it, those of module fixtures kept."""
+    `asyncio.run()` of the product (the judge's client) in this thread would refuse to start."""
     import asyncio
 
-    if "browser" in request.fixturenames:
-        browser = request.getfixturevalue("browser")
-        before = set(browser.contexts)
-        yield
-        for context in browser.contexts:
-            if context not in before:
-                context.close()
-        return
     loop = asyncio._get_running_loop()
+    if loop is None or "browser" in request.fixturenames:
+        yield
+        return
     asyncio._set_running_loop(None)
     try:
         yield

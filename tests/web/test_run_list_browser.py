@@ -19,7 +19,7 @@ if CHROMIUM.exists():
     from playwright.sync_api import expect
 
     from tests.web.test_accessibility import LANGUAGES, audit
-    from tests.web.test_browser import TIMEOUT_MS, browser, dashboard_server, judge  # noqa: F401
+    from tests.web.test_browser import TIMEOUT_MS, dashboard_server, judge  # noqa: F401
 
 SEEDED = 120
 
