@@ -189,7 +189,7 @@ def is_local(url: str) -> bool:
 
 class PageWatch:
     """Records a page's console errors, uncaught exceptions, dialogs and request URLs; dialogs are dismissed
-    ("Cancel") unless `accept_dialogs` is set."""
+    ("Cancel") unless `accept_dialogs` is set. `stop()` leaves the page to the next test's watch."""
 
     def __init__(self, page) -> None:
         self.console_errors: list[str] = []
@@ -197,16 +197,26 @@ class PageWatch:
         self.dialogs: list[str] = []
         self.accept_dialogs = False
         self.requests: list[str] = []
-        page.on("console", lambda msg: self.console_errors.append(f"{msg.text} @ {msg.location}")
-                if msg.type == "error" else None)
-        page.on("pageerror", lambda exc: self.page_errors.append(str(exc)))
-        page.on("request", lambda req: self.requests.append(req.url))
 
         def on_dialog(dialog) -> None:
             self.dialogs.append(f"{dialog.type}: {dialog.message}")
             dialog.accept() if self.accept_dialogs else dialog.dismiss()
 
-        page.on("dialog", on_dialog)
+        self.page = page
+        self.handlers = {
+            "console": lambda msg: self.console_errors.append(f"{msg.text} @ {msg.location}")
+            if msg.type == "error" else None,
+            "pageerror": lambda exc: self.page_errors.append(str(exc)),
+            "request": lambda req: self.requests.append(req.url),
+            "dialog": on_dialog,
+        }
+        for event, handler in self.handlers.items():
+            page.on(event, handler)
+
+    def stop(self) -> None:
+        """Stop watching the page."""
+        for event, handler in self.handlers.items():
+            self.page.remove_listener(event, handler)
 
     @property
     def errors(self) -> list[str]:

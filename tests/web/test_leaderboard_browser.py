@@ -17,6 +17,7 @@ if CHROMIUM.exists():
     from tests.web.test_browser import (  # noqa: F401
         context,
         judge,
+        module_context,
         open_page,
         overflowing_cards,
         page,
