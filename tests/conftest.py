@@ -1,13 +1,16 @@
 """Shared fixtures: an app on a temporary store, its clients, and the local judge server."""
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import sqlite3
 import sys
 import time
+from contextlib import contextmanager
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Iterator
 
 # Imported while collecting, before any test starts a thread: Python 3.11.7 corrupts its AST-building state
 # when two threads parse at once (a traceback printed on a background thread parses its source line), and
@@ -104,26 +107,15 @@ def browser():
         chromium.close()
 
 
-@pytest.fixture(autouse=True, scope="module")
-def browser_contexts_end_with_their_module():
-    """The browser contexts a module opened (cookies, storage, pages still polling its servers) are closed at its
-    end, as when each module launched a browser of its own."""
-    yield
-    for chromium in SHARED_BROWSER:
-        for context in chromium.contexts:
-            context.close()
-
-
-@pytest.fixture(autouse=True)
-def no_running_loop_of_the_browser(request):
-    """Hides the shared browser's event loop from the tests that do not drive the browser.
+@contextmanager
+def browser_loop_set_aside(uses_browser: bool) -> Iterator[None]:
+    """Runs what follows without the shared browser's event loop, unless it drives the browser.
 
     While Playwright's sync API is started it leaves its asyncio loop set as the thread's running loop, so an
-    `asyncio.run()` of the product (the judge's client) in this thread would refuse to start."""
-    import asyncio
-
+    `asyncio.run()` of the product (the judge's client) in this thread would refuse to start; Playwright's own
+    calls need it set."""
     loop = asyncio._get_running_loop()
-    if loop is None or "browser" in request.fixturenames:
+    if uses_browser or loop is None:
         yield
         return
     asyncio._set_running_loop(None)
@@ -131,6 +123,26 @@ def no_running_loop_of_the_browser(request):
         yield
     finally:
         asyncio._set_running_loop(loop)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def browser_kept_to_its_modules(request):
+    """A module none of whose tests drives the browser runs, fixtures included, without the browser's event loop; the
+    browser contexts a module opened (cookies, storage, pages still polling its servers) are closed at its end, as
+    when each module launched a browser of its own."""
+    uses_browser = any("browser" in item.fixturenames for item in request.session.items if item.module is request.module)
+    with browser_loop_set_aside(uses_browser):
+        yield
+    for chromium in SHARED_BROWSER:
+        for context in chromium.contexts:
+            context.close()
+
+
+@pytest.fixture(autouse=True)
+def browser_kept_to_its_tests(request):
+    """A test that does not drive the browser runs without its event loop, also in a module whose others do."""
+    with browser_loop_set_aside("browser" in request.fixturenames):
+        yield
 
 
 @pytest.fixture(scope="session")
