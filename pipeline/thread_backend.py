@@ -114,12 +114,26 @@ class ThreadBackend(Generic[J]):
                 self.job.failed(job_id, exc)
                 ran = False
                 break
+        while (again := self._again(job_id, ran)) is None:
+            log.warning("%s %s: the database cannot be reached; trying again in %s s", self.job.name,
+                        job_id, DATABASE_WAIT_S)
+            time.sleep(DATABASE_WAIT_S)
+        return again
+
+    def _again(self, job_id: str, ran: bool) -> bool | None:
+        """Whether the job is to run again (it ran, and was queued again meanwhile), its thread leaving the list when
+        not; None while the database cannot be reached to say, so that a restart just as a run ends is waited out."""
         with self._lock:
-            if ran and job_id not in self._cancelled and self.job.status(job_id) == "queued":
-                return True
-            if self._threads.get(job_id) is threading.current_thread():
+            try:
+                again = ran and job_id not in self._cancelled and self.job.status(job_id) == "queued"
+            except Exception as exc:
+                if database_unreachable(exc):
+                    return None
+                log.exception("%s %s: its status could not be read", self.job.name, job_id)
+                again = False
+            if not again and self._threads.get(job_id) is threading.current_thread():
                 del self._threads[job_id]
-            return False
+            return again
 
     def _run(self, job_id: str, on_progress: Progress | None) -> bool:
         """Open, mark running, run every block (and again, after the job type's pause, while it asks to), then
