@@ -219,10 +219,7 @@ class Pipeline:
         again, which `progress` counts as done; how many."""
         name, before = f"again:{evaluation_id}", self.store.progress(evaluation_id)
         still = min(before["total"] - before["done"], self.store.get_setting(name) or 0)
-        reset = self.store.reset_judgments(evaluation_id, statuses, retryable_only)
-        if reset or still:
-            self.store.set_setting(name, still + reset)
-        return reset
+        return self.store.reset_judgments(evaluation_id, statuses, retryable_only, counted_in=(name, still))
 
     def progress(self, evaluation_id: str) -> dict:
         """The store's counts of the evaluation's judgments, with those put back to pending to be asked again (an

@@ -155,9 +155,11 @@ class Judgments(Database):
             {"eid": evaluation_id})
 
     def reset_judgments(self, evaluation_id: str, statuses: tuple[str, ...] = ("failed", "unparsed"),
-                        retryable_only: bool = False) -> int:
+                        retryable_only: bool = False, counted_in: tuple[str, int] | None = None) -> int:
         """Put judgments with these statuses (only failures worth retrying, when asked) back to pending, to be asked
-        again, keeping the tokens and attempts already spent on them; returns how many."""
+        again, keeping the tokens and attempts already spent on them; returns how many. With `counted_in` (a
+        setting's name, a number), the setting becomes that number plus how many, in the same transaction: a reader
+        never sees them pending before they are counted."""
         cleared = ", ".join(f"{c} = NULL" for c in ("total", "verdict", "scores", "answer", "error"))
         which = "evaluation_id = :eid AND status = :status" + (" AND retryable = 1" if retryable_only else "")
         reset = 0
@@ -170,6 +172,10 @@ class Judgments(Database):
                 count_judgments(con, evaluation_id, "pending", found[0])  # pending first, as every writer does (lock order)
                 count_judgments(con, evaluation_id, status, -found[0], -found[1])
                 reset += found[0]
+            if counted_in and (reset or counted_in[1]):
+                con.execute(text_query("INSERT INTO settings (name, value) VALUES (:name, :value)"
+                                       " ON CONFLICT (name) DO UPDATE SET value = excluded.value"),
+                            {"name": counted_in[0], "value": json.dumps(counted_in[1] + reset)})
         return reset
 
     def commonest_failure(self, evaluation_id: str) -> str | None:

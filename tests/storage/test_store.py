@@ -254,3 +254,14 @@ def test_deleting_evaluations_and_an_upload_leaves_nothing_of_them(store):
     assert store.get_upload("u") is None and store.count_sessions("u") == 0 and store.list_evaluations() == []
     assert rating_store.people_ratings(store, "e2") == []
     assert store.uploads_of_file("abc") == 0
+
+
+def test_judgments_put_back_are_counted_in_the_same_transaction(store):
+    # the progress adds this count to the judgments done: a reader must never find them pending and not yet counted
+    store.add_pending("e", [(0, "s", 1, "A", "fine"), (0, "s", 1, "A", "binary"), (0, "s", 2, "A", "fine")])
+    store.save_judgments("e", [((0, 1, "A", "fine"), {"status": "failed", "error": "503", "attempts": 1}),
+                               ((0, 1, "A", "binary"), {"status": "failed", "error": "503", "attempts": 1})])
+    assert store.reset_judgments("e", ("failed",), counted_in=("again:e", 3)) == 2
+    assert store.get_setting("again:e") == 5 and store.progress("e")["done"] == 0
+    assert store.reset_judgments("e", ("failed",), counted_in=("again:none", 0)) == 0
+    assert store.get_setting("again:none") is None  # nothing to count: nothing written
