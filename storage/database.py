@@ -68,6 +68,10 @@ def database_url(target: str | Path | URL) -> URL:
     return url
 
 
+SET_SETTING = ("INSERT INTO settings (name, value) VALUES (:name, :value)"
+               " ON CONFLICT (name) DO UPDATE SET value = excluded.value")  # a setting's JSON, made or replaced
+
+
 @functools.lru_cache(maxsize=512)
 def text_query(statement: str) -> TextClause:
     """A compiled-once text() query (SQLAlchemy caches its compiled form by statement)."""

@@ -12,7 +12,7 @@ from typing import Any, Iterable, Iterator
 
 from sqlalchemy.engine import Connection
 
-from storage.database import Database, dict_rows, text_query, text_query_in
+from storage.database import SET_SETTING, Database, dict_rows, text_query, text_query_in
 
 RESULT_COLUMNS = ("status", "total", "verdict", "scores", "answer", "error",
                   "prompt_tokens", "completion_tokens", "cached", "attempts", "latency_ms", "retryable")
@@ -173,9 +173,7 @@ class Judgments(Database):
                 count_judgments(con, evaluation_id, status, -found[0], -found[1])
                 reset += found[0]
             if counted_in and (reset or counted_in[1]):
-                con.execute(text_query("INSERT INTO settings (name, value) VALUES (:name, :value)"
-                                       " ON CONFLICT (name) DO UPDATE SET value = excluded.value"),
-                            {"name": counted_in[0], "value": json.dumps(counted_in[1] + reset)})
+                con.execute(text_query(SET_SETTING), {"name": counted_in[0], "value": json.dumps(counted_in[1] + reset)})
         return reset
 
     def commonest_failure(self, evaluation_id: str) -> str | None:

@@ -10,7 +10,7 @@ import json
 from typing import Iterable, overload
 
 from storage.access import Access
-from storage.database import dict_rows, now, text_query, text_query_in
+from storage.database import SET_SETTING, dict_rows, now, text_query, text_query_in
 from storage.datasets import Datasets
 from storage.judgments import Judgments
 from storage.run_lists import RunLists, write_figures
@@ -254,9 +254,7 @@ class Store(Judgments, Simulations, Access, RunLists, Datasets):
 
     def set_setting(self, name: str, value) -> None:
         """Store a setting as JSON."""
-        self._write("INSERT INTO settings (name, value) VALUES (:name, :value)"
-                    " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-                    {"name": name, "value": json.dumps(value)})
+        self._write(SET_SETTING, {"name": name, "value": json.dumps(value)})
 
     # judge cache -------------------------------------------------------------
     def cache_get(self, key: str) -> dict | None:
