@@ -8,6 +8,7 @@ product modules import each other in a circle. The layers are the data below (do
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,7 +96,10 @@ def imports(module: str) -> list[tuple[str, int]]:
     return imports_in(path.read_text(encoding="utf-8"), module, package)
 
 
-GRAPH = {module: imports(module) for module in MODULES}
+@functools.cache
+def graph() -> dict[str, list[tuple[str, int]]]:
+    """Every product module's imports, read when a test first needs them (not when the suite is collected)."""
+    return {module: imports(module) for module in MODULES}
 
 
 def _where(module: str, line: int) -> str:
@@ -105,7 +109,7 @@ def _where(module: str, line: int) -> str:
 def layer_breaches() -> list[str]:
     """Every import that crosses a boundary the layers forbid, as 'file:line: importer -> imported (why)'."""
     breaches = []
-    for module, found in GRAPH.items():
+    for module, found in graph().items():
         own_kind = kind_of(module)
         for target, line in found:
             target_kind = kind_of(target)
@@ -129,8 +133,8 @@ def layer_breaches() -> list[str]:
 
 def cycles() -> list[str]:
     """Each circle of imports among product modules (one per strongly connected group), edge by edge."""
-    edges = {module: {} for module in GRAPH}
-    for module, found in GRAPH.items():
+    edges = {module: {} for module in graph()}
+    for module, found in graph().items():
         for target, line in found:
             edges[module].setdefault(target, line)
     index: dict[str, int] = {}
