@@ -307,6 +307,69 @@ def test_a_release_in_one_process_hands_the_slot_to_a_waiter_in_another(redis_se
     assert leases(redis_server.url, endpoint) == 0
 
 
+def lease_ids(redis_url: str, endpoint: str) -> set[bytes]:
+    return set(redis.Redis.from_url(redis_url).zrange(BudgetKeys.of(endpoint).leases, 0, -1))
+
+
+def test_a_slot_goes_to_a_waiting_call_of_the_same_process_without_redis_a_bounded_number_of_times(redis_server):
+    endpoint = f"http://budget-test-{uuid.uuid4().hex}/v1"
+    mine, other = RedisLimiter(endpoint, redis_server.url, 1), RedisLimiter(endpoint, redis_server.url, 1)
+    assert mine.acquire()
+    held = lease_ids(redis_server.url, endpoint)
+    theirs, their_outcome = _waiting_acquire(other, threading.Event())  # another process waits too
+    for _n in range(judge_budget.HANDOVERS):
+        thread, outcome = _waiting_acquire(mine, threading.Event())
+        time.sleep(0.05)
+        mine.release()
+        thread.join(2)
+        assert outcome == [True] and mine.in_use == 1
+        assert lease_ids(redis_server.url, endpoint) == held  # the same lease: Redis was not asked
+    assert their_outcome == []
+    # HANDOVERS in a row: the next release goes back to Redis, where the other process's waiter takes it
+    thread, outcome = _waiting_acquire(mine, threading.Event())
+    time.sleep(0.05)
+    mine.release()
+    theirs.join(2)
+    assert their_outcome == [True] and lease_ids(redis_server.url, endpoint) != held
+    other.release()
+    thread.join(2)
+    assert outcome == [True]
+    mine.release()
+    assert leases(redis_server.url, endpoint) == 0
+
+
+def test_a_backoff_of_another_process_stops_hand_overs(redis_server):
+    endpoint = f"http://budget-test-{uuid.uuid4().hex}/v1"
+    mine, other = RedisLimiter(endpoint, redis_server.url, 1), RedisLimiter(endpoint, redis_server.url, 1)
+    assert mine.acquire()
+    other.backoff(0.6)  # a 429 seen by the other process, announced to this one
+    deadline = time.monotonic() + 2
+    while mine._paused_until <= time.monotonic() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    thread, outcome = _waiting_acquire(mine, threading.Event())
+    time.sleep(0.05)
+    start = time.monotonic()
+    mine.release()
+    assert leases(redis_server.url, endpoint) == 0  # back in Redis, not handed over
+    thread.join(3)
+    assert outcome == [True] and time.monotonic() - start >= 0.3  # the waiter waited the backoff out
+    mine.release()
+
+
+def test_a_slot_handed_to_a_waiter_that_gives_up_goes_back_to_redis(redis_server):
+    endpoint = f"http://budget-test-{uuid.uuid4().hex}/v1"
+    limiter = RedisLimiter(endpoint, redis_server.url, 1)
+    assert limiter.acquire()
+    cancel = threading.Event()
+    thread, outcome = _waiting_acquire(limiter, cancel)
+    time.sleep(0.1)
+    cancel.set()  # it gives up (no wake()) just as the slot is handed to it
+    limiter.release()
+    thread.join(2)
+    assert outcome == [False] and limiter.in_use == 0 and not limiter._handed
+    assert leases(redis_server.url, endpoint) == 0
+
+
 def test_the_latest_capacity_wins_for_every_process(redis_server):
     endpoint = f"http://budget-test-{uuid.uuid4().hex}/v1"
     first = RedisLimiter(endpoint, redis_server.url, 1)
