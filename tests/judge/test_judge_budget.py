@@ -311,30 +311,44 @@ def lease_ids(redis_url: str, endpoint: str) -> set[bytes]:
     return set(redis.Redis.from_url(redis_url).zrange(BudgetKeys.of(endpoint).leases, 0, -1))
 
 
+def inside_acquire(limiter: RedisLimiter, waiters: int = 1) -> None:
+    """Wait until `waiters` threads are inside the limiter's acquire()."""
+    deadline = time.monotonic() + 5
+    while limiter._waiting < waiters:
+        assert time.monotonic() < deadline, "the waiting thread did not start"
+        time.sleep(0.005)
+
+
 def test_a_slot_goes_to_a_waiting_call_of_the_same_process_without_redis_a_bounded_number_of_times(redis_server):
     endpoint = f"http://budget-test-{uuid.uuid4().hex}/v1"
     mine, other = RedisLimiter(endpoint, redis_server.url, 1), RedisLimiter(endpoint, redis_server.url, 1)
     assert mine.acquire()
     held = lease_ids(redis_server.url, endpoint)
     theirs, their_outcome = _waiting_acquire(other, threading.Event())  # another process waits too
+    inside_acquire(other)
     for _n in range(judge_budget.HANDOVERS):
         thread, outcome = _waiting_acquire(mine, threading.Event())
-        time.sleep(0.05)
+        inside_acquire(mine)
         mine.release()
         thread.join(2)
         assert outcome == [True] and mine.in_use == 1
         assert lease_ids(redis_server.url, endpoint) == held  # the same lease: Redis was not asked
     assert their_outcome == []
-    # HANDOVERS in a row: the next release goes back to Redis, where the other process's waiter takes it
+    # HANDOVERS in a row: the next release goes back to Redis, where either waiter may take it with a new lease
     thread, outcome = _waiting_acquire(mine, threading.Event())
-    time.sleep(0.05)
+    inside_acquire(mine)
     mine.release()
-    theirs.join(2)
-    assert their_outcome == [True] and lease_ids(redis_server.url, endpoint) != held
-    other.release()
+    deadline = time.monotonic() + 2
+    while not (outcome or their_outcome):
+        assert time.monotonic() < deadline, "nobody got the slot back from Redis"
+        time.sleep(0.005)
+    assert len(lease_ids(redis_server.url, endpoint)) == 1 and lease_ids(redis_server.url, endpoint) != held
+    (mine if outcome else other).release()  # the winner's: the other waiter gets it
     thread.join(2)
-    assert outcome == [True]
+    theirs.join(2)
+    assert outcome == [True] and their_outcome == [True]
     mine.release()
+    other.release()
     assert leases(redis_server.url, endpoint) == 0
 
 
@@ -344,10 +358,11 @@ def test_a_backoff_of_another_process_stops_hand_overs(redis_server):
     assert mine.acquire()
     other.backoff(0.6)  # a 429 seen by the other process, announced to this one
     deadline = time.monotonic() + 2
-    while mine._paused_until <= time.monotonic() and time.monotonic() < deadline:
+    while mine._paused_until <= time.monotonic():
+        assert time.monotonic() < deadline, "the backoff was not announced"
         time.sleep(0.01)
     thread, outcome = _waiting_acquire(mine, threading.Event())
-    time.sleep(0.05)
+    inside_acquire(mine)
     start = time.monotonic()
     mine.release()
     assert leases(redis_server.url, endpoint) == 0  # back in Redis, not handed over
@@ -362,9 +377,10 @@ def test_a_slot_handed_to_a_waiter_that_gives_up_goes_back_to_redis(redis_server
     assert limiter.acquire()
     cancel = threading.Event()
     thread, outcome = _waiting_acquire(limiter, cancel)
-    time.sleep(0.1)
+    inside_acquire(limiter)
     cancel.set()  # it gives up (no wake()) just as the slot is handed to it
     limiter.release()
+    assert limiter._handed or outcome == [False]  # handed to it (unless it had already left)
     thread.join(2)
     assert outcome == [False] and limiter.in_use == 0 and not limiter._handed
     assert leases(redis_server.url, endpoint) == 0
