@@ -319,9 +319,32 @@ def inside_acquire(limiter: RedisLimiter, waiters: int = 1) -> None:
         time.sleep(0.005)
 
 
+def announcements_delivered(limiter: RedisLimiter, redis_url: str) -> None:
+    """Wait until the limiter has seen every announcement made so far on its wake channel (the limiters' own
+    "capacity" ones reach it through a listener thread, and one seen late would send a slot back to Redis): a marker
+    published now arrives after them (published again until seen: the thread may not be listening yet)."""
+    seen: list[str] = []
+    announced = limiter._announced
+
+    def recorded(kind: str) -> None:
+        seen.append(kind)
+        announced(kind)
+
+    limiter._announced = recorded  # type: ignore[method-assign]
+    try:
+        deadline = time.monotonic() + 5
+        while "pause:0" not in seen:
+            assert time.monotonic() < deadline, "the marker did not arrive"
+            redis.Redis.from_url(redis_url).publish(limiter.keys.wake, "pause:0")  # changes nothing
+            time.sleep(0.02)
+    finally:
+        del limiter._announced
+
+
 def test_a_slot_goes_to_a_waiting_call_of_the_same_process_without_redis_a_bounded_number_of_times(redis_server):
     endpoint = f"http://budget-test-{uuid.uuid4().hex}/v1"
     mine, other = RedisLimiter(endpoint, redis_server.url, 1), RedisLimiter(endpoint, redis_server.url, 1)
+    announcements_delivered(mine, redis_server.url)
     assert mine.acquire()
     held = lease_ids(redis_server.url, endpoint)
     theirs, their_outcome = _waiting_acquire(other, threading.Event())  # another process waits too
@@ -374,6 +397,7 @@ def test_a_backoff_of_another_process_stops_hand_overs(redis_server):
 def test_a_slot_handed_to_a_waiter_that_gives_up_goes_back_to_redis(redis_server):
     endpoint = f"http://budget-test-{uuid.uuid4().hex}/v1"
     limiter = RedisLimiter(endpoint, redis_server.url, 1)
+    announcements_delivered(limiter, redis_server.url)
     assert limiter.acquire()
     cancel = threading.Event()
     thread, outcome = _waiting_acquire(limiter, cancel)
