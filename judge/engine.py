@@ -23,7 +23,7 @@ import math
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -147,6 +147,13 @@ class Judge(CachedAnswers):
         if seconds:
             self._limiter.backoff(seconds)
 
+    def _refused(self, status: int, headers: Mapping[str, str]) -> None:
+        """Pause the shared budget for a 429 (or any Retry-After) the moment it arrives, before the SDK's exception
+        for it exists: for what the server asked, else retry_base_s (_report_pause then sets the call's own wait)."""
+        asked = retry_after_s(headers)
+        if asked is not None or status == 429:
+            self._limiter.backoff(min(asked, MAX_WAIT_S) if asked is not None else self.config.retry_base_s)
+
     def _failure(self, exc: BaseException, attempts: int) -> Verdict:
         """A failed verdict whose error says why and after how many attempts."""
         c = self.config
@@ -256,14 +263,14 @@ class _Calls:
     def __init__(self, judge: Judge) -> None:
         self.judge = judge
         self.stop = threading.Event()
-        from judge.http import ChatClient, load_errors  # aiohttp, when a judge first runs; the SDK when a call fails
+        from judge.http import ChatClient  # aiohttp, when a judge first runs; the SDK when a call fails
 
         self.loop = asyncio.new_event_loop()
         c = judge.config
-        if c.budget_url:  # a 429 pauses every process of the budget: tell them without first importing the SDK
-            load_errors()
+        # A 429 pauses every process of a shared budget: told as it arrives, not after the SDK's import
+        refused = judge._refused if c.budget_url else None
         self.client = self.loop.run_until_complete(ChatClient.open(judge.endpoint, c.api_key or PLACEHOLDER_API_KEY,
-                                                                   c.timeout_s, judge.workers))
+                                                                   c.timeout_s, judge.workers, refused))
         self.room = asyncio.Semaphore(c.concurrency)
         self.probe = asyncio.Lock()  # one call at a time until the endpoint has answered (judge.breaker)
         self.paid: set[asyncio.Task] = set()  # tasks whose call has started: a halt lets them finish

@@ -13,13 +13,15 @@ endpoint (the connection test, the Batch API) uses the SDK's client.
 
 The SDK itself (about 0.4 s of CPU and 30 MB to import) and httpx2 are loaded only when a call fails, to build its
 exception, and httpx2 when the endpoint or its proxy is reached over TLS, for the SDK's SSL context: a run whose
-calls all succeed over plain HTTP (a judge on the machine or the cluster) never loads them.
+calls all succeed over plain HTTP (a judge on the machine or the cluster) never loads them. A client may be told of
+each refusal (its status and headers) before that import (`refused`): a budget shared with other processes hears of
+a process's first 429 at once, not 0.4 s later.
 """
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 import aiohttp
@@ -55,8 +57,7 @@ _sdk_loaded = False
 
 
 def load_errors() -> None:
-    """Import the SDK's exceptions now rather than at the first failure (a budget shared with other processes: the
-    first 429 must reach them at once, not after the import)."""
+    """Import the SDK's exceptions (once a call has failed)."""
     global _sdk_loaded
     openai.APIStatusError  # noqa: B018 - reading an attribute of the stand-in imports the module
     httpx2.Request  # noqa: B018
@@ -73,8 +74,10 @@ async def _errors_loaded() -> None:
 class ChatClient:
     """POSTs chat completions to one OpenAI-compatible endpoint; made (open()), used and closed on one event loop."""
 
-    def __init__(self, endpoint: str, api_key: str, timeout_s: float, connections: int) -> None:
+    def __init__(self, endpoint: str, api_key: str, timeout_s: float, connections: int,
+                 refused: Callable[[int, Mapping[str, str]], None] | None = None) -> None:
         self.url = endpoint.rstrip("/") + "/chat/completions"
+        self._refused = refused  # told of a non-2xx answer while the SDK is not loaded yet
         self._headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json",
                          "Accept": "application/json", "User-Agent": USER_AGENT}
         # HTTP(S)_PROXY and NO_PROXY apply, as they do to the SDK's client; read once here, since aiohttp's
@@ -93,9 +96,11 @@ class ChatClient:
                                               cookie_jar=aiohttp.DummyCookieJar())
 
     @classmethod
-    async def open(cls, endpoint: str, api_key: str, timeout_s: float, connections: int) -> ChatClient:
-        """A client made on the running event loop (aiohttp binds its connections to it)."""
-        return cls(endpoint, api_key, timeout_s, connections)
+    async def open(cls, endpoint: str, api_key: str, timeout_s: float, connections: int,
+                   refused: Callable[[int, Mapping[str, str]], None] | None = None) -> ChatClient:
+        """A client made on the running event loop (aiohttp binds its connections to it); `refused(status, headers)`
+        is called for an HTTP error answer before the SDK's exceptions are first loaded to raise it."""
+        return cls(endpoint, api_key, timeout_s, connections, refused)
 
     async def complete(self, body: Mapping) -> dict:
         """The JSON object of a 2xx answer to `body`; raises an openai.APIError subclass for anything else."""
@@ -112,6 +117,8 @@ class ChatClient:
             await _errors_loaded()
             raise openai.APIConnectionError(request=self._request(data)) from exc
         if not 200 <= status < 300:
+            if self._refused is not None and not _sdk_loaded:
+                self._refused(status, headers)
             await _errors_loaded()
             raise _status_error(status, headers, content, self._request(data))
         try:

@@ -4,6 +4,7 @@ when its leases expire, a 429 seen by one process pauses the others, a waiting a
 and where the Redis URL comes from. Real Redis (tests/services.py), real processes, the local judge server."""
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -23,7 +24,10 @@ import redis
 
 from judge import EndpointLimiter, Judge, JudgeConfig, endpoint_limiter
 from judge import budget as judge_budget
+from judge import http as judge_http
 from judge.budget import BudgetKeys, RedisLimiter
+from judge.http import ChatClient
+from judge.retry import MAX_WAIT_S
 
 ROOT = Path(__file__).resolve().parents[2]
 LATENCY_S = 0.05
@@ -39,7 +43,7 @@ LEASE_S = 1.5  # short leases, so that a killed process's slots come back within
 
 def worker_main(spec_json: str) -> None:
     """Body of a worker process: build a Judge from JUDGE_* settings, say "ready", wait for "go" on stdin, judge
-    its items, print one JSON line with the verdict statuses and its attempts."""
+    its items, print one JSON line with the verdict statuses, its attempts and whether the openai SDK was loaded."""
     spec = json.loads(spec_json)
     if spec["lease_s"] is not None:
         judge_budget.LEASE_S = spec["lease_s"]
@@ -69,7 +73,8 @@ def worker_main(spec_json: str) -> None:
             attempts += verdict.attempts
             if verdict.error:
                 errors.append(verdict.error)
-        print(json.dumps({"statuses": dict(statuses), "attempts": attempts, "errors": errors}), flush=True)
+        print(json.dumps({"statuses": dict(statuses), "attempts": attempts, "errors": errors,
+                          "sdk_loaded": "openai" in sys.modules}), flush=True)
 
 
 class Worker:
@@ -164,6 +169,7 @@ def test_processes_together_never_exceed_the_concurrency(judge_server, redis_ser
     results = run_together(*shared, limiter="RedisLimiter")
     elapsed = time.monotonic() - start
     assert [r["statuses"] for r in results] == [{"ok": items}] * 3, [r["errors"] for r in results]  # all judged
+    assert not any(r["sdk_loaded"] for r in results)  # nothing failed: the SDK's 0.4 s import was never paid
     assert judge_server.max_in_flight <= CONCURRENCY, judge_server.max_in_flight  # over all three processes
     assert judge_server.max_in_flight >= CONCURRENCY - 1  # and the budget was used
     assert judge_server.requests == sum(r["attempts"] for r in results) >= 3 * items
@@ -223,7 +229,7 @@ def _rate_limited_run(judge_server, pair: tuple[Worker, Worker], limiter: str) -
     judge_server.fail_next(1, "429", match="RATE")
     b_result, a_result = run_together(*pair, limiter=limiter)
     assert b_result["statuses"] == {"ok": B_ITEMS}, b_result["errors"]
-    assert a_result == {"statuses": {"ok": 1}, "attempts": 2, "errors": []}
+    assert a_result == {"statuses": {"ok": 1}, "attempts": 2, "errors": [], "sdk_loaded": True}  # for the 429's error
     log = list(judge_server.log)
     (rate_limited,) = [t for t, reply, fault in log if fault == "429"]
     return rate_limited, [t for t, reply, _fault in log if "B reply" in reply], a_result
@@ -245,6 +251,42 @@ def test_a_429_in_one_process_pauses_every_process(judge_server, redis_server, w
     # Without Redis the pause is A's alone: B keeps calling through it.
     t429, b_starts, _a = _rate_limited_run(judge_server, solo, "EndpointLimiter")
     assert len([t for t in b_starts if quiet[0] < t - t429 < quiet[1]]) >= 10
+
+
+def test_a_refusal_is_told_before_the_sdks_exceptions_are_first_loaded(judge_server, monkeypatch):
+    told: list[tuple[int, str | None]] = []
+    judge_server.retry_after_s = 2.0
+
+    async def refused_call() -> BaseException:
+        client = await ChatClient.open(judge_server.url, "key", 5.0, 1,
+                                       lambda status, headers: told.append((status, headers.get("Retry-After"))))
+        try:
+            await client.complete({"model": "m", "messages": [{"role": "user", "content": "hello"}]})
+        except Exception as exc:  # noqa: BLE001 - the SDK's exception, whichever it is
+            return exc
+        finally:
+            await client.close()
+        raise AssertionError("the 429 was not raised")
+
+    for loaded in (False, True):
+        monkeypatch.setattr(judge_http, "_sdk_loaded", loaded)
+        judge_server.fail_next(1, "429")
+        error = asyncio.run(refused_call())
+        assert type(error).__name__ == "RateLimitError"
+        assert told == ([] if loaded else [(429, "2")])  # once the SDK is loaded the exception says it at once
+        told.clear()
+
+
+def test_the_pause_told_as_a_refusal_arrives_is_the_asked_one_else_the_first_retrys(monkeypatch):
+    judge = Judge(JudgeConfig(base_url="http://127.0.0.1:9/v1", retry_base_s=0.25))
+    paused: list[float] = []
+    monkeypatch.setattr(judge._limiter, "backoff", paused.append)
+    judge._refused(429, {"Retry-After": "2"})
+    judge._refused(503, {"retry-after": "1"})
+    judge._refused(429, {})
+    judge._refused(503, {})  # no pause asked for: a 5xx is this call's own business
+    judge._refused(429, {"Retry-After": "100000"})
+    assert paused == [2.0, 1.0, 0.25, MAX_WAIT_S]
 
 
 # -- (d) cancelling a waiting acquire -----------------------------------------------------------
