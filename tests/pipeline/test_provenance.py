@@ -6,8 +6,10 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import platform
 import subprocess
+import sys
 import tomllib
 import zipfile
 from pathlib import Path
@@ -212,6 +214,26 @@ def test_an_agentbench_result_records_the_common_part(client):
     assert provenance["kind"] == {"name": "agentbench", "format_version": 1}
     assert provenance["judges"] == [] and provenance["reference"] is None and provenance["bootstrap"] is None
     assert provenance["environment"]["numpy"] == numpy.__version__
+
+
+def test_an_agentbench_score_does_not_load_pandas_or_scipy_for_its_provenance(tmp_path):
+    # `flask --app app score outputs.zip` as docs/cli.md has it, in a process of its own; what it loaded is read at
+    # its exit. The versions of libraries it did not load come from their installed distributions.
+    (tmp_path / "outputs.zip").write_bytes(outputs_zip())
+    report = ("import atexit, json, sys; atexit.register(lambda: print(json.dumps(sorted(m for m in "
+              "('numpy', 'pandas', 'scipy') if m in sys.modules)), file=sys.stderr)); "
+              "from flask.cli import main; sys.argv = ['flask', '--app', 'app', 'score', sys.argv[1], '--out', "
+              "sys.argv[2]]; main()")
+    environ = {**os.environ, "INSTANCE_PATH": str(tmp_path / "instance"), "UPLOAD_FOLDER": str(tmp_path / "up"),
+               "RESULTS_FOLDER": str(tmp_path / "results"), "DATABASE": str(tmp_path / "db.sqlite"),
+               "DATABASE_URL": "", "CELERY_BROKER_URL": "", "STORAGE_URL": ""}
+    done = subprocess.run([sys.executable, "-c", report, str(tmp_path / "outputs.zip"), str(tmp_path / "r.json")],
+                          cwd=ROOT, env=environ, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stderr.strip().splitlines()[-1]) == []
+    environment = json.loads((tmp_path / "r.json").read_text("utf-8"))["provenance"]["environment"]
+    assert environment == {"python": platform.python_version(), "numpy": numpy.__version__,
+                           "scipy": scipy.__version__, "pandas": pandas.__version__}
 
 
 def test_the_commit_of_an_image_comes_from_psb_commit(monkeypatch):
