@@ -138,21 +138,22 @@ class Judge(CachedAnswers):
         `wait` is this call's own wait before its retry (None when it is not retried): the shared pause
         lasts what the server asked for, else (a 429 without Retry-After) that wait.
         """
-        if not isinstance(exc, openai.APIStatusError):
-            return
-        asked = retry_after_s(exc.response.headers)
-        if asked is None and exc.status_code != 429:
-            return
-        seconds = min(asked, MAX_WAIT_S) if asked is not None else wait
-        if seconds:
-            self._limiter.backoff(seconds)
+        if isinstance(exc, openai.APIStatusError):
+            self._pause(exc.status_code, exc.response.headers, wait)
 
     def _refused(self, status: int, headers: Mapping[str, str]) -> None:
         """Pause the shared budget for a 429 (or any Retry-After) the moment it arrives, before the SDK's exception
         for it exists: for what the server asked, else retry_base_s (_report_pause then sets the call's own wait)."""
+        self._pause(status, headers, self.config.retry_base_s)
+
+    def _pause(self, status: int, headers: Mapping[str, str], wait: float | None) -> None:
+        """The limiter's pause for an answer of `status` with `headers`: what it asked for, else (a 429) `wait`."""
         asked = retry_after_s(headers)
-        if asked is not None or status == 429:
-            self._limiter.backoff(min(asked, MAX_WAIT_S) if asked is not None else self.config.retry_base_s)
+        if asked is None and status != 429:
+            return
+        seconds = min(asked, MAX_WAIT_S) if asked is not None else wait
+        if seconds:
+            self._limiter.backoff(seconds)
 
     def _failure(self, exc: BaseException, attempts: int) -> Verdict:
         """A failed verdict whose error says why and after how many attempts."""
