@@ -51,6 +51,7 @@ from web import (
     simulations_api,
 )
 from web.judge_settings import JudgeSettings
+from web.url_rules import LazyRule
 
 ROOT = Path(__file__).resolve().parent
 # `celery -A app:celery_app` puts the current folder first on sys.path only while it imports this module, then
@@ -106,6 +107,7 @@ def create_app(config: dict | None = None) -> Flask:
     if not app.config["RATELIMIT_STORAGE_URI"]:  # counted where every web process sees them
         app.config["RATELIMIT_STORAGE_URI"] = broker if broker and broker.startswith("redis") else "memory://"
 
+    app.url_rule_class = LazyRule
     app.json = _JSON(app)
     request_input.register(app)  # JSON bodies read like uploaded JSON; no NUL in addresses, queries and forms
     # a URL, else the SQLite file; with the tables the kinds keep

@@ -54,10 +54,11 @@ def cheap_password_hashes():
 def url_builders_compiled_once():
     """Each route's URL builders are compiled once per test process instead of once per app.
 
-    For every app, werkzeug compiles two URL-building functions per route (Python built as a syntax tree, then
-    compile()): about 35 ms of a create_app's 68 ms, and the suite makes over 800 apps. A builder is a pure
-    function of the route's text, its parsed parts and the names of its defaults, which make the key; a route whose
-    default fills a part of its path (a value put through a converter) is compiled each time, as before."""
+    Werkzeug compiles two URL-building functions per route (Python built as a syntax tree, then compile()); the
+    app's rules do so when a URL is first built from them (web/url_rules.py), so each app that renders pages pays
+    again for those it uses, and the suite makes over 800 apps. A builder is a pure function of the route's text,
+    its parsed parts and the names of its defaults, which make the key; a route whose default fills a part of its
+    path (a value put through a converter) is compiled each time, as before."""
     from werkzeug.routing.rules import Rule
 
     compile_builder = Rule._compile_builder
