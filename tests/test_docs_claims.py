@@ -240,7 +240,7 @@ def test_the_libraries_said_to_load_on_first_use_are_those_lazy_loads(page, clai
     listed = re.search(claim, _text(page))
     assert listed, f"{_where(page)} no longer lists what lazy_modules.py loads"
     assert {name.strip() for name in listed.group(1).split(",")} == lazily_loaded() == {
-        "openai", "httpx2", "numpy", "pandas", "markdown_it", "nh3"}
+        "openai", "httpx2", "numpy", "pandas", "markdown_it", "nh3", "jsonschema"}
 
 
 def code_tree() -> dict[str, str]:

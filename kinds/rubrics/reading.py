@@ -14,18 +14,23 @@ import json
 import re
 from functools import cache
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-import jsonschema
 import yaml
 from jinja2 import TemplateError
 from jinja2.exceptions import TemplateSyntaxError, UndefinedError
 
+from common.lazy_modules import lazy
 from kinds.problems import Problem, describe
 from kinds.readers import json_text, limits
 from kinds.rubrics import templates
 from kinds.rubrics.model import Rubric, make
 from translations import _
+
+if TYPE_CHECKING:
+    import jsonschema
+else:
+    jsonschema = lazy("jsonschema")  # loaded when a rubric is first checked, not when the app starts
 
 MAX_BYTES = 256 * 1024
 SCHEMA_PATH = Path(__file__).with_name("rubric.schema.json")

@@ -31,7 +31,7 @@ def _flask(args: list[str], tmp_path, environ: dict[str, str]) -> subprocess.Com
 def test_a_command_that_scores_nothing_starts_without_numpy(tmp_path):
     done = _flask(["rubrics", "list"], tmp_path, {})
     assert "personasteer" in done.stdout
-    assert not {"numpy", "pandas", "scipy", "openai", "aiohttp"} & _imported(done.stderr)
+    assert not {"numpy", "pandas", "scipy", "openai", "aiohttp", "jsonschema"} & _imported(done.stderr)
 
 
 def test_scoring_a_dialogue_file_loads_neither_the_openai_sdk_nor_scipy_stats(tmp_path, judge_server, judge_env):
@@ -41,7 +41,7 @@ def test_scoring_a_dialogue_file_loads_neither_the_openai_sdk_nor_scipy_stats(tm
     done = _flask(["score", str(source), "--out", str(tmp_path / "result.json")], tmp_path, judge_env)
     imported = _imported(done.stderr)
     assert "aiohttp" in imported  # the judge did run here
-    assert not {"openai", "httpx2", "scipy.stats"} & imported
+    assert not {"openai", "httpx2", "scipy.stats", "jsonschema"} & imported
     result = json.loads((tmp_path / "result.json").read_text("utf-8"))
     assert result["judge"]["calls"] == 8 * 3 * 3 * 2
     # the paired t-tests and the length bias' interval and rank correlation are there, computed without scipy.stats
