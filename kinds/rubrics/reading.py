@@ -74,7 +74,9 @@ def read(data: bytes | str, builtin: bool = False) -> Rubric:
 
 def _checked(document: Any, lines: dict[str, int], starts: dict[str, int], builtin: bool) -> Rubric | list[Problem]:
     """The document as a Rubric, or its problems (their lines from `lines` and `starts`)."""
-    problems = list(dict.fromkeys(_schema_problems(document, lines)))  # (one problem once)
+    # The built-in files ship checked against the schema (tests/kinds/test_rubric_reading.py): read at each start
+    # without it, jsonschema stays unloaded until a user's rubric is checked.
+    problems = [] if builtin else list(dict.fromkeys(_schema_problems(document, lines)))  # (one problem once)
     if not problems:
         problems = list(_rule_problems(document, lines))
     if not problems:

@@ -212,6 +212,14 @@ def test_rubrics_read_by_libyaml_are_those_pythons_parser_reads():
     assert reading._quick_document(edit("Warmth", "Warm\x07th")) is None  # a character PyYAML's reader refuses
 
 
+def test_the_built_in_rubrics_pass_the_schema_they_are_read_without():
+    for path in sorted(rubrics.BUILTIN_FOLDER.glob("*.yaml")):
+        document = yaml.safe_load(path.read_text("utf-8"))
+        assert list(reading._schema_problems(document, {})) == [], path.name
+        # read as a user's file (the schema checked) it is the same rubric
+        assert reading.read(path.read_bytes()).sha256 == reading.read(path.read_bytes(), builtin=True).sha256
+
+
 def test_reading_a_built_in_rubric_uses_libyaml_and_no_python_yaml_parsing(monkeypatch):
     composed = []
     monkeypatch.setattr(reading, "_parse", lambda data: composed.append(data) or pytest.fail("parsed by PyYAML"))
