@@ -165,7 +165,7 @@ def _mdd(cluster_diffs: np.ndarray) -> float | None:
 
 def _score_test(cluster_diffs: np.ndarray, test: str) -> float | None:
     """Two-sided p-value of the paired test on the sessions' mean differences; None where the test is undefined."""
-    from scipy.stats import ttest_1samp, wilcoxon  # slow to import: on first use
+    from scipy.stats import ttest_1samp  # slow to import: on first use
 
     if test == "t":
         # No spread: the t statistic is 0/0 or infinite, not a number.
@@ -175,7 +175,34 @@ def _score_test(cluster_diffs: np.ndarray, test: str) -> float | None:
     # zero_method "wilcox" (scipy's default) drops zero differences; with none left there is nothing to rank.
     if not np.any(cluster_diffs != 0):
         return None
-    return float(wilcoxon(cluster_diffs, zero_method="wilcox").pvalue)
+    return signed_rank_p(cluster_diffs)
+
+
+# Up to this many differences with ties or zeros, scipy's wilcoxon runs an exact permutation test (2**n sign flips).
+EXACT_PERMUTATION_MAX_N = 13
+
+
+def signed_rank_p(diffs: np.ndarray) -> float:
+    """Two-sided p-value of the Wilcoxon signed-rank test of `diffs` (zeros dropped): scipy.stats.wilcoxon's, bit
+    for bit. Where scipy runs its exact permutation test (at most 13 differences, with ties or zeros) the 2**n sign
+    flips are counted here with one matrix product, where scipy computes the statistic once per flip (8,192 times
+    for 13 differences). The rank sums are sums of half-integers, exact in floating point, so the counts are
+    scipy's."""
+    from scipy.stats import rankdata, wilcoxon  # slow to import: on first use
+
+    nonzero = diffs[diffs != 0]
+    ranks = rankdata(np.abs(nonzero))  # average ranks of ties, as scipy's test
+    tied_or_zero = nonzero.size < diffs.size or np.unique(ranks).size < ranks.size
+    if diffs.size > EXACT_PERMUTATION_MAX_N or not tied_or_zero:
+        return float(wilcoxon(diffs, zero_method="wilcox").pvalue)
+    observed = ranks[nonzero > 0].sum()
+    # every sign pattern of the non-zero differences (a zero's flip changes nothing: each pattern counts 2**zeros
+    # times in scipy's enumeration, which scales both counts and their total alike)
+    positive = (np.arange(2 ** nonzero.size)[:, None] >> np.arange(nonzero.size)) & 1
+    null = positive @ ranks
+    total = float(null.size)
+    p = min(np.count_nonzero(null <= observed) / total, np.count_nonzero(null >= observed) / total) * 2
+    return float(min(max(p, 0.0), 1.0))
 
 
 def _common(pairs: _Pairs, n_boot: int, seed: int, level: float) -> tuple:

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy import stats as sp_stats
 from statsmodels.stats.contingency_tables import mcnemar
@@ -54,6 +54,23 @@ def test_wilcoxon_exact_with_every_session_better():
     r = paired.paired_scores([0.0] * 6, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], list("abcdef"))
     assert r.p_value == 2.0 / 64.0
     assert r.diff == 3.5
+
+
+def test_wilcoxon_with_ties_and_a_zero_by_hand():
+    # Differences 1, 1, -2, 3, 0: the zero is dropped, |d| ranks 1.5, 1.5, 3, 4 and W+ = 1.5 + 1.5 + 4 = 7. Of the 16
+    # sign patterns, W+ >= 7 in 5 (7 twice, 8.5 twice, 10) and <= 7 in 13: two-sided 2 * 5 / 16.
+    assert paired.signed_rank_p(np.array([1.0, 1.0, -2.0, 3.0, 0.0])) == 0.625
+    r = paired.paired_scores([0.0] * 5, [1.0, 1.0, -2.0, 3.0, 0.0], list("abcde"))
+    assert r.p_value == 0.625
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(-4, 4), min_size=1, max_size=16), st.sampled_from([1.0, 0.5, 0.25, 1 / 3, 0.1]))
+def test_signed_rank_p_is_scipys_bit_for_bit(steps, unit):
+    # small integer steps: ties and zeros everywhere, on both sides of scipy's 13-difference permutation limit
+    diffs = np.array(steps, dtype=float) * unit
+    assume(np.any(diffs != 0))
+    assert paired.signed_rank_p(diffs) == float(sp_stats.wilcoxon(diffs, zero_method="wilcox").pvalue)
 
 
 def test_two_sessions_interval_is_their_two_means():
