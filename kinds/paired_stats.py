@@ -200,9 +200,8 @@ def signed_rank_p(diffs: np.ndarray) -> float:
     # times in scipy's enumeration, which scales both counts and their total alike)
     positive = (np.arange(2 ** nonzero.size)[:, None] >> np.arange(nonzero.size)) & 1
     null = positive @ ranks
-    total = float(null.size)
-    p = min(np.count_nonzero(null <= observed) / total, np.count_nonzero(null >= observed) / total) * 2
-    return float(min(max(p, 0.0), 1.0))
+    smaller = min(np.count_nonzero(null <= observed), np.count_nonzero(null >= observed))
+    return min(float(smaller) / null.size * 2, 1.0)
 
 
 def _common(pairs: _Pairs, n_boot: int, seed: int, level: float) -> tuple:

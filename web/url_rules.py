@@ -11,8 +11,9 @@ class LazyRule(Rule):
 
     Werkzeug compiles them as each rule is added (Python built as a syntax tree, then compile()): for this app's
     150 rules, 40 of the 50 ms that create_app() takes after its imports, paid by every process that builds the app,
-    the `flask` commands and the workers included, which build few URLs or none. A builder depends only on its rule, so compiling it later
-    gives the same function; two threads that build the same one first both compile it, to the same effect."""
+    the `flask` commands and the workers included, which build few URLs or none. A builder depends only on its
+    rule, so compiling it later gives the same function; two threads that build the same one first both compile
+    it, to the same effect."""
 
     def _compile_builder(self, append_unknown: bool = True) -> Any:
         def build_then_keep(rule: Rule, **values: Any) -> tuple[str, str]:

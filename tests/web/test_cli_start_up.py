@@ -18,7 +18,7 @@ def _imported(stderr: str) -> set[str]:
     common/lazy_modules.py loads (importlib.import_module) has no line of its own, only the modules it imports."""
     names = {line.split("|")[2].strip() for line in stderr.splitlines()
              if line.startswith("import time:") and line.count("|") == 2 and "self [us]" not in line}
-    return {".".join(parts[:n]) for parts in map(lambda name: name.split("."), names) for n in range(1, len(parts) + 1)}
+    return {".".join(name.split(".")[:n]) for name in names for n in range(1, name.count(".") + 2)}
 
 
 def _flask(args: list[str], tmp_path, environ: dict[str, str]) -> subprocess.CompletedProcess:
