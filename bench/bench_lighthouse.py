@@ -44,6 +44,10 @@ from pipeline.ingest import ingest  # noqa: E402
 
 LIGHTHOUSE = ROOT / "node_modules" / ".bin" / "lighthouse"
 CHROME = os.environ.get("CHROME_PATH", "/usr/bin/chromium")
+# Lighthouse's own launch of Chromium now and then fails to reach the browser's DevTools endpoint on a busy machine
+# (before any page is loaded): such a run is started again, at most LAUNCH_ATTEMPTS times in all.
+LAUNCH_FAILURES = ("Failed to fetch browser webSocket URL", "Unable to connect to Chrome", "ECONNREFUSED")
+LAUNCH_ATTEMPTS = 3
 METHODS = ("Base", "CoT", "RAG", "Memory", "Persona", "Ours")
 TARGETS = {"performance": 0.90, "accessibility": 0.95}
 VIEWS = ("top", "charts")  # where a page is opened: its top, or its first chart (Plotly loaded, charts drawn)
@@ -136,11 +140,14 @@ def lighthouse(url: str, out: Path, form_factor: str = "desktop") -> dict:
     preset = ["--preset=desktop"] if form_factor == "desktop" else []
     command = [str(LIGHTHOUSE), url, *preset, "--chrome-flags=--headless=new --no-sandbox",
                "--output=json", f"--output-path={out}", "--only-categories=performance,accessibility", "--quiet"]
-    done = subprocess.run(command, env={**os.environ, "CHROME_PATH": CHROME}, capture_output=True, text=True,
-                          timeout=240)
-    if done.returncode != 0 or not out.exists():
-        raise SystemExit(f"lighthouse failed on {url}:\n{done.stderr[-3000:]}")
-    return json.loads(out.read_text(encoding="utf-8"))
+    for _attempt in range(LAUNCH_ATTEMPTS):
+        done = subprocess.run(command, env={**os.environ, "CHROME_PATH": CHROME}, capture_output=True, text=True,
+                              timeout=240)
+        if done.returncode == 0 and out.exists():
+            return json.loads(out.read_text(encoding="utf-8"))
+        if not any(marker in done.stderr for marker in LAUNCH_FAILURES):
+            break
+    raise SystemExit(f"lighthouse failed on {url}:\n{done.stderr[-3000:]}")
 
 
 def median_run(reports: list[dict]) -> dict:

@@ -92,3 +92,42 @@ def test_calibrated_intervals_hold_and_the_judge_only_ones_fail_under_bias():
     assert all(f["judge_only"]["coverage"] >= 0.88 for f in settings["unbiased"]["methods"].values())
     assert all(f["mean_weight"] < 0.15 for f in settings["uninformative"]["methods"].values())
 
+
+
+# A stand-in for node_modules/.bin/lighthouse, named lighthouse-<N>: its first N runs fail saying what the file beside
+# it (.says) holds, the next writes a report; it counts its runs in a file beside it (.tries).
+FAKE_LIGHTHOUSE = """#!/usr/bin/env python3
+import pathlib, sys
+me = pathlib.Path(sys.argv[0])
+tries = me.with_suffix(".tries")
+n = int(tries.read_text()) + 1 if tries.exists() else 1
+tries.write_text(str(n))
+if n <= int(me.name.rsplit("-", 1)[1]):
+    print("Runtime error encountered:", me.with_suffix(".says").read_text(), file=sys.stderr)
+    sys.exit(1)
+out = next(a for a in sys.argv if a.startswith("--output-path=")).split("=", 1)[1]
+pathlib.Path(out).write_text('{"categories": {}}')
+"""
+
+
+@pytest.mark.parametrize(("fails", "says", "tries", "reaches"), [
+    (2, "Failed to fetch browser webSocket URL from http://127.0.0.1:9/json/version: fetch failed", 3, True),
+    (3, "connect ECONNREFUSED 127.0.0.1:9", 3, False),
+    (1, "Lighthouse was unable to reliably load the page you requested.", 1, False),
+])
+def test_lighthouse_is_started_again_only_when_it_could_not_reach_its_browser(
+        tmp_path, monkeypatch, fails, says, tries, reaches):
+    from bench import bench_lighthouse
+
+    fake = tmp_path / f"lighthouse-{fails}"
+    fake.write_text(FAKE_LIGHTHOUSE)
+    fake.chmod(0o755)
+    fake.with_suffix(".says").write_text(says)
+    monkeypatch.setattr(bench_lighthouse, "LIGHTHOUSE", fake)
+    out = tmp_path / "report.json"
+    if reaches:
+        assert bench_lighthouse.lighthouse("http://127.0.0.1:9/", out) == {"categories": {}}
+    else:
+        with pytest.raises(SystemExit, match="lighthouse failed on http://127.0.0.1:9/"):
+            bench_lighthouse.lighthouse("http://127.0.0.1:9/", out)
+    assert int(fake.with_suffix(".tries").read_text()) == tries
