@@ -29,6 +29,18 @@ NPM_TIMEOUT_S = 600
 # Where every process of the run keeps the bytecode of what it imports (Python's PYTHONPYCACHEPREFIX), in the temporary
 # folder: the hundreds of `flask`, worker and server processes the tests start compile the product once, not each.
 BYTECODE = Path(tempfile.gettempdir()) / f"psb-test-bytecode-{os.getuid()}"
+# The modules that take longest (25 s or more of one worker's wall time on a whole run on 2 cores), longest first:
+# handed out before the others, so that the run does not end with one of them alone on a worker while the others
+# idle. pytest-xdist's own order (by number of tests, turned off in pyproject.toml) put the one-test multi-machine
+# module last; the rest keep the order of collection and fill the gaps.
+LONGEST_FIRST = (
+    "tests/web/test_accessibility.py", "tests/test_bench_scripts.py", "tests/pipeline/test_celery.py",
+    "tests/web/test_openapi.py", "tests/pipeline/test_job_backends.py", "tests/web/test_browser.py",
+    "tests/test_client.py", "tests/pipeline/test_multi_machine.py", "tests/test_docs_commands.py",
+    "tests/judge/test_judge_budget.py", "tests/web/test_chart_layout.py", "tests/simulate/test_celery_simulation.py",
+    "tests/storage/test_storage.py", "tests/pipeline/test_evaluation_faults.py", "tests/web/test_simulation_browser.py",
+    "tests/pipeline/test_dead_judge.py", "tests/kinds/conversation/test_people_labels.py", "tests/test_docs_team.py",
+    "tests/web/test_rubric_browser.py")
 
 
 def in_ci() -> bool:
@@ -120,6 +132,12 @@ def pytest_configure(config: pytest.Config) -> None:
         sys.dont_write_bytecode, sys.pycache_prefix = False, str(BYTECODE)  # this process too
         config.stash[_install] = install_node_tools(config)
         config.stash[_before] = worktree_state()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules of LONGEST_FIRST before the others, each module's tests in their own order."""
+    rank = {path: n for n, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
 
 
 @pytest.hookimpl(trylast=True)

@@ -88,3 +88,14 @@ def test_processes_started_keep_compiled_modules_in_the_temporary_folder(tmp_pat
     subprocess.run([sys.executable, "-c", "import some_module"], cwd=source, env=environ, check=True)
     assert [p.name for p in folder.rglob("some_module*.pyc")] == [f"some_module.{sys.implementation.cache_tag}.pyc"]
     assert not (source / "__pycache__").exists()  # nothing beside the source
+
+
+def test_the_longest_modules_are_handed_out_first_and_each_exists():
+    from tests.suite import LONGEST_FIRST
+
+    assert [path for path in LONGEST_FIRST if not (ROOT / path).is_file()] == []
+    given = ["tests/test_suite_plugin.py", "tests/test_docs_team.py", "tests/test_client.py"]  # the first not listed
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", *given],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    modules = list(dict.fromkeys(line.split("::", 1)[0] for line in done.stdout.splitlines() if "::" in line))
+    assert modules == ["tests/test_client.py", "tests/test_docs_team.py", "tests/test_suite_plugin.py"], done.stdout
