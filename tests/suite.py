@@ -1,7 +1,7 @@
 """What a test session does around the tests, as a pytest plugin (tests/conftest.py loads it): installs the browser
 audits' npm packages when they are missing, keeps the product's compiled modules for every process the tests start,
-turns a skip into a failure when the CI variable is set, and fails the run when it
-changed a file that git sees in the work tree.
+hands the longest modules out first, turns a skip into a failure when the CI variable is set, and fails the run when
+it changed a file that git sees in the work tree.
 
 Under pytest-xdist (pyproject.toml's addopts: four workers, each module on one worker) the installing and the work
 tree check happen once, in the controller process; the workers only run tests.
