@@ -93,7 +93,6 @@ def test_calibrated_intervals_hold_and_the_judge_only_ones_fail_under_bias():
     assert all(f["mean_weight"] < 0.15 for f in settings["uninformative"]["methods"].values())
 
 
-
 # A stand-in for node_modules/.bin/lighthouse, named lighthouse-<N>: its first N runs fail saying what the file beside
 # it (.says) holds, the next writes a report; it counts its runs in a file beside it (.tries).
 FAKE_LIGHTHOUSE = """#!/usr/bin/env python3
