@@ -106,7 +106,9 @@ def test_cancel_and_resume_over_the_api(sim_app, judge_server):
             and time.monotonic() < deadline:
         time.sleep(0.02)
     cancelled = client.post(f"/api/simulations/{simulation_id}/cancel")
-    assert cancelled.status_code == 202 and cancelled.get_json()["status"] == "running"  # until its calls end
+    # the state at that moment: running while its calls in flight end, or already cancelled when none was (the
+    # runner's thread can see the cancel and stop before this request reads the simulation again, on a busy machine)
+    assert cancelled.status_code == 202 and cancelled.get_json()["status"] in ("running", "cancelled")
     stopped = wait(client, simulation_id)
     assert stopped["status"] == "cancelled" and stopped["progress"]["done"] < stopped["progress"]["total"]
     resumed = client.post(f"/api/simulations/{simulation_id}/resume")
