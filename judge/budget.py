@@ -21,15 +21,18 @@ Per endpoint, under `psb:judge:<sha256 of the endpoint URL>:`:
   which is how slots of expired leases (nobody announces those) are found.
 
 A slot given back while another call of the same process waits is handed to that call without Redis (its
-lease goes on being renewed), at most `HANDOVERS` times in a row: then it goes back to Redis, where another
-process's waiter may take it. A backoff (announced to every process) or a capacity change stops hand-overs:
-the slot goes back, and the next acquire asks Redis, which knows both. With a judge answering in milliseconds,
-the two round trips per call otherwise cost one Celery worker half its judgments per second.
+lease goes on being renewed); given back while none waits, it stays with the process for `LINGER_S`, for the
+process's next call, and then goes back to Redis. A lease goes from one call to the next that way at most
+`HANDOVERS` times in a row: then it goes back to Redis, where another process's waiter may take it. A backoff
+(announced to every process) or a capacity change stops hand-overs: the slot goes back, and the next acquire asks
+Redis, which knows both. With a judge answering in milliseconds, the two round trips per call otherwise cost one
+Celery worker half its judgments per second.
 
 All times come from Redis (`TIME` in the scripts), so the machines' clocks need not agree.
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import logging
 import os
@@ -59,6 +62,8 @@ UNREACHABLE_RETRY_S = 1.0
 UNREACHABLE_GIVE_UP_S = 30.0
 # Times in a row a slot goes from one call of a process to the next without Redis.
 HANDOVERS = 16
+# How long a slot given back while no call of the process waits is kept for the process's next call.
+LINGER_S = 0.01
 
 _ACQUIRE = """
 -- KEYS: leases, capacity, until. ARGV: lease id, lease ms, capacity when none is stored.
@@ -159,6 +164,7 @@ class _Hub:
         self._limiters: weakref.WeakSet[RedisLimiter] = weakref.WeakSet()
         self._started = False
         self._added = threading.Event()  # a limiter came: its lease may be shorter than the others'
+        self.lingered = threading.Event()  # a limiter keeps a slot given back: to Redis once its time is up
 
     def add(self, limiter: RedisLimiter) -> None:
         with self._lock:
@@ -166,8 +172,10 @@ class _Hub:
             self._added.set()
             if not self._started:
                 self._started = True
-                for target, name in ((self._listen, "judge-budget-wake"), (self._renew_all, "judge-budget-renew")):
+                for target, name in ((self._listen, "judge-budget-wake"), (self._renew_all, "judge-budget-renew"),
+                                     (self._return_lingering, "judge-budget-linger")):
                     threading.Thread(target=target, name=name, daemon=True).start()
+                atexit.register(self._return_all)
 
     def _live(self) -> list[RedisLimiter]:
         with self._lock:
@@ -208,6 +216,20 @@ class _Hub:
                         pubsub.close()
                     except Exception:  # noqa: BLE001
                         pass
+
+    def _return_lingering(self) -> None:
+        """Give the slots the limiters keep for their process's next call back to Redis once their time is up."""
+        timeout = None
+        while True:
+            self.lingered.wait(timeout)
+            self.lingered.clear()
+            due = [d for limiter in self._live() if (d := limiter._return_lingering()) is not None]
+            timeout = max(0.0, min(due) - time.monotonic()) if due else None
+
+    def _return_all(self) -> None:
+        """At the process's end: every kept slot back to Redis now, not when its lease expires."""
+        for limiter in self._live():
+            limiter._return_lingering(everything=True)
 
     def _renew_all(self) -> None:
         """Renew the leases held by this process's limiters, each every lease_s / 3."""
@@ -258,6 +280,7 @@ class RedisLimiter:
         self._woken = threading.Condition(self._lock)  # wake(): check the cancel events
         self._held: list[str] = []  # lease ids this process's calls hold
         self._handed: list[str] = []  # leases given back while a call of this process waited: for that call
+        self._lingering: list[tuple[float, str]] = []  # (monotonic deadline, lease) kept for the next call
         self._handovers: dict[str, int] = {}  # times in a row each lease went from one call to the next
         self._paused_until = 0.0  # (monotonic) a backoff is known: no hand-over before this
         self._stored_capacity: int | None = None  # the capacity Redis last answered with (None: not known)
@@ -279,7 +302,7 @@ class RedisLimiter:
             if os.getpid() != self._pid:
                 self._pid = os.getpid()
                 self._lease_prefix = f"{socket.gethostname()}:{self._pid}:"
-                self._held, self._handed, self._handovers = [], [], {}
+                self._held, self._handed, self._lingering, self._handovers = [], [], [], {}
                 self._hub = _hub(self.url)
                 self._hub.add(self)
 
@@ -312,11 +335,19 @@ class RedisLimiter:
         try:
             while cancel is None or not cancel.is_set():
                 with self._lock:
-                    paused = time.monotonic() < self._paused_until
-                    if self._handed and not paused:
+                    now = time.monotonic()
+                    paused = now < self._paused_until
+                    if not paused and self._handed:
                         self._held.append(self._handed.pop())
                         return True
-                    spare, self._handed = (self._handed, []) if paused else ([], self._handed)
+                    if not paused and self._lingering and self._lingering[-1][0] > now:  # not sent back yet
+                        self._held.append(self._lingering.pop()[1])
+                        return True
+                    if paused:
+                        spare = self._handed + [lease for _due, lease in self._lingering]
+                        self._handed, self._lingering = [], []
+                    else:
+                        spare = []
                     # This process alone holds every slot: Redis would answer "full". Wait for one of its calls to
                     # hand its slot over (or for any announcement, or POLL_S), then look again.
                     full_here = (not paused and self._stored_capacity is not None
@@ -410,26 +441,46 @@ class RedisLimiter:
                 except ValueError:
                     return
                 self._paused_until = max(self._paused_until, time.monotonic() + seconds)
+                self._lingering = [(0.0, lease) for _due, lease in self._lingering]
             else:
                 self._handovers = dict.fromkeys(self._handovers, HANDOVERS)
+                self._lingering = [(0.0, lease) for _due, lease in self._lingering]
                 self._stored_capacity = None
                 self._permits = self._waiting
                 self._slot_announced.notify_all()
+        if self._lingering:
+            self._hub.lingered.set()
 
     def release(self) -> None:
-        """Give a slot back: to a call of this process that waits for one, else to Redis, announced."""
+        """Give a slot back: to a call of this process that waits for one, else kept for the process's next call
+        for LINGER_S, else (HANDOVERS in a row, or in a backoff) to Redis, announced."""
         with self._lock:
             if not self._held:
                 return
             lease = self._held.pop()
             handovers = self._handovers.pop(lease, HANDOVERS)
-            if (self._waiting > len(self._handed) and handovers < HANDOVERS
-                    and time.monotonic() >= self._paused_until):
+            if handovers < HANDOVERS and time.monotonic() >= self._paused_until:
                 self._handovers[lease] = handovers + 1
-                self._handed.append(lease)
-                self._slot_announced.notify()
+                if self._waiting > len(self._handed):
+                    self._handed.append(lease)
+                    self._slot_announced.notify()
+                else:
+                    self._lingering.append((time.monotonic() + LINGER_S, lease))
+                    self._hub.lingered.set()
                 return
         self._give_back(lease)
+
+    def _return_lingering(self, everything: bool = False) -> float | None:
+        """Give back to Redis the kept slots whose time is up (all of them with `everything`); the time (monotonic)
+        the next one is up, or None when none is kept."""
+        with self._lock:
+            now = time.monotonic()
+            due = [lease for deadline, lease in self._lingering if everything or deadline <= now]
+            self._lingering = [kept for kept in self._lingering if kept[1] not in due]
+            upcoming = min((deadline for deadline, _lease in self._lingering), default=None)
+        for lease in due:
+            self._give_back(lease)
+        return upcoming
 
     def _give_back(self, lease: str) -> None:
         """Remove a lease from Redis and announce the free slot."""
@@ -457,6 +508,8 @@ class RedisLimiter:
             return
         with self._lock:
             self._paused_until = max(self._paused_until, time.monotonic() + seconds)
+            self._lingering = [(0.0, lease) for _due, lease in self._lingering]
+        self._hub.lingered.set()
         try:
             left = self._hub.backoff(keys=[self.keys.until], args=[ms])
             self._hub.client.publish(self.keys.wake, f"pause:{int(left)}")
@@ -466,7 +519,7 @@ class RedisLimiter:
     def _renew(self) -> None:
         """Push back the expiry of the leases this process holds (the hub's renewal thread)."""
         with self._lock:
-            held = self._held + self._handed
+            held = self._held + self._handed + [lease for _due, lease in self._lingering]
         if not held:
             return
         try:
@@ -476,7 +529,8 @@ class RedisLimiter:
             return
         if renewed < len(held):
             with self._lock:
-                still = sum(1 for lease in held if lease in self._held or lease in self._handed)
+                still = sum(1 for lease in held if lease in self._held or lease in self._handed
+                            or any(lease == kept for _due, kept in self._lingering))
             if renewed < still:
                 log.warning("judge budget: %d lease(s) at %s expired before they were renewed; the budget may be "
                             "exceeded until they are released", still - renewed, safe_url(self.url))

@@ -149,6 +149,14 @@ def leases(redis_url: str, endpoint: str) -> int:
     return redis.Redis.from_url(redis_url).zcard(BudgetKeys.of(endpoint).leases)
 
 
+def leases_once_kept_ones_are_back(redis_url: str, endpoint: str) -> int:
+    """Slots held in Redis for endpoint once the slots a process keeps for its next call (LINGER_S) are back."""
+    deadline = time.monotonic() + 1
+    while (held := leases(redis_url, endpoint)) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return held
+
+
 # -- (a) one budget over several processes ----------------------------------------------------
 
 
@@ -174,7 +182,7 @@ def test_processes_together_never_exceed_the_concurrency(judge_server, redis_ser
     assert judge_server.max_in_flight >= CONCURRENCY - 1  # and the budget was used
     assert judge_server.requests == sum(r["attempts"] for r in results) >= 3 * items
     assert elapsed >= 3 * items * LATENCY_S / CONCURRENCY
-    assert leases(redis_server.url, judge_server.url) == 0  # every slot given back
+    assert leases_once_kept_ones_are_back(redis_server.url, judge_server.url) == 0  # every slot given back
 
 
 # -- (b) a process killed while it holds slots --------------------------------------------------
@@ -205,7 +213,7 @@ def test_slots_of_a_killed_process_come_back_when_its_leases_expire(judge_server
     first = min(t for t, reply, _fault in judge_server.log if "after" in reply)
     # Renewed every LEASE_S / 3 until the kill, found by a waiter within POLL_S of expiring.
     assert 0 < first - killed <= LEASE_S + judge_budget.POLL_S + 1.0, first - killed
-    assert leases(redis_server.url, judge_server.url) == 0
+    assert leases_once_kept_ones_are_back(redis_server.url, judge_server.url) == 0
 
 
 # -- (c) a 429 in one process pauses the others ------------------------------------------------
@@ -324,7 +332,7 @@ def test_cancelling_a_waiting_acquire_returns_false_promptly(redis_server):
     thread.join(judge_budget.POLL_S + 0.5)
     assert outcome == [False]
     limiter.release()
-    assert limiter.in_use == 0 and leases(redis_server.url, endpoint) == 0
+    assert limiter.in_use == 0 and leases_once_kept_ones_are_back(redis_server.url, endpoint) == 0
 
 
 # -- one process: slots, capacity, keys ---------------------------------------------------------
@@ -346,7 +354,30 @@ def test_a_release_in_one_process_hands_the_slot_to_a_waiter_in_another(redis_se
     second.release()
     second.release()
     second.release()  # one more than it holds: ignored
-    assert leases(redis_server.url, endpoint) == 0
+    assert leases_once_kept_ones_are_back(redis_server.url, endpoint) == 0
+
+
+def test_a_slot_given_back_while_no_call_waits_is_kept_for_the_next_call_then_returned(redis_server, monkeypatch):
+    monkeypatch.setattr(judge_budget, "LINGER_S", 0.5)
+    endpoint = f"http://budget-test-{uuid.uuid4().hex}/v1"
+    limiter = RedisLimiter(endpoint, redis_server.url, 2)
+    announcements_delivered(limiter, redis_server.url)
+    assert limiter.acquire()
+    held = lease_ids(redis_server.url, endpoint)
+    limiter.release()
+    assert limiter.in_use == 0 and lease_ids(redis_server.url, endpoint) == held  # kept, still counted in Redis
+    assert limiter.acquire() and lease_ids(redis_server.url, endpoint) == held  # the next call took it: no Redis
+    limiter.release()
+    start = time.monotonic()
+    assert leases_once_kept_ones_are_back(redis_server.url, endpoint) == 0
+    assert 0.3 <= time.monotonic() - start < 0.9  # back in Redis once its time was up
+    # A backoff sends a kept slot back at once: in a backoff every call asks Redis, which knows it.
+    assert limiter.acquire()
+    limiter.release()
+    assert leases(redis_server.url, endpoint) == 1
+    start = time.monotonic()
+    limiter.backoff(0.2)
+    assert leases_once_kept_ones_are_back(redis_server.url, endpoint) == 0 and time.monotonic() - start < 0.2
 
 
 def lease_ids(redis_url: str, endpoint: str) -> set[bytes]:
@@ -414,7 +445,7 @@ def test_a_slot_goes_to_a_waiting_call_of_the_same_process_without_redis_a_bound
     assert outcome == [True] and their_outcome == [True]
     mine.release()
     other.release()
-    assert leases(redis_server.url, endpoint) == 0
+    assert leases_once_kept_ones_are_back(redis_server.url, endpoint) == 0
 
 
 def test_a_backoff_of_another_process_stops_hand_overs(redis_server):
