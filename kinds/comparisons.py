@@ -30,9 +30,11 @@ from kinds.stats import (
 
 if TYPE_CHECKING:
     import numpy as np
+    import pandas as pd
     from numpy.typing import ArrayLike
 else:
     np = lazy("numpy")  # loaded on first use: the app starts without numpy
+    pd = lazy("pandas")  # factorize: codes of a million labels without a Python object each
 
 VERDICTS = ("first", "second", "tie")
 OUTCOMES = ("A", "B", "tie")
@@ -358,7 +360,6 @@ def within_group_share(values: ArrayLike, groups: Sequence[Hashable] | np.ndarra
     x = np.asarray(values, dtype=float)
     if x.shape != (len(groups),):
         raise ValueError("values and groups must be 1-D sequences of the same length")
-    import pandas as pd  # factorize: codes of a million labels without a Python object each
 
     total = float(np.sum((x - x.mean()) ** 2)) if x.size else 0.0
     if total == 0.0:
@@ -394,7 +395,6 @@ def length_controlled_differences(
     length = np.asarray(lengths, dtype=float)
     if not (y.shape == length.shape == (len(methods),)):
         raise ValueError("scores, lengths and methods must be 1-D sequences of the same length")
-    import pandas as pd  # factorize: codes of a million labels without a Python object each
 
     appearance, found = pd.factorize(methods if isinstance(methods, np.ndarray)
                                        else pd.Series(list(methods), dtype=object))

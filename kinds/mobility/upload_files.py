@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, BinaryIO
 
-from common.lazy_modules import lazy
+from common.lazy_modules import ARROW_LOCK, lazy
 from kinds.mobility import format as mobility
 from kinds.mobility.format import KEYS, MobilityData
 from kinds.mobility.reference_files import ReferenceError, zip_arrays
@@ -127,8 +127,9 @@ def _checked(table: np.ndarray, columns: dict[str, list[int]], report: Report) -
 def _read_parquet(stream: BinaryIO) -> tuple[Report, MobilityData | None]:
     """The four arrays of a Parquet table with one row per user (columns as the CSV's header); a column that is
     not numeric, or an empty cell, is named by its column (and row: line 1 is the first user)."""
-    import pyarrow.parquet as parquet  # large: only when a Parquet file comes
-    from pyarrow import ArrowException, types
+    with ARROW_LOCK:  # large: only when a Parquet file comes (and not while pandas is imported without it)
+        import pyarrow.parquet as parquet
+        from pyarrow import ArrowException, types
 
     report = Report()
     try:

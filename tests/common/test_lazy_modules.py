@@ -62,6 +62,43 @@ def test_threads_reading_pandas_at_once_all_see_it_whole(tmp_path):
     assert race(tmp_path, "pandas", "DataFrame") == "0 []"
 
 
+ARROW = textwrap.dedent("""
+    import io, sys, threading, time
+    sys.path[:0] = [{root!r}]
+    from common.lazy_modules import lazy
+    from kinds.mobility.upload_files import _read_parquet
+    pandas = lazy("pandas")
+    if {alone}:
+        pandas.DataFrame({{"a": ["x", "y"]}}).groupby("a").size()
+        import pandas.compat.pyarrow
+        print(pandas.compat.pyarrow.HAS_PYARROW, "pyarrow" in sys.modules)
+    else:  # a Parquet upload arriving while pandas is first imported (0.3 s or more)
+        importing = threading.Thread(target=lambda: pandas.DataFrame)
+        importing.start()
+        time.sleep(0.05)
+        report, data = _read_parquet(io.BytesIO(b"not parquet"))
+        importing.join()
+        print(data is None, report.problems[0].message)
+""")
+
+
+def arrow(alone: bool) -> str:
+    """What a fresh interpreter prints after loading pandas (`alone`), or reading a Parquet file as it does."""
+    done = subprocess.run([sys.executable, "-c", ARROW.format(root=str(ROOT), alone=alone)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_pandas_is_loaded_without_pyarrow():
+    assert arrow(alone=True) == "False False"  # pandas runs as where pyarrow is not installed, and never loads it
+
+
+def test_a_parquet_file_read_while_pandas_is_loaded_still_finds_pyarrow():
+    refused, message = arrow(alone=False).split(" ", 1)
+    assert refused == "True" and message.startswith("The Parquet file cannot be read") and "module" not in message
+
+
 def test_a_missing_module_is_named_at_once():
     from common.lazy_modules import lazy
     with pytest.raises(ModuleNotFoundError, match="no_such_module_here"):
