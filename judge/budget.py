@@ -441,15 +441,13 @@ class RedisLimiter:
                 except ValueError:
                     return
                 self._paused_until = max(self._paused_until, time.monotonic() + seconds)
-                self._lingering = [(0.0, lease) for _due, lease in self._lingering]
+                self._send_back_kept()
             else:
                 self._handovers = dict.fromkeys(self._handovers, HANDOVERS)
-                self._lingering = [(0.0, lease) for _due, lease in self._lingering]
+                self._send_back_kept()
                 self._stored_capacity = None
                 self._permits = self._waiting
                 self._slot_announced.notify_all()
-        if self._lingering:
-            self._hub.lingered.set()
 
     def release(self) -> None:
         """Give a slot back: to a call of this process that waits for one, else kept for the process's next call
@@ -469,6 +467,12 @@ class RedisLimiter:
                     self._hub.lingered.set()
                 return
         self._give_back(lease)
+
+    def _send_back_kept(self) -> None:
+        """(Holding the lock) every slot kept for the next call due now: the hub's thread gives them back."""
+        if self._lingering:
+            self._lingering = [(0.0, lease) for _due, lease in self._lingering]
+            self._hub.lingered.set()
 
     def _return_lingering(self, everything: bool = False) -> float | None:
         """Give back to Redis the kept slots whose time is up (all of them with `everything`); the time (monotonic)
@@ -508,8 +512,7 @@ class RedisLimiter:
             return
         with self._lock:
             self._paused_until = max(self._paused_until, time.monotonic() + seconds)
-            self._lingering = [(0.0, lease) for _due, lease in self._lingering]
-        self._hub.lingered.set()
+            self._send_back_kept()
         try:
             left = self._hub.backoff(keys=[self.keys.until], args=[ms])
             self._hub.client.publish(self.keys.wake, f"pause:{int(left)}")
@@ -529,8 +532,8 @@ class RedisLimiter:
             return
         if renewed < len(held):
             with self._lock:
-                still = sum(1 for lease in held if lease in self._held or lease in self._handed
-                            or any(lease == kept for _due, kept in self._lingering))
+                mine = {*self._held, *self._handed, *(lease for _due, lease in self._lingering)}
+                still = sum(1 for lease in held if lease in mine)
             if renewed < still:
                 log.warning("judge budget: %d lease(s) at %s expired before they were renewed; the budget may be "
                             "exceeded until they are released", still - renewed, safe_url(self.url))
