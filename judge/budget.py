@@ -173,7 +173,7 @@ class _Hub:
             if not self._started:
                 self._started = True
                 for target, name in ((self._listen, "judge-budget-wake"), (self._renew_all, "judge-budget-renew"),
-                                     (self._return_lingering, "judge-budget-linger")):
+                                     (self._give_back_due, "judge-budget-linger")):
                     threading.Thread(target=target, name=name, daemon=True).start()
                 atexit.register(self._return_all)
 
@@ -217,19 +217,19 @@ class _Hub:
                     except Exception:  # noqa: BLE001
                         pass
 
-    def _return_lingering(self) -> None:
+    def _give_back_due(self) -> None:
         """Give the slots the limiters keep for their process's next call back to Redis once their time is up."""
         timeout = None
         while True:
             self.lingered.wait(timeout)
             self.lingered.clear()
-            due = [d for limiter in self._live() if (d := limiter._return_lingering()) is not None]
+            due = [d for limiter in self._live() if (d := limiter._give_back_kept()) is not None]
             timeout = max(0.0, min(due) - time.monotonic()) if due else None
 
     def _return_all(self) -> None:
         """At the process's end: every kept slot back to Redis now, not when its lease expires."""
         for limiter in self._live():
-            limiter._return_lingering(everything=True)
+            limiter._give_back_kept(everything=True)
 
     def _renew_all(self) -> None:
         """Renew the leases held by this process's limiters, each every lease_s / 3."""
@@ -474,13 +474,14 @@ class RedisLimiter:
             self._lingering = [(0.0, lease) for _due, lease in self._lingering]
             self._hub.lingered.set()
 
-    def _return_lingering(self, everything: bool = False) -> float | None:
+    def _give_back_kept(self, everything: bool = False) -> float | None:
         """Give back to Redis the kept slots whose time is up (all of them with `everything`); the time (monotonic)
         the next one is up, or None when none is kept."""
         with self._lock:
             now = time.monotonic()
             due = [lease for deadline, lease in self._lingering if everything or deadline <= now]
-            self._lingering = [kept for kept in self._lingering if kept[1] not in due]
+            self._lingering = [(deadline, lease) for deadline, lease in self._lingering
+                               if not everything and deadline > now]
             upcoming = min((deadline for deadline, _lease in self._lingering), default=None)
         for lease in due:
             self._give_back(lease)

@@ -151,7 +151,7 @@ def leases(redis_url: str, endpoint: str) -> int:
 
 def leases_once_kept_ones_are_back(redis_url: str, endpoint: str) -> int:
     """Slots held in Redis for endpoint once the slots a process keeps for its next call (LINGER_S) are back."""
-    deadline = time.monotonic() + 1
+    deadline = time.monotonic() + 2
     while (held := leases(redis_url, endpoint)) and time.monotonic() < deadline:
         time.sleep(0.005)
     return held
@@ -370,7 +370,7 @@ def test_a_slot_given_back_while_no_call_waits_is_kept_for_the_next_call_then_re
     limiter.release()
     start = time.monotonic()
     assert leases_once_kept_ones_are_back(redis_server.url, endpoint) == 0
-    assert 0.3 <= time.monotonic() - start < 0.9  # back in Redis once its time was up
+    assert 0.3 <= time.monotonic() - start < 1.5  # back in Redis once its time was up (a busy machine is late)
     # A backoff sends a kept slot back at once: in a backoff every call asks Redis, which knows it.
     assert limiter.acquire()
     limiter.release()
