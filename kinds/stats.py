@@ -23,6 +23,8 @@ else:
 
 
 DEFAULT_N_BOOT = 1000
+BLOCK = 250_000  # elements of the temporary arrays of resample_weights and of exact resampled_sums (2 MB each)
+SUM_BLOCK = 2_000_000  # elements of resampled_sums' float copy of the weights where the blocks change its last bits
 DEFAULT_SEED = 0  # of the kinds' bootstrap intervals (recorded in each result's provenance)
 DEFAULT_LEVEL = 0.95
 
@@ -95,7 +97,7 @@ def resample_weights(n: int, n_boot: int = DEFAULT_N_BOOT, seed: int = 0) -> np.
     # uint16 (a quarter of float64's memory: 25 MB for 12,500 sessions): an item drawn 65,536 times in one resample
     # is impossible below 65,536 items and has no real chance above.
     weights = np.empty((n_boot, n), dtype=np.uint16)
-    block = max(1, 2_000_000 // max(n, 1))  # resamples drawn at a time: memory of a few blocks, not of n_boot x n
+    block = max(1, BLOCK // max(n, 1))  # resamples drawn at a time: memory of a few blocks, not of n_boot x n
     for first in range(0, n_boot, block):
         rows = min(block, n_boot - first)
         # The same draws as resample_indices (a generator yields the same numbers in pieces as at once); one
@@ -122,10 +124,19 @@ def resampled_sums(weights: np.ndarray, values) -> np.ndarray:
     matrix would take four times its memory)."""
     values = np.asarray(values, dtype=float)
     out = np.empty((weights.shape[0],) + values.shape[1:])
-    step = max(1, 2_000_000 // max(1, weights.shape[1]))
+    step = max(1, (BLOCK if _exact_sums(weights, values) else SUM_BLOCK) // max(1, weights.shape[1]))
     for first in range(0, weights.shape[0], step):
         out[first:first + step] = weights[first:first + step].astype(float) @ values
     return out
+
+
+def _exact_sums(weights: np.ndarray, values: np.ndarray) -> bool:
+    """Whether every product and partial sum of weights @ values is a whole number below 2**53, so exact whatever the
+    order of the additions. BLAS adds a block's rows in an order that depends on the block's shape: blocks of
+    another size could change the last bits of other sums."""
+    if not values.size or weights.dtype.kind not in "ui" or not np.array_equal(values, np.trunc(values)):
+        return False
+    return float(np.abs(values).max()) * float(np.iinfo(weights.dtype).max) * weights.shape[1] < 2.0 ** 53
 
 
 def _weights_for(n: int, n_boot: int, seed: int, weights: np.ndarray | None) -> np.ndarray:

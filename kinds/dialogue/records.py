@@ -35,7 +35,7 @@ def columns(dimensions: tuple[str, ...] = DIMENSIONS) -> tuple[str, ...]:
 
 # What the frame is read from in the store: the dimensions are keys of a judgment's `scores`.
 STORED = ("session_idx", "session_id", "round", "method", "mode", "status", "total", "verdict", "scores")
-CHUNK = 10_000
+CHUNK = 2_000
 
 
 def judgment_frame(rows: Iterable[dict] | pd.DataFrame, size: int = 0,

@@ -132,6 +132,48 @@ def test_resample_weights_count_the_indices():
     assert np.all(w.sum(axis=1) == 5)
 
 
+
+def test_resample_weights_drawn_in_blocks_are_the_draws_made_at_once(monkeypatch):
+    idx = stats.resample_indices(300, n_boot=40, seed=2)
+    expected = np.array([np.bincount(row, minlength=300) for row in idx])
+    for block in (1, 299, 301, 7_000, 10**7):  # one resample per block, several, or all at once
+        monkeypatch.setattr(stats, "BLOCK", block)
+        assert np.array_equal(stats.resample_weights(300, n_boot=40, seed=2), expected)
+
+
+def test_resampled_sums_of_whole_numbers_are_the_same_bits_in_blocks_of_any_size(monkeypatch):
+    weights = stats.resample_weights(2_000, n_boot=1000, seed=4)
+    rng = np.random.default_rng(1)
+    for values in (rng.integers(0, 400, 2_000).astype(float), rng.integers(-20, 21, (2_000, 5)).astype(float)):
+        at_once = weights.astype(float) @ values  # exact: whole numbers far below 2**53
+        assert np.array_equal(at_once, weights.astype(np.int64) @ values.astype(np.int64))
+        for block in (1, 2_001, 250_000):  # one resample per block, then 1 and 125 resamples
+            monkeypatch.setattr(stats, "BLOCK", block)
+            assert stats.resampled_sums(weights, values).tobytes() == at_once.tobytes()
+
+
+def test_resampled_sums_block_only_whole_numbers_small_enough_to_be_exact():
+    weights = stats.resample_weights(50, n_boot=10, seed=0)
+    assert stats._exact_sums(weights, np.arange(50.0))
+    assert not stats._exact_sums(weights, np.arange(50.0) + 0.5)
+    assert not stats._exact_sums(weights, np.append(np.arange(49.0), np.nan))
+    assert not stats._exact_sums(weights, np.full(50, 2.0 ** 40))  # 65,535 x 50 x 2**40 > 2**53
+    assert not stats._exact_sums(weights.astype(float), np.arange(50.0))
+
+
+def test_resampled_sums_of_whole_numbers_copy_a_small_block_of_the_weights():
+    import tracemalloc
+
+    weights = stats.resample_weights(2_000, n_boot=1000, seed=4)  # as float64, 16 MB
+    values = np.arange(2_000.0)
+    tracemalloc.start()
+    try:
+        stats.resampled_sums(weights, values)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * stats.BLOCK * 8  # a 2 MB block of floats, not the whole matrix
+
 # --- bootstrap_ci (mean) ------------------------------------------------------------------------
 
 
