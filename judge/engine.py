@@ -40,6 +40,8 @@ from translations import ngettext
 httpx2 = lazy("httpx2")  # the openai SDK's HTTP client
 if TYPE_CHECKING:
     import openai
+
+    from judge.http import ChatClient
 else:
     openai = lazy("openai")
 
@@ -264,15 +266,9 @@ class _Calls:
     def __init__(self, judge: Judge) -> None:
         self.judge = judge
         self.stop = threading.Event()
-        from judge.http import ChatClient  # aiohttp, when a judge first runs; the SDK when a call fails
-
         self.loop = asyncio.new_event_loop()
-        c = judge.config
-        # A 429 pauses every process of a shared budget: told as it arrives, not after the SDK's import
-        refused = judge._refused if c.budget_url else None
-        self.client = self.loop.run_until_complete(ChatClient.open(judge.endpoint, c.api_key or PLACEHOLDER_API_KEY,
-                                                                   c.timeout_s, judge.workers, refused))
-        self.room = asyncio.Semaphore(c.concurrency)
+        self.client: ChatClient | None = None  # opened for the first call: a run answered from the cache makes none
+        self.room = asyncio.Semaphore(judge.config.concurrency)
         self.probe = asyncio.Lock()  # one call at a time until the endpoint has answered (judge.breaker)
         self.paid: set[asyncio.Task] = set()  # tasks whose call has started: a halt lets them finish
         self.tasks: set[asyncio.Task] = set()
@@ -285,6 +281,14 @@ class _Calls:
 
     def start(self, prompt: Prompt, key: str) -> asyncio.Task:
         """Schedule the judgment of one prompt (it starts when the loop runs)."""
+        if self.client is None:
+            from judge.http import ChatClient  # aiohttp, when a judge first calls; the SDK when a call fails
+
+            c = self.judge.config
+            # A 429 pauses every process of a shared budget: told as it arrives, not after the SDK's import
+            refused = self.judge._refused if c.budget_url else None
+            self.client = self.loop.run_until_complete(ChatClient.open(
+                self.judge.endpoint, c.api_key or PLACEHOLDER_API_KEY, c.timeout_s, self.judge.workers, refused))
         task = self.loop.create_task(self._judge(prompt, key))
         self.tasks.add(task)
         task.add_done_callback(self._done)
@@ -322,8 +326,8 @@ class _Calls:
 
     async def _judge(self, prompt: Prompt, key: str) -> Verdict | None:
         """Attempts until an answer, a final failure or max_retries retries; None when the run stops first."""
-        judge, task = self.judge, asyncio.current_task()
-        assert task is not None  # every judgment runs as a task of the loop (_Calls.start)
+        judge, task, client = self.judge, asyncio.current_task(), self.client
+        assert task is not None and client is not None  # every judgment runs as a task of the loop (_Calls.start)
         body = judge._body(prompt)
         attempts = 0
         while True:
@@ -336,7 +340,7 @@ class _Calls:
                     self.paid.add(task)
                     error, started = None, time.monotonic()
                     try:
-                        verdict = verdict_from_response(prompt.parse, await self.client.complete(body), attempts)
+                        verdict = verdict_from_response(prompt.parse, await client.complete(body), attempts)
                     except Exception as exc:  # noqa: BLE001 - every failure becomes a retry or a "failed" verdict
                         error = exc
                     finally:
@@ -445,7 +449,8 @@ class _Calls:
                 self.loop.run_until_complete(asyncio.wait(list(self.tasks)))
             if self._unkept:
                 self._write()
-            self.loop.run_until_complete(self.client.close())
+            if self.client is not None:
+                self.loop.run_until_complete(self.client.close())
         finally:
             if self._waiter is not None:
                 self._waiter.shutdown(wait=True, cancel_futures=True)

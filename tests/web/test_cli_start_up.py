@@ -52,6 +52,17 @@ def test_scoring_a_dialogue_file_loads_neither_the_openai_sdk_nor_scipy_stats(tm
     assert result["length_bias"]["differences"]["B"]["ci95"] is not None
 
 
+def test_a_rerun_answered_from_the_cache_does_not_load_the_http_client(tmp_path, judge_server, judge_env):
+    source = tmp_path / "log.jsonl"
+    source.write_bytes(jsonl(*(session_line(f"s{i}", rounds=2, methods=("A", "B")) for i in range(3))))
+    command = ["score", str(source), "--out", str(tmp_path / "result.json")]
+    first = _flask(command, tmp_path, judge_env)
+    again = _flask(command, tmp_path, judge_env)
+    assert "aiohttp" in _imported(first.stderr) and "aiohttp" not in _imported(again.stderr)
+    judge = json.loads((tmp_path / "result.json").read_text("utf-8"))["judge"]
+    assert (judge["calls"], judge["cache_hits"]) == (0, 3 * 2 * 2 * 2)
+
+
 # flask's own entry point, reporting at exit the objects the garbage collector keeps frozen and those it would still go
 # through on the way out
 WITH_GC_REPORT = ("import atexit, gc, sys\n"
