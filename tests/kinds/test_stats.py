@@ -132,7 +132,6 @@ def test_resample_weights_count_the_indices():
     assert np.all(w.sum(axis=1) == 5)
 
 
-
 def test_resample_weights_drawn_in_blocks_are_the_draws_made_at_once(monkeypatch):
     idx = stats.resample_indices(300, n_boot=40, seed=2)
     expected = np.array([np.bincount(row, minlength=300) for row in idx])
@@ -147,7 +146,7 @@ def test_resampled_sums_of_whole_numbers_are_the_same_bits_in_blocks_of_any_size
     for values in (rng.integers(0, 400, 2_000).astype(float), rng.integers(-20, 21, (2_000, 5)).astype(float)):
         at_once = weights.astype(float) @ values  # exact: whole numbers far below 2**53
         assert np.array_equal(at_once, weights.astype(np.int64) @ values.astype(np.int64))
-        for block in (1, 2_001, 250_000):  # one resample per block, then 1 and 125 resamples
+        for block in (1, 6_000, 250_000):  # 1, 3 and 125 resamples per block
             monkeypatch.setattr(stats, "BLOCK", block)
             assert stats.resampled_sums(weights, values).tobytes() == at_once.tobytes()
 
@@ -173,6 +172,7 @@ def test_resampled_sums_of_whole_numbers_copy_a_small_block_of_the_weights():
     finally:
         tracemalloc.stop()
     assert peak < 3 * stats.BLOCK * 8  # a 2 MB block of floats, not the whole matrix
+
 
 # --- bootstrap_ci (mean) ------------------------------------------------------------------------
 
