@@ -101,9 +101,11 @@ SETTINGS_PAGE = DOCS / "settings.md"
 PRODUCT_MODULES = sorted(path for path in ROOT.rglob("*.py")
                          if path.relative_to(ROOT).parts[0] not in ("tests", "bench", ".git")
                          and not any(part.startswith(".") for part in path.relative_to(ROOT).parts))
-# A variable read by name: os.environ.get("X"), environ["X"], os.getenv("X"), environ().get("X"), and
-# celery_tasks' _setting(config, "X", default), which reads the app's config, else the environment.
-READ_BY_NAME = re.compile(r"""(?:\benviron(?:\(\))?\.get\(|\benviron\[|\bgetenv\(|\b_setting\(\s*[\w.]+\s*,)\s*"""
+# A variable read by name: os.environ.get("X"), environ["X"], os.getenv("X"), environ().get("X"),
+# os.environ.setdefault("X", ...) (the user's value wins), and celery_tasks' _setting(config, "X", default), which
+# reads the app's config, else the environment.
+READ_BY_NAME = re.compile(r"""(?:\benviron(?:\(\))?\.(?:get|setdefault)\(|\benviron\[|\bgetenv\(|"""
+                          r"""\b_setting\(\s*[\w.]+\s*,)\s*"""
                           r"""["']([A-Z][A-Z0-9_]*)["']""")
 # Variables read through a table or a helper (judge.config._env(environ, "JUDGE_BASE_URL", "OPENAI_BASE_URL"),
 # judge_settings.VARIABLES, limits.SETTINGS, ...): any string literal in the namespaces the settings live in.

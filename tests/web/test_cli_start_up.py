@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT, jsonl, marked, session_line
 
 
@@ -61,6 +63,36 @@ def test_a_rerun_answered_from_the_cache_does_not_load_the_http_client(tmp_path,
     assert "aiohttp" in _imported(first.stderr) and "aiohttp" not in _imported(again.stderr)
     judge = json.loads((tmp_path / "result.json").read_text("utf-8"))["judge"]
     assert (judge["calls"], judge["cache_hits"]) == (0, 3 * 2 * 2 * 2)
+
+
+# flask's own entry point, reporting at exit the threads of numpy's OpenBLAS (threadpoolctl reads them from the library)
+WITH_BLAS_REPORT = ("import atexit, sys\n"
+                    "def report():\n"
+                    "    from threadpoolctl import threadpool_info\n"
+                    "    print('blas', [p['num_threads'] for p in threadpool_info() if p['user_api'] == 'blas'],"
+                    " file=sys.stderr)\n"
+                    "atexit.register(report)\n"
+                    "from flask.cli import main\n"
+                    "sys.argv[0] = 'flask'\n"
+                    "main()\n")
+
+
+@pytest.mark.parametrize("own, threads", [(None, 1), ("2", 2)])
+def test_scoring_runs_numpys_blas_on_one_thread_unless_told_otherwise(tmp_path, judge_server, judge_env, own, threads):
+    source = tmp_path / "log.jsonl"
+    source.write_bytes(jsonl(*(marked(session_line(f"s{i}", rounds=2, methods=("A", "B")), f"(session {i})")
+                               for i in range(3))))
+    env = {**os.environ, "INSTANCE_PATH": str(tmp_path / "instance"), "UPLOAD_FOLDER": str(tmp_path / "uploads"),
+           "RESULTS_FOLDER": str(tmp_path / "results"), "CELERY_BROKER_URL": "", "DATABASE_URL": "", **judge_env}
+    env.pop("OPENBLAS_NUM_THREADS", None)
+    if own:
+        env["OPENBLAS_NUM_THREADS"] = own
+    done = subprocess.run([sys.executable, "-c", WITH_BLAS_REPORT, "--app", "app", "score", str(source), "--out",
+                           str(tmp_path / "result.json")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    line = done.stderr.splitlines()[-1]  # numpy's OpenBLAS and scipy's
+    assert line.startswith("blas ") and set(json.loads(line[5:])) == {threads}, line
+    assert json.loads((tmp_path / "result.json").read_text("utf-8"))["judge"]["calls"] == 3 * 2 * 2 * 2
 
 
 # flask's own entry point, reporting at exit the objects the garbage collector keeps frozen and those it would still go
