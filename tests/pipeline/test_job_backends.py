@@ -32,12 +32,17 @@ from pipeline.evaluations import create_evaluation
 from simulate import personas
 from tests.conftest import ROOT
 from tests.judge_server import JudgeServer
-from tests.pipeline.test_celery import Deployment, dialogue
+from tests.pipeline.test_celery import WORKERS, Deployment, dialogue
 from tests.simulate.support import SIMULATOR, answer
 
 CONCURRENCY = 4  # JUDGE_CONCURRENCY: the most calls a killed process can have had in flight
+# Judge.run's bound on what a killed process asks again is per run: CONCURRENCY calls in flight or answered and not
+# yet kept (a slot goes back to the budget when its call ends, its answer is kept up to KEEP_EVERY_S later). Runs at
+# once in the killed process: one per block a worker thread judges (test_celery.WORKERS threads), and a simulation's
+# speakers (the simulated user, two methods) each on a run of their own.
+SPEAKERS = 3
 SESSIONS = 12  # of an evaluation: 12 x 5 rounds x 2 methods x 2 modes = 240 judgments (2 blocks on Celery)
-PEOPLE, ROUNDS = 10, 4  # of a simulation: 10 x 4 rounds x 3 speakers = 120 turns (3 blocks of personas on Celery)
+PEOPLE, ROUNDS = 10, 4  # of a simulation: 10 x 4 rounds x SPEAKERS = 120 turns (3 blocks of personas on Celery)
 BACKENDS = ("thread", "celery")
 
 
@@ -300,7 +305,8 @@ def test_a_job_whose_worker_was_killed_is_taken_up(backend_name, job_type, serve
         assert status(site, jobs, job_id) == "done", site.logs_tail()
         assert progress["done"] == progress["total"] == jobs.total
         assert len(calls.counted) == jobs.total  # every judgment or turn was asked
-        assert calls.repeated <= CONCURRENCY, calls.repeated  # only calls in flight at the kill were asked again
+        runs = (WORKERS if backend_name == "celery" else 1) * (SPEAKERS if job_type == "simulation" else 1)
+        assert calls.repeated <= CONCURRENCY * runs, calls.repeated  # only calls the runs had not kept were asked again
     finally:
         if child is not None and child.poll() is None:
             child.kill()
