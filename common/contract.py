@@ -12,10 +12,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from flask import jsonify, request
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictBool, ValidationError
 
 from translations import _
 
@@ -32,13 +32,22 @@ NOT_BLANK = r"^[^\x00]*[^\s\x00][^\x00]*$"  # something besides spaces
 class Request(BaseModel):
     """A request body or query: unknown fields are refused, so that a misspelt field is named, not ignored."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class Answer(BaseModel):
     """A response body: the fields listed are always there; a newer server may add others."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+
+Item = TypeVar("Item")
+
+
+class Answers(RootModel[list[Item]], Generic[Item]):
+    """A response body that is a list of answers."""
+
+    model_config = ConfigDict(defer_build=True)
 
 
 class Error(Answer):

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import date
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from common.contract import NOT_BLANK, Answer, Count, Flag, Request
+from common.contract import NOT_BLANK, Answer, Answers, Count, Flag, Request
 from kinds import registry
 from kinds.kind import Scored
 from pipeline.chunked_uploads import MAX_TOTAL_BYTES
@@ -253,7 +253,7 @@ class Attachment(Answer):
     created_at: str
 
 
-class Attachments(RootModel[list[Attachment]]):
+class Attachments(Answers[Attachment]):
     """The files attached to an upload under one name, oldest first."""
 
 
@@ -360,7 +360,7 @@ class EvaluationListItem(Answer):
     started_by: str | None = Field(description="who started it, with accounts on")
 
 
-class EvaluationList(RootModel[list[EvaluationListItem]]):
+class EvaluationList(Answers[EvaluationListItem]):
     """One page of the evaluations that match, newest first unless sorted otherwise; the headers X-Total-Count
     (how many match), X-Page, X-Per-Page and Link (rel next and prev) page through them."""
 
@@ -399,7 +399,7 @@ class Simulation(Answer):
     url: str
 
 
-class SimulationList(RootModel[list[Simulation]]):
+class SimulationList(Answers[Simulation]):
     """Simulations, newest first."""
 
 
@@ -445,7 +445,7 @@ class Share(Answer):
     active: bool
 
 
-class ShareList(RootModel[list[Share]]):
+class ShareList(Answers[Share]):
     """An evaluation's share links, revoked ones included."""
 
 
@@ -505,7 +505,7 @@ class DatasetShare(Answer):
     active: bool
 
 
-class DatasetShareList(RootModel[list[DatasetShare]]):
+class DatasetShareList(Answers[DatasetShare]):
     """A dataset's share links, revoked ones included."""
 
 

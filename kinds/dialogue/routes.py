@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from flask import Blueprint, Response, abort, jsonify, redirect, render_template, request, url_for
-from pydantic import Field, RootModel
+from pydantic import Field
 
-from common.contract import Answer, Count, Error, Refused, Request, RescoreState, operation
+from common.contract import Answer, Answers, Count, Error, Refused, Request, RescoreState, operation
 from common.downloads import attachment
 from kinds import host
 from kinds.dialogue import rating_store, ratings_files, review_steps, reviews
@@ -109,7 +109,7 @@ class ReviewRow(Answer):
     updated_at: str
 
 
-class ReviewRows(RootModel[list[ReviewRow]]):
+class ReviewRows(Answers[ReviewRow]):
     """An evaluation's reviews."""
 
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, Response, abort, jsonify, redirect, render_template, request, url_for
-from pydantic import RootModel
 
-from common.contract import Answer, Error, Refused, Request, operation
+from common.contract import Answer, Answers, Error, Refused, Request, operation
 from common.downloads import attachment
 from kinds import host, rubrics
 from kinds.dialogue import rubric_files, rubric_store
@@ -58,7 +57,7 @@ class RubricDetail(RubricSummary):
     document: dict[str, Any]
 
 
-class RubricList(RootModel[list[RubricSummary]]):
+class RubricList(Answers[RubricSummary]):
     """The built-in rubrics, then those added, newest first."""
 
 

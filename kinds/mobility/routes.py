@@ -5,9 +5,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from flask import Blueprint, abort, current_app, jsonify, redirect, render_template, request, url_for
-from pydantic import RootModel
 
-from common.contract import Answer, Error, Request, operation
+from common.contract import Answer, Answers, Error, Request, operation
 from kinds import host
 from kinds.mobility import reference_files as mobility_reference
 from kinds.mobility import reference_sets as references
@@ -35,7 +34,7 @@ class ReferenceSet(Answer):
     created_at: str
 
 
-class ReferenceSets(RootModel[list[ReferenceSet]]):
+class ReferenceSets(Answers[ReferenceSet]):
     """Every reference set, newest first."""
 
 
