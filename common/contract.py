@@ -10,6 +10,7 @@ model of its JSON (or to None for an empty answer); the statuses every operation
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Generic, Literal, TypeVar
@@ -129,10 +130,23 @@ class _Invalid(Exception):
         self.message, self.problems = message, problems or []
 
 
+_BUILDING = threading.Lock()
+
+
+def built(model: type[BaseModel]) -> type[BaseModel]:
+    """`model` with its validator and serializer built. The models defer that to their first use (defer_build: a
+    process builds only those it uses), and pydantic 2.13 builds without a lock, so that two threads first using a
+    model at once could validate with a half-built one; here one builds while the others wait."""
+    if not model.__pydantic_complete__:
+        with _BUILDING:
+            model.model_rebuild()  # nothing to do once another thread has built it
+    return model
+
+
 def _check(model: type[BaseModel], data: Any) -> Any:
     """`data` as sent, once `model` accepts it; _Invalid naming the first wrong field otherwise."""
     try:
-        model.model_validate(data)
+        built(model).model_validate(data)
     except ValidationError as exc:
         problems = [{"path": _path(error["loc"]), "message": _reason(error, model)} for error in exc.errors()]
         first = problems[0]
@@ -151,7 +165,7 @@ def parsed(model: type[BaseModel], data: Any) -> Any:
         _check(model, data)
     except _Invalid as exc:
         raise ValueError(exc.message) from None
-    return model.model_validate(data)
+    return built(model).model_validate(data)
 
 
 def _reason(error: Mapping[str, Any], model: type[BaseModel]) -> str:

@@ -11,7 +11,7 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaV
 from pydantic_core import core_schema
 from werkzeug.routing import Rule
 
-from common.contract import NO_NUL, Error, Operation, Refused, contract_of, model_of
+from common.contract import NO_NUL, Error, Operation, Refused, built, contract_of, model_of
 
 REF = "#/components/schemas/{model}"
 PATH_SEGMENT = r"^[^/\x00]+$"  # what a path's default converter matches, less NUL (a 404 at the door)
@@ -172,7 +172,7 @@ class _RequestSchema(GenerateJsonSchema):
 def _schema(model: type[BaseModel], schemas: dict, mode: JsonSchemaMode) -> dict:
     """A model's JSON schema, its nested models moved to components."""
     generator = _RequestSchema if mode == "validation" else GenerateJsonSchema
-    schema = model.model_json_schema(ref_template=REF, mode=mode, schema_generator=generator)
+    schema = built(model).model_json_schema(ref_template=REF, mode=mode, schema_generator=generator)
     schemas.update(schema.pop("$defs", {}))
     return schema
 
