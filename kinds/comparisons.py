@@ -18,6 +18,7 @@ import math
 from typing import TYPE_CHECKING, Generic, Hashable, NamedTuple, Sequence, TypedDict, TypeVar
 
 from common.lazy_modules import lazy
+from kinds.groups import first_appearance_codes
 from kinds.stats import (
     DEFAULT_LEVEL,
     DEFAULT_N_BOOT,
@@ -30,11 +31,9 @@ from kinds.stats import (
 
 if TYPE_CHECKING:
     import numpy as np
-    import pandas as pd
     from numpy.typing import ArrayLike
 else:
     np = lazy("numpy")  # loaded on first use: the app starts without numpy
-    pd = lazy("pandas")  # factorize: codes of a million labels without a Python object each
 
 VERDICTS = ("first", "second", "tie")
 OUTCOMES = ("A", "B", "tie")
@@ -364,7 +363,7 @@ def within_group_share(values: ArrayLike, groups: Sequence[Hashable] | np.ndarra
     total = float(np.sum((x - x.mean()) ** 2)) if x.size else 0.0
     if total == 0.0:
         return None
-    codes = pd.factorize(groups if isinstance(groups, np.ndarray) else pd.Series(list(groups), dtype=object))[0]
+    codes = first_appearance_codes(groups)[0]
     means = np.bincount(codes, weights=x) / np.bincount(codes)
     return min(float(np.sum((x - means[codes]) ** 2)) / total, 1.0)
 
@@ -396,9 +395,7 @@ def length_controlled_differences(
     if not (y.shape == length.shape == (len(methods),)):
         raise ValueError("scores, lengths and methods must be 1-D sequences of the same length")
 
-    appearance, found = pd.factorize(methods if isinstance(methods, np.ndarray)
-                                       else pd.Series(list(methods), dtype=object))
-    uniques = found.tolist()
+    appearance, uniques = first_appearance_codes(methods)
     if reference not in uniques:
         raise ValueError(f"reference method {reference!r} has no scores")
     others = [m for m in uniques if m != reference]

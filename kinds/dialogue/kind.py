@@ -46,7 +46,7 @@ from kinds.dialogue.pairwise_mode import (
     pairs,
 )
 from kinds.dialogue.prompts import MODES, DialogueContext
-from kinds.dialogue.records import CHUNK, STORED, judgment_frame, reply_lengths
+from kinds.dialogue.records import CHUNK, STORED, judgment_table, reply_lengths
 from kinds.dialogue.result import AgreementBlock, DialogueResult, JudgeScores, build_result
 from kinds.dialogue.result_rubric import RubricBlock
 from kinds.figures import method_colours
@@ -438,7 +438,7 @@ class DialogueKind(RecordsDialogues[DialogueResult], Paired[DialogueResult], Off
         """The dialogue result document from everything judged (or imported) so far."""
         evaluation_id = job.evaluation["id"]
         rubric = rubric_store.of_evaluation(job.store, job.evaluation)
-        judgments = judgment_frame(job.store.iter_judgments(evaluation_id, batch=CHUNK, columns=STORED),
+        judgments = judgment_table(job.store.iter_judgments(evaluation_id, batch=CHUNK, columns=STORED),
                                    size=job.store.progress(evaluation_id)["total"], dimensions=rubric.keys)
         people = rating_store.people_ratings(job.store, evaluation_id)  # each rater's; their mean per reply below
         return build_result(job.evaluation, job.upload, judgments,

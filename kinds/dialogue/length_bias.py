@@ -20,14 +20,12 @@ from kinds.comparisons import (
     length_controlled_differences,
     length_correlation,
 )
-from kinds.dialogue.records import ReplyLengths
+from kinds.dialogue.records import ReplyLengths, Table
 
 if TYPE_CHECKING:
     import numpy as np
-    import pandas as pd
 else:
     np = lazy("numpy")
-    pd = lazy("pandas")
 
 POINTS_PER_METHOD = 400  # of the scatter plot, spread evenly over the method's judgments
 SCALE = (0.0, 100.0)  # the fine total's range
@@ -56,18 +54,18 @@ class LengthBias(TypedDict):
     points: dict[str, list[list[float]]]  # up to POINTS_PER_METHOD [length, total] of each method, for the scatter
 
 
-def length_bias(judgments: pd.DataFrame, lengths: ReplyLengths, methods: list[str]) -> LengthBias:
+def length_bias(judgments: Table, lengths: ReplyLengths, methods: list[str]) -> LengthBias:
     """Correlation of fine totals with reply length, raw and length-controlled differences from the first method
     (when the file separates length from method), and up to POINTS_PER_METHOD (length, total) points per method;
-    `judgments` as records.judgment_frame."""
-    fine = judgments.loc[(judgments["mode"] == "fine") & (judgments["status"] == "ok") & judgments["total"].notna(),
-                         ["session_idx", "round", "method", "total"]]
+    `judgments` as records.judgment_table."""
+    fine = judgments.rows(judgments["mode"].equals("fine") & judgments["status"].equals("ok")
+                          & ~np.isnan(judgments["total"]))
     sizes = lengths.of(fine)
     known = sizes >= 0
-    sizes, scores = sizes[known], fine["total"].to_numpy(dtype=float)[known]
-    names = pd.Categorical(fine["method"])[known]  # codes and a few names, not a string object per judgment
-    present = [m for m in methods if (names == m).any()]
-    by_method = {m: (sizes[names == m], scores[names == m]) for m in present}
+    sizes, scores = sizes[known], fine["total"][known]
+    names = fine["method"][known]  # codes and a few names, not a string object per judgment
+    present = [m for m in methods if names.equals(m).any()]
+    by_method = {m: (sizes[names.equals(m)], scores[names.equals(m)]) for m in present}
     reference = present[0] if present else None
     document: LengthBias = {"reference": reference, **length_correlation(scores, sizes),
                 "raw_differences": {}, "differences": {}, "length_slope": None,
@@ -78,7 +76,7 @@ def length_bias(judgments: pd.DataFrame, lengths: ReplyLengths, methods: list[st
         return document
     first = present[0]  # the reference
     means = {m: float(np.mean(score)) for m, (_size, score) in by_method.items()}
-    categories = list(names.categories)
+    categories = names.names
     controlled = length_controlled_differences(scores, sizes, names.codes, categories.index(first))
     by_name = {categories[code]: value for code, value in controlled["adjusted_means"].items()}
     adjusted = {m: by_name[m] for m in present if m in by_name}

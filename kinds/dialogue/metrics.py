@@ -16,20 +16,21 @@ Choices the design leaves open:
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from itertools import combinations
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from common.lazy_modules import lazy
 from kinds import stats
 from kinds.comparisons import holm
 from kinds.dialogue.prompts import DIMENSIONS
+from kinds.dialogue.records import Table, table_of
+from kinds.groups import group_means, grouped, nan_mean
 
 if TYPE_CHECKING:
     import numpy as np
-    import pandas as pd
 else:
-    np = lazy("numpy")
-    pd = lazy("pandas")  # loaded when a dialogue result is first scored, not when the app starts
+    np = lazy("numpy")  # loaded when a dialogue result is first scored, not when the app starts
 
 REQUIRED_COLUMNS = ("session", "round", "method", "mode", "status")
 HOLM_ALPHA = 0.05  # family-wise error rate of the pairwise method differences of one metric
@@ -137,55 +138,71 @@ def curve_statistics(rounds: list[int], values: list[float]) -> CurveStatistics:
     }
 
 
-def _frame(records, value_columns: tuple[str, ...]) -> pd.DataFrame:
-    frame = records if isinstance(records, pd.DataFrame) else pd.DataFrame(list(records))
-    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
-    if missing and len(frame):
+RECORD_TEXT = ("session", "session_id", "method", "mode", "status")  # the text fields of records given as dicts
+
+
+def _table(records: Iterable[dict] | Table, value_columns: tuple[str, ...]) -> Table:
+    """The records as a Table (records.judgment_table's, used as it is, or dicts), their value columns floats."""
+    if isinstance(records, Table):
+        return records
+    records = list(records)
+    missing = [c for c in REQUIRED_COLUMNS if records and not all(c in r for r in records)]
+    if missing:
         raise ValueError(f"records lack required fields: {', '.join(missing)}")
-    # Already in shape (records.judgment_frame, as by a result document): used as it is, not copied.
-    if set(REQUIRED_COLUMNS + value_columns) - set(frame.columns):
-        frame = frame.reindex(columns=list(REQUIRED_COLUMNS + value_columns))
-    for column in value_columns:
-        if frame[column].dtype != float:
-            frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
-    return frame
+    return table_of(records, REQUIRED_COLUMNS + value_columns, text=RECORD_TEXT)
 
 
-def _valid_mask(frame: pd.DataFrame) -> pd.Series:
-    ok = frame["status"] == "ok"
-    fine = (frame["mode"] == "fine") & frame["total"].between(0, 100)
-    binary = (frame["mode"] == "binary") & frame["verdict"].between(0, 1)
-    return ok & (fine | binary)
+def _valid_mask(table: Table) -> np.ndarray:
+    total, verdict = table["total"], table["verdict"]
+    fine = table["mode"].equals("fine") & (total >= 0) & (total <= 100)
+    binary = table["mode"].equals("binary") & (verdict >= 0) & (verdict <= 1)
+    return table["status"].equals("ok") & (fine | binary)
 
 
-def _cells(judgments: pd.DataFrame, column: str) -> pd.Series:
+@dataclass(frozen=True)
+class Cells:
+    """Values per (session, round), sorted by session then round: sessions as codes into the table's session texts."""
+
+    session: np.ndarray
+    round: np.ndarray
+    value: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.value)
+
+    def valued(self) -> Cells:
+        """The cells that have a value."""
+        keep = ~np.isnan(self.value)
+        return Cells(self.session[keep], self.round[keep], self.value[keep])
+
+
+def _cells(judgments: Table, column: str) -> Cells:
     """Mean value per (session, round), sorted by session then round."""
-    return judgments.groupby(["session", "round"], sort=True)[column].mean()
+    groups, (sessions, rounds) = grouped([judgments["session"].codes, judgments["round"]])
+    means, _counts = group_means(groups, judgments[column], len(sessions))
+    return Cells(sessions, rounds, means)
 
 
-def _session_matrix(cells: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+def _session_matrix(cells: Cells) -> tuple[np.ndarray, np.ndarray]:
     """Turn (session, round) cells into S x K value and 0/1 count matrices (sorted sessions)."""
-    sessions = cells.index.get_level_values("session")
-    rounds = cells.index.get_level_values("round")
-    session_codes, _ = pd.factorize(sessions, sort=True)
-    round_codes, round_values = pd.factorize(rounds, sort=True)
+    _, session_codes = np.unique(cells.session, return_inverse=True)
+    round_values, round_codes = np.unique(cells.round, return_inverse=True)
     shape = (int(session_codes.max()) + 1, len(round_values))
     sums = np.zeros(shape)
     counts = np.zeros(shape)
-    sums[session_codes, round_codes] = cells.to_numpy(dtype=float)
+    sums[session_codes, round_codes] = cells.value
     counts[session_codes, round_codes] = 1.0
     return sums, counts
 
 
-def round_curve(cells: pd.Series, scale: float) -> tuple[list[CurvePoint], CurveStatistics]:
+def round_curve(cells: Cells, scale: float) -> tuple[list[CurvePoint], CurveStatistics]:
     """AL(k) (scale 1, fine cells) or BAR(k) (scale 100, binary cells): per round k, the mean over sessions of the
     (session, round) cells with their number, and the curve_statistics of those means."""
-    by_round = cells.groupby(level="round").agg(["mean", "count"])
-    rounds = [int(k) for k in by_round.index]
-    values = [float(v) * scale for v in by_round["mean"]]
-    points: list[CurvePoint] = [
-        {"round": k, "value": v, "n": int(n)} for k, v, n in zip(rounds, values, by_round["count"])
-    ]
+    round_values, groups = np.unique(cells.round, return_inverse=True)
+    means, counts = group_means(groups, cells.value, len(round_values))
+    rounds = [int(k) for k in round_values]
+    values = [float(v) * scale for v in means]
+    points: list[CurvePoint] = [{"round": k, "value": v, "n": int(n)} for k, v, n in zip(rounds, values, counts)]
     return points, curve_statistics(rounds, values)
 
 
@@ -220,51 +237,53 @@ def add_round_cis(points: list[CurvePoint], sums: np.ndarray, counts: np.ndarray
         point["ci95"] = None if ci is None else [v * scale for v in ci]
 
 
-def dimension_means(fine: pd.DataFrame, dimensions: tuple[str, ...] = DIMENSIONS) -> dict[str, float | None]:
+def dimension_means(fine: Table, dimensions: tuple[str, ...] = DIMENSIONS) -> dict[str, float | None]:
     """Each dimension's mean over the replies (a reply's value: the mean of its valid fine judgments), so that, as in
     AL(k), a reply judged several times weighs the same as one judged once."""
-    by_reply = fine.groupby(["session", "round"], sort=False)[list(dimensions)].mean()
-    return {d: stats.as_float(by_reply[d].mean()) for d in dimensions}
+    groups, (replies, _rounds) = grouped([fine["session"].codes, fine["round"]], sort=False)
+    return {d: stats.as_float(nan_mean(group_means(groups, fine[d], len(replies))[0])) for d in dimensions}
 
 
-def reply_cells(records: Iterable[dict] | pd.DataFrame,
+def reply_cells(records: Iterable[dict] | Table,
                 dimensions: tuple[str, ...] = DIMENSIONS) -> dict[tuple, dict[str, float | None]]:
     """Each reply's values as the methods' figures read them, keyed (session, round, method): the mean of its valid
     fine totals and dimensions ("total", each key) and of its valid verdicts ("binary", in [0, 1]; a panel's tie
     counts 0.5); None for a value it lacks."""
-    frame = _frame(records, ("total", "verdict") + tuple(dimensions))
-    valid = _valid_mask(frame)
-    keys = ["session", "round", "method"]
-    fine = frame[valid & (frame["mode"] == "fine")].groupby(keys, sort=False, observed=True)[
-        ["total", *dimensions]].mean()
-    binary = frame[valid & (frame["mode"] == "binary")].groupby(keys, sort=False, observed=True)["verdict"].mean()
-    fine_rows: dict[Any, dict[Any, Any]] = fine.to_dict("index")
-    verdicts: dict[Any, Any] = binary.to_dict()
+    table = _table(records, ("total", "verdict") + tuple(dimensions))
+    valid = _valid_mask(table)
     found: dict[tuple, dict[str, float | None]] = {}
-    for key in [*fine_rows, *(key for key in verdicts if key not in fine_rows)]:
-        found[key] = {"total": None, "binary": None, **{d: None for d in dimensions}}
-        found[key].update({column: stats.as_float(value) for column, value in fine_rows.get(key, {}).items()})
-        found[key]["binary"] = stats.as_float(verdicts.get(key))
+    for mode, columns in (("fine", ("total", *dimensions)), ("binary", ("verdict",))):
+        rows = table.rows(valid & table["mode"].equals(mode))
+        groups, keys = grouped([rows["session"].codes, rows["round"], rows["method"].codes], sort=False)
+        means = {column: group_means(groups, rows[column], len(keys[0]))[0].tolist() for column in columns}
+        sessions, methods = rows["session"].names, rows["method"].names
+        for n, (session, rnd, method) in enumerate(zip(*(k.tolist() for k in keys))):
+            cell = found.setdefault((sessions[session], rnd, methods[method]),
+                                    {"total": None, "binary": None, **{d: None for d in dimensions}})
+            for column in columns:
+                cell["binary" if column == "verdict" else column] = stats.as_float(means[column][n])
     return found
 
 
 class _Judgments:
     """One method's valid fine and binary judgments and their (session, round) cells."""
 
-    def __init__(self, rows: pd.DataFrame, valid: pd.Series):
+    def __init__(self, rows: Table, valid: np.ndarray):
         self.rows = rows
         self.valid = valid
-        self.fine = rows[valid & (rows["mode"] == "fine")]
-        self.binary = rows[valid & (rows["mode"] == "binary")]
+        self.fine = rows.rows(valid & rows["mode"].equals("fine"))
+        self.binary = rows.rows(valid & rows["mode"].equals("binary"))
         self.fine_cells = _cells(self.fine, "total")
         self.binary_cells = _cells(self.binary, "verdict")
 
-    def session_means(self) -> dict[str, pd.Series]:
-        """Per-session mean of F and of 100*B, indexed by session."""
-        return {
-            "fine": self.fine_cells.groupby(level="session").mean(),
-            "binary": self.binary_cells.groupby(level="session").mean() * 100.0,
-        }
+    def session_means(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Per-session mean of F and of 100*B: the sessions (sorted codes) and their means."""
+        return {"fine": _session_means(self.fine_cells, 1.0), "binary": _session_means(self.binary_cells, 100.0)}
+
+
+def _session_means(cells: Cells, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    sessions, groups = np.unique(cells.session, return_inverse=True)
+    return sessions, group_means(groups, cells.value, len(sessions))[0] * scale
 
 
 def _method_result(j: _Judgments, weights: _WeightCache, dimensions: tuple[str, ...], binary: bool = True,
@@ -285,7 +304,7 @@ def _method_result(j: _Judgments, weights: _WeightCache, dimensions: tuple[str, 
         rate_ci = bootstrap_mean_ci(sums.sum(axis=1), counts.sum(axis=1), 100.0, weights)
 
     status = j.rows["status"]
-    sessions = set(j.fine["session"]) | set(j.binary["session"])
+    sessions = np.union1d(j.fine["session"].codes, j.binary["session"].codes)
     document: MethodScores = {
         "al_curve": al_curve,
         "avg": al["avg"],
@@ -311,18 +330,18 @@ def _method_result(j: _Judgments, weights: _WeightCache, dimensions: tuple[str, 
         "judged": len(j.fine) + len(j.binary),
         "judged_fine": len(j.fine),
         "judged_binary": len(j.binary),
-        "unparsed": int((status == "unparsed").sum() + ((status == "ok") & ~j.valid).sum()),
-        "failed": int((status == "failed").sum()),
-        "pending": int((status == "pending").sum()),
+        "unparsed": int(status.equals("unparsed").sum() + (status.equals("ok") & ~j.valid).sum()),
+        "failed": int(status.equals("failed").sum()),
+        "pending": int(status.equals("pending").sum()),
     }
     if dimension_curves:
-        document["dimension_curves"] = {d: round_curve(_cells(j.fine, d).dropna(), 1.0)[0] for d in dimensions}
+        document["dimension_curves"] = {d: round_curve(_cells(j.fine, d).valued(), 1.0)[0] for d in dimensions}
     return document
 
 
-def binary_rate(binary_cells: pd.Series) -> float:
+def binary_rate(binary_cells: Cells) -> float:
     """Binary rate = 100 x the mean of all B(s,k) (every session's every round)."""
-    return 100.0 * float(binary_cells.mean())
+    return 100.0 * nan_mean(binary_cells.value)
 
 
 def method_comparisons(per_method: dict, methods: list[str], weights: _WeightCache,
@@ -333,13 +352,9 @@ def method_comparisons(per_method: dict, methods: list[str], weights: _WeightCac
     out: list[Comparison] = []
     for a, b in combinations(methods, 2):
         for metric in metrics:
-            left, right = per_method[a][metric], per_method[b][metric]
-            both = left.index.intersection(right.index).sort_values()
-            result = stats.paired_difference(
-                left.loc[both].to_numpy(dtype=float),
-                right.loc[both].to_numpy(dtype=float),
-                weights=weights.get(len(both)),
-            )
+            (left, left_means), (right, right_means) = per_method[a][metric], per_method[b][metric]
+            both, at_left, at_right = np.intersect1d(left, right, assume_unique=True, return_indices=True)
+            result = stats.paired_difference(left_means[at_left], right_means[at_right], weights=weights.get(len(both)))
             out.append(
                 {
                     "a": a,
@@ -364,7 +379,7 @@ def method_comparisons(per_method: dict, methods: list[str], weights: _WeightCac
 
 
 def score_methods(
-    records: Iterable[dict] | pd.DataFrame,
+    records: Iterable[dict] | Table,
     methods: list[str],
     n_boot: int = stats.DEFAULT_N_BOOT,
     seed: int = stats.DEFAULT_SEED,
@@ -376,16 +391,15 @@ def score_methods(
     the rubric's keys, `binary` whether it asks a yes/no question (without one the binary figures are null and only
     the fine scores are compared), `dimension_curves` whether each dimension's mean by round is given too."""
     value_columns = ("total", "verdict") + tuple(dimensions)
-    frame = _frame(records, value_columns)
-    valid_all = _valid_mask(frame)
+    table = _table(records, value_columns)
+    valid_all = _valid_mask(table)
     weights = _WeightCache(n_boot, seed)
     results: dict[str, MethodScores] = {}
     session_means = {}
-    columns = frame[list(REQUIRED_COLUMNS + value_columns)]
+    columns = Table({c: table[c] for c in REQUIRED_COLUMNS + value_columns})
     for name in methods:  # one method's rows at a time: a copy of a method's judgments, not of all of them
-        mine = (frame["method"] == name).to_numpy()
-        rows = columns[mine]
-        judgments = _Judgments(rows, valid_all[mine])
+        mine = table["method"].equals(name)
+        judgments = _Judgments(columns.rows(mine), valid_all[mine])
         results[name] = _method_result(judgments, weights, tuple(dimensions), binary, dimension_curves)
         session_means[name] = judgments.session_means()
     return results, method_comparisons(session_means, list(methods), weights, ("fine", "binary") if binary else ("fine",))

@@ -19,7 +19,7 @@ from judge import judge_labels
 from kinds.dialogue import result_rubric
 from kinds.dialogue.format import iter_sessions_with_offsets
 from kinds.dialogue.panel import by_judge, cells, panel_records
-from kinds.dialogue.records import CHUNK, STORED, judgment_frame
+from kinds.dialogue.records import CHUNK, STORED, judgment_table
 from kinds.dialogue.result_rubric import HasRubric
 from kinds.kind import Metric, Sample, Site
 from translations import lazy_gettext as _l
@@ -54,7 +54,7 @@ def reply_cells(record: dict, site: Site, dimensions: tuple[str, ...]) -> dict[t
     """Each judged reply's figures (the rubric's `dimensions` among them), keyed (session index, session id, round,
     method), as the result counts them."""
     store, evaluation_id = site.store, record["id"]
-    frame = judgment_frame(store.iter_judgments(evaluation_id, batch=CHUNK, columns=STORED),
+    frame = judgment_table(store.iter_judgments(evaluation_id, batch=CHUNK, columns=STORED),
                            size=store.progress(evaluation_id)["total"], dimensions=dimensions)
     per_judge = by_judge(frame, len(judge_labels(record["settings"])))
     return cells(per_judge[0] if len(per_judge) == 1 else panel_records(per_judge, dimensions), dimensions)

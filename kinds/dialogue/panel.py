@@ -17,24 +17,26 @@ from typing import TYPE_CHECKING
 from common.lazy_modules import lazy
 from judge import split_mode
 from kinds.dialogue.prompts import DIMENSIONS, MODES
-from kinds.dialogue.records import as_records, judgment_frame
+from kinds.dialogue.records import Table, judgment_table
 
 if TYPE_CHECKING:
-    import pandas as pd
+    import numpy as np
 else:
-    pd = lazy("pandas")
+    np = lazy("numpy")
 
-def by_judge(frame: pd.DataFrame, judges: int) -> list[pd.DataFrame]:
-    """Each judge's dialogue judgments (fine and binary, every sample; records.judgment_frame), their mode the
+
+def by_judge(table: Table, judges: int) -> list[Table]:
+    """Each judge's dialogue judgments (fine and binary, every sample; records.judgment_table), their mode the
     plain question and their session id also as "session" (what metrics.score_methods groups by)."""
-    parsed = {mode: split_mode(mode) for mode in frame["mode"].unique()}
-    base = frame["mode"].map({mode: p[0] for mode, p in parsed.items()})
-    judge = frame["mode"].map({mode: p[1] for mode, p in parsed.items()})
+    modes = table["mode"]
+    parsed = {mode: split_mode(mode) for mode in modes.names}
+    base = modes.mapped(lambda mode: parsed[mode][0])
+    judge = np.array([parsed[mode][1] for mode in modes.names] + [-1])[modes.codes]
     out = []
     for n in range(judges):
         mine = base.isin(MODES) & (judge == n)
-        own = frame if mine.all() else frame[mine]  # one judge and no pairwise question: no copy
-        out.append(own.assign(mode=base[mine], session=own["session_id"]))
+        own = table if mine.all() else table.rows(mine)  # one judge and no pairwise question: no copy
+        out.append(own.with_columns(mode=base[mine], session=own["session_id"]))
     return out
 
 
@@ -46,12 +48,12 @@ def _valid(j: dict) -> bool:
     return j["verdict"] in (0, 1)
 
 
-def cells(records: list[dict] | pd.DataFrame, dimensions: tuple[str, ...] = DIMENSIONS) -> dict[tuple, dict]:
+def cells(records: list[dict] | Table, dimensions: tuple[str, ...] = DIMENSIONS) -> dict[tuple, dict]:
     """One judge's valid judgments per reply (session index, session id, round, method): the mean of each value
     over its samples ("binary" the mean verdict, in [0, 1]), and the values of every sample ("totals", "verdicts",
     and each dimension's in "dimension_samples")."""
-    if isinstance(records, pd.DataFrame):
-        records = as_records(records)
+    if isinstance(records, Table):
+        records = records.records()
     found: dict[tuple, dict] = defaultdict(lambda: {"totals": [], "verdicts": [], **{d: [] for d in dimensions}})
     for j in records:
         if not _valid(j):
@@ -80,11 +82,11 @@ def majority(votes: list[float]) -> float:
     return 1.0 if share > 0.5 else 0.0 if share < 0.5 else 0.5
 
 
-def panel_records(per_judge: list[pd.DataFrame], dimensions: tuple[str, ...] = DIMENSIONS) -> pd.DataFrame:
+def panel_records(per_judge: list[Table], dimensions: tuple[str, ...] = DIMENSIONS) -> Table:
     """Records of the panel in the shape metrics.score_methods reads: per reply, one fine record (mean of the
     judges' totals and dimensions) and one binary record (majority verdict); the judgments that failed, did not
     parse or are pending are passed through so that the panel counts them too."""
-    judges_records = [as_records(frame) for frame in per_judge]
+    judges_records = [table.records() for table in per_judge]
     judged = [cells(records, dimensions) for records in judges_records]
     records = [j for judge in judges_records for j in judge if not _valid(j)]
     for key in sorted(set().union(*judged), key=str):
@@ -100,5 +102,5 @@ def panel_records(per_judge: list[pd.DataFrame], dimensions: tuple[str, ...] = D
         if votes:
             records.append({**base, "mode": "binary", "total": None, "verdict": majority(votes),
                             **{d: None for d in dimensions}})
-    frame = judgment_frame(records, dimensions=dimensions)
-    return frame.assign(session=frame["session_id"])
+    table = judgment_table(records, dimensions=dimensions)
+    return table.with_columns(session=table["session_id"])

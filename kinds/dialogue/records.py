@@ -1,8 +1,9 @@
 """A dialogue evaluation's judgments as compact columns, the form its result document is scored from.
 
-A million judgments as dicts take gigabytes; as a DataFrame of numbers and categories they take tens of megabytes.
-The frame is filled from the store's keyset-paginated rows a chunk at a time, so that at most one chunk of dicts
-exists at once.
+A million judgments as dicts take gigabytes; as arrays of numbers and of codes of texts they take tens of megabytes.
+The table is filled from the store's keyset-paginated rows a chunk at a time, so that at most one chunk of dicts
+exists at once. It is scored without pandas (kinds/groups.py); the pages that sort and pivot it take it as a
+DataFrame (Table.frame).
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Union
 
 from common.lazy_modules import lazy
 from kinds.dialogue.format import iter_sessions_with_offsets
@@ -38,48 +39,150 @@ STORED = ("session_idx", "session_id", "round", "method", "mode", "status", "tot
 CHUNK = 2_000
 
 
-def judgment_frame(rows: Iterable[dict] | pd.DataFrame, size: int = 0,
-                   dimensions: tuple[str, ...] = DIMENSIONS) -> pd.DataFrame:
-    """The judgments' scoring columns (KEYS, total, verdict and the rubric's `dimensions`; text as categories in
-    sorted order, values as floats with NaN for None), read CHUNK rows at a time into arrays of `size` rows (the
-    number expected; they grow if it is short). `rows` are the store's (STORED: the dimensions in `scores`) or have
-    the dimensions as keys of their own."""
-    if isinstance(rows, pd.DataFrame):
+class Text:
+    """A text column: each row's code into its names, which are sorted (so that grouping by codes sorts as the texts
+    do)."""
+
+    def __init__(self, codes: np.ndarray, names: list):
+        self.codes, self.names = codes, names
+
+    @classmethod
+    def of(cls, values: list) -> Text:
+        """The column of these texts."""
+        names = sorted(set(values))
+        code = {name: n for n, name in enumerate(names)}
+        return cls(np.array([code[v] for v in values], dtype=np.int32), names)
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, rows) -> Text:
+        return Text(self.codes[rows], self.names)
+
+    def equals(self, value) -> np.ndarray:
+        """Whether each row's text is `value`."""
+        return self.isin([value])
+
+    def isin(self, values) -> np.ndarray:
+        """Whether each row's text is one of `values`."""
+        wanted = np.array([name in values for name in self.names] + [False])
+        return wanted[self.codes]  # code -1 (none) takes the last entry
+
+    def mapped(self, function) -> Text:
+        """Each row's text through `function`, the new texts' codes into their sorted names."""
+        new = [function(name) for name in self.names]
+        names = sorted(set(new))
+        lookup = np.array([names.index(v) for v in new] + [-1], dtype=np.int32)
+        return Text(lookup[self.codes], names)
+
+    def tolist(self) -> list:
+        """Each row's text (None for none)."""
+        names = [*self.names, None]
+        return [names[c] for c in self.codes.tolist()]
+
+
+Column = Union["np.ndarray", Text]
+
+
+class Table:
+    """Columns of equal length: numbers as numpy arrays (NaN for none), texts as Text."""
+
+    def __init__(self, columns: dict[str, Column]):
+        self.columns = columns
+
+    def __len__(self) -> int:
+        return len(next(iter(self.columns.values()))) if self.columns else 0
+
+    def __getitem__(self, name: str) -> Any:  # a numpy array, or a Text for a text column
+        return self.columns[name]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.columns
+
+    def rows(self, mask: np.ndarray) -> Table:
+        """The rows where `mask` is true."""
+        return Table({name: column[mask] for name, column in self.columns.items()})
+
+    def with_columns(self, **columns: Column) -> Table:
+        """The table with these columns added or replaced."""
+        return Table({**self.columns, **columns})
+
+    def records(self) -> list[dict]:
+        """The rows as dicts, NaN as None (for the code that reads a judgment at a time)."""
+        names = list(self.columns)
+        values = []
+        for column in self.columns.values():
+            listed = column.tolist()
+            if isinstance(column, np.ndarray) and column.dtype.kind == "f":
+                listed = [None if v != v else v for v in listed]
+            values.append(listed)
+        return [dict(zip(names, row)) for row in zip(*values)]
+
+    def frame(self) -> pd.DataFrame:
+        """The table as a pandas DataFrame (texts as categories), for the pages that sort and pivot it."""
+        return pd.DataFrame({name: pd.Categorical.from_codes(column.codes, pd.Index(column.names))
+                             if isinstance(column, Text) else column for name, column in self.columns.items()},
+                            copy=False)
+
+
+def judgment_table(rows: Iterable[dict] | Table, size: int = 0,
+                   dimensions: tuple[str, ...] = DIMENSIONS) -> Table:
+    """The judgments' scoring columns (KEYS, total, verdict and the rubric's `dimensions`; text as Text, values as
+    floats with NaN for None), read CHUNK rows at a time into arrays of `size` rows (the number expected; they grow
+    if it is short). `rows` are the store's (STORED: the dimensions in `scores`) or have the dimensions as keys of
+    their own."""
+    if isinstance(rows, Table):
         return rows
+    return table_of(rows, columns(dimensions), dimensions, size)
+
+
+def table_of(rows: Iterable[dict], names: tuple[str, ...], dimensions: tuple[str, ...] = (), size: int = 0,
+             text: tuple[str, ...] = TEXT) -> Table:
+    """The columns `names` of `rows` (a column in `text` as Text, "session_idx" and "round" as integers, others as
+    floats: NaN for None or for what is not a number), read CHUNK rows at a time; a column in `dimensions` is read
+    from a row's `scores` when it has them."""
     rows = iter(rows)
-    columns_of = columns(dimensions)
-    values_of = columns_of[len(KEYS):]
-    arrays = {c: np.empty(size, dtype=float if c in values_of else np.int32) for c in columns_of}  # int32: text codes too
-    codes: dict[str, dict[Any, int]] = {c: {} for c in TEXT}  # a session id may be a number
+    whole = ("session_idx", "round")
+    arrays = {c: np.empty(size, dtype=np.int32 if c in text or c in whole else float) for c in names}
+    codes: dict[str, dict[Any, int]] = {c: {} for c in names if c in text}  # a session id may be a number
     filled = 0
     while chunk := list(islice(rows, CHUNK)):
         end = filled + len(chunk)
-        if end > len(arrays["round"]):
+        if end > len(arrays[names[0]]):
             arrays = {c: np.concatenate([a[:filled], np.empty(max(end, 2 * filled), dtype=a.dtype)])
                       for c, a in arrays.items()}
         dims = [row.get("scores") or row for row in chunk]  # a store row without scores has no dimensions
-        for column in columns_of:
-            values = [d.get(column) for d in dims] if column in dimensions else [row[column] for row in chunk]
-            if column in TEXT:
+        for column in names:
+            values = [d.get(column) for d in dims] if column in dimensions else [row.get(column) for row in chunk]
+            if column in codes:
                 found = codes[column]
                 values = [found.setdefault(v, len(found)) for v in values]
-            arrays[column][filled:end] = values  # None becomes NaN in the float columns
+            try:
+                arrays[column][filled:end] = values  # None becomes NaN in the float columns
+            except (TypeError, ValueError):  # a value that is no number: NaN, as pandas.to_numeric(errors="coerce")
+                if arrays[column].dtype.kind != "f":
+                    raise
+                arrays[column][filled:end] = [_number(v) for v in values]
         filled = end
-    found_columns: dict[str, np.ndarray | pd.Categorical] = {}
-    for column in columns_of:
+    found_columns: dict[str, Column] = {}
+    for column in names:
         kept = arrays.pop(column)[:filled]
-        if column in TEXT:
-            categories = list(codes[column])
-            text = pd.Categorical.from_codes(np.asarray(kept, dtype=np.int32), pd.Index(categories))
-            found_columns[column] = text.reorder_categories(sorted(categories))
+        if column in codes:
+            names_found = list(codes[column])
+            order = sorted(range(len(names_found)), key=names_found.__getitem__)
+            recode = np.empty(len(order), dtype=np.int32)
+            recode[order] = np.arange(len(order), dtype=np.int32)
+            found_columns[column] = Text(recode[kept], [names_found[i] for i in order])
         else:
             found_columns[column] = kept
-    return pd.DataFrame(found_columns, copy=False)  # the arrays as they are, not copied into one block
+    return Table(found_columns)
 
 
-def as_records(frame: pd.DataFrame) -> list[dict]:
-    """The frame's rows as dicts, NaN as None (for the code that reads a judgment at a time)."""
-    return frame.astype(object).where(frame.notna(), None).to_dict("records")
+def _number(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
 
 
 @dataclass
@@ -95,14 +198,14 @@ class ReplyLengths:
     def _key(self, idx: np.ndarray, rounds: np.ndarray, codes: np.ndarray) -> np.ndarray:
         return (idx * self.rounds + rounds) * len(self.methods) + codes
 
-    def of(self, judgments: pd.DataFrame) -> np.ndarray:
+    def of(self, judgments: Table) -> np.ndarray:
         """The length of each judgment's reply (its session_idx, round, method), -1 where the file has none."""
         if not len(self.keys):
             return np.full(len(judgments), -1)
-        idx = judgments["session_idx"].to_numpy(dtype=np.int64)
-        rounds = judgments["round"].to_numpy(dtype=np.int64)
-        names = pd.Categorical(judgments["method"])  # as it is when it already is one
-        lookup = np.array([self.methods.get(name, -1) for name in names.categories] + [-1], dtype=np.int64)
+        idx = np.asarray(judgments["session_idx"], dtype=np.int64)
+        rounds = np.asarray(judgments["round"], dtype=np.int64)
+        names = judgments["method"]
+        lookup = np.array([self.methods.get(name, -1) for name in names.names] + [-1], dtype=np.int64)
         codes = lookup[names.codes]  # code -1 (no method) takes the last entry
         known = (codes >= 0) & (rounds >= 0) & (rounds < self.rounds)
         keys = np.where(known, self._key(idx, rounds, codes), -1)

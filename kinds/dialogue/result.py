@@ -15,17 +15,18 @@ from kinds.dialogue.metrics import Comparison, MethodScores, reply_cells, score_
 from kinds.dialogue.pairwise_mode import PAIR_MODES, Pairwise, pairwise_result
 from kinds.dialogue.panel import by_judge, cells, panel_records
 from kinds.dialogue.prompts import DEFAULT
-from kinds.dialogue.records import ReplyLengths, as_records, judgment_frame
+from kinds.dialogue.records import ReplyLengths, Table, judgment_table
 from kinds.dialogue.result_rubric import RubricBlock, block
 from kinds.dialogue.reviews import ReviewCounts, applied
 from kinds.dialogue.reviews import counts as review_counts
+from kinds.groups import group_means, grouped
 from kinds.result_document import ResultDocument, UploadInput
 from kinds.rubrics import Rubric
 
 if TYPE_CHECKING:
-    import pandas as pd
+    import numpy as np
 else:
-    pd = lazy("pandas")
+    np = lazy("numpy")
 
 
 class DialogueInput(UploadInput):
@@ -94,17 +95,22 @@ class DialogueResult(ResultDocument):
     overrides: NotRequired[Overrides]  # only when a review overrode a judgment
 
 
-def session_rows(records: pd.DataFrame, methods: list[str]) -> list[SessionRow]:
+def session_rows(records: Table, methods: list[str]) -> list[SessionRow]:
     """Per session: its rounds and each method's mean fine score and keep-chatting rate (records as by_judge's)."""
-    sessions = records.groupby("session_idx", sort=True).agg(session_id=("session_id", "first"),
-                                                             rounds=("round", "nunique"))
-    ok = records["status"] == "ok"  # the columns used, not a copy of the whole frame
-    value = records["total"].where(records["mode"] == "fine", 100.0 * records["verdict"])[ok]
-    means = value.groupby([records[c][ok] for c in ("session_idx", "method", "mode")]).mean().to_dict()
-    return [{"index": int(idx), "session_id": session_id, "rounds": int(rounds),
+    indexes, first, of_session = np.unique(records["session_idx"], return_index=True, return_inverse=True)
+    _, (with_round, _rounds) = grouped([of_session, records["round"]])
+    rounds = np.bincount(with_round, minlength=len(indexes))
+    ok = records["status"].equals("ok")  # the columns used, not a copy of the whole table
+    modes, names = records["mode"], records["mode"].names
+    value = np.where(modes.equals("fine"), records["total"], 100.0 * records["verdict"])[ok]
+    groups, (idx, method, mode) = grouped([records["session_idx"][ok], records["method"].codes[ok], modes.codes[ok]])
+    means = dict(zip(zip(idx.tolist(), (records["method"].names[c] for c in method), (names[c] for c in mode)),
+                     group_means(groups, value, len(idx))[0].tolist()))
+    session_ids = records["session_id"][first].tolist()
+    return [{"index": idx, "session_id": session_id, "rounds": int(count),
              "methods": {m: {mode: _number(means.get((idx, m, mode))) for mode in ("fine", "binary")}
                          for m in methods}}
-            for idx, session_id, rounds in sessions.itertuples()]
+            for idx, session_id, count in zip(indexes.tolist(), session_ids, rounds)]
 
 
 def _number(value: float | None) -> float | None:
@@ -123,11 +129,11 @@ def imported_judge(scores: dict, methods: list[str]) -> dict[str, Any]:
             "prices_per_million": None, **none, "by_method": {m: dict(none) for m in methods}}
 
 
-def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | pd.DataFrame, usage: list[dict],
+def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | Table, usage: list[dict],
                  configs: list[JudgeConfig], lengths: ReplyLengths, human: list[dict] | None = None,
                  reviews: list[dict] | None = None, rubric: Rubric = DEFAULT,
                  per_rater: list[dict] | None = None) -> DialogueResult:
-    """The whole result document of a dialogue evaluation from its judgments (records.judgment_frame, or the rows
+    """The whole result document of a dialogue evaluation from its judgments (records.judgment_table, or the rows
     it is made of) under its `rubric`; `configs` are its judges' (one, or a panel's; none for scores imported from
     another judge, settings["scores"]), `lengths` the replies' lengths (records.reply_lengths), `human` people's
     ratings attached to it, per reply (the `agreement.human` and `calibration` blocks), `reviews` people's reviews of
@@ -144,13 +150,13 @@ def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | pd.
     labels = [IMPORTED] if imported else judge_labels(settings)
     dims = rubric.keys
     extended = rubric != DEFAULT  # the default's documents keep their shape from before rubrics, byte for byte
-    frame = judgment_frame(judgments, dimensions=dims)
+    frame = judgment_table(judgments, dimensions=dims)
     per_judge = by_judge(frame, len(labels))
 
-    def scored(per_judge: list) -> pd.DataFrame:
+    def scored(per_judge: list) -> Table:
         return per_judge[0] if len(labels) == 1 else panel_records(per_judge, dims)
 
-    def scores(records: pd.DataFrame) -> tuple[dict[str, MethodScores], list[Comparison]]:
+    def scores(records: Table) -> tuple[dict[str, MethodScores], list[Comparison]]:
         return score_methods(records, methods, dimensions=dims, binary=rubric.has_binary, dimension_curves=extended)
 
     records = scored(per_judge)
@@ -194,8 +200,8 @@ def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | pd.
         document["calibration"] = calibration_block(human, reply_cells(records, dims), methods, dims,
                                                     rubric.has_binary, headline, comparisons)
     if settings.get("pairwise"):
-        pair_rows = frame[frame["mode"].map({m: split_mode(m)[0] in PAIR_MODES for m in frame["mode"].unique()})]
-        document["pairwise"] = pairwise_result(as_records(pair_rows), methods, labels)
+        pair_rows = frame.rows(frame["mode"].isin([m for m in frame["mode"].names if split_mode(m)[0] in PAIR_MODES]))
+        document["pairwise"] = pairwise_result(pair_rows.records(), methods, labels)
     if samples > 1:
         document["consistency"] = consistency(labels, judge_cells, methods, samples,
                                               dims if extended else ())

@@ -48,7 +48,7 @@ def grid_sequence(store, record: dict, args: Mapping, dimensions: tuple[str, ...
     frame = triage.stored_judgments(store, record, dimensions)
     rows, query = triage.grid(triage.score_table(store, record, dimensions, frame), record["methods"], args, texts,
                               dimensions)
-    return sequence(frame, rows, chosen_methods(record["methods"], args), query["status"]), rows
+    return sequence(frame.frame(), rows, chosen_methods(record["methods"], args), query["status"]), rows
 
 
 def sequence(judgments: pd.DataFrame, rows: pd.DataFrame, shown: list[str], status: str) -> list[Key]:

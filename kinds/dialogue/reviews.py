@@ -6,16 +6,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, TypedDict
+from typing import TypedDict
 
-from common.lazy_modules import lazy
 from judge import split_mode
+from kinds.dialogue.records import Table, Text
 from translations import _
-
-if TYPE_CHECKING:
-    import pandas as pd
-else:
-    pd = lazy("pandas")
 
 DECISIONS = ("agreed", "overridden")
 MAX_COMMENT = 2000
@@ -68,23 +63,22 @@ def counts(reviews: list[dict]) -> ReviewCounts:
     return {"reviewed": len(reviews), "agreed": agreed, "overridden": len(reviews) - agreed}
 
 
-def applied(frame: pd.DataFrame, reviews: list[dict]) -> pd.DataFrame:
-    """The judgments (records.judgment_frame) with each overridden one given the person's score or verdict."""
+def applied(table: Table, reviews: list[dict]) -> Table:
+    """The judgments (records.judgment_table) with each overridden one given the person's score or verdict."""
     overridden = [r for r in reviews if r["decision"] == "overridden"]
     if not overridden:
-        return frame
-    frame = frame.copy()
-    frame["status"] = frame["status"].astype(object)  # "ok" may not be among its categories yet
-    keys = pd.MultiIndex.from_frame(frame[list(KEY)].astype({"method": str, "mode": str}))
-    position = pd.Series(range(len(frame)), index=keys)
+        return table
+    position: dict[tuple, list[int]] = {}
+    for row, key in enumerate(zip(*(table[k].tolist() for k in KEY))):
+        position.setdefault(key, []).append(row)
+    values = {"total": table["total"].copy(), "verdict": table["verdict"].copy()}
+    status = table["status"].tolist()
     for review in overridden:
-        at = position.get(tuple(review[k] for k in KEY))
-        if at is None:
-            continue
         column = "total" if review["total"] is not None else "verdict"
-        frame.loc[frame.index[at], column] = review[column]
-        frame.loc[frame.index[at], "status"] = "ok"
-    return frame
+        for row in position.get(tuple(review[k] for k in KEY), []):
+            values[column][row] = review[column]
+            status[row] = "ok"  # "ok" may not be among the column's texts yet
+    return table.with_columns(**values, status=Text.of(status))
 
 
 def ratings_rows(reviews: list[dict], judgments: dict[tuple, dict]) -> list[dict]:

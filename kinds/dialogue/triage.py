@@ -19,7 +19,7 @@ from judge import judge_labels
 from kinds.dialogue.format import iter_sessions_with_offsets, read_session
 from kinds.dialogue.panel import by_judge
 from kinds.dialogue.prompts import DIMENSIONS
-from kinds.dialogue.records import CHUNK, STORED, judgment_frame
+from kinds.dialogue.records import CHUNK, STORED, Table, judgment_table
 from kinds.kind import StoredFile
 from kinds.search import MAX_PATTERN, BadQuery, compile_pattern
 from translations import _
@@ -30,14 +30,14 @@ else:
     pd = lazy("pandas")
 
 PER_PAGE = 25
-def stored_judgments(store, evaluation: dict, dimensions: tuple[str, ...] = DIMENSIONS) -> pd.DataFrame:
-    """Every judgment of the evaluation as compact columns (records.judgment_frame)."""
-    return judgment_frame(store.iter_judgments(evaluation["id"], batch=CHUNK, columns=STORED),
+def stored_judgments(store, evaluation: dict, dimensions: tuple[str, ...] = DIMENSIONS) -> Table:
+    """Every judgment of the evaluation as compact columns (records.judgment_table)."""
+    return judgment_table(store.iter_judgments(evaluation["id"], batch=CHUNK, columns=STORED),
                           size=store.progress(evaluation["id"])["total"], dimensions=dimensions)
 
 
 def score_table(store, evaluation: dict, dimensions: tuple[str, ...] = DIMENSIONS,
-                frame: pd.DataFrame | None = None) -> pd.DataFrame:
+                frame: Table | None = None) -> pd.DataFrame:
     """One row per (session index, round) with the session id and, per method, its fine score ("fine:<m>") and
     `dimensions` (its rubric's keys: "style:<m>", ...), its share of yes to the yes/no question in % ("binary:<m>",
     NaN without one) and whether a judgment of it failed or did not parse ("failed:<m>", "unparsed:<m>"); the
@@ -45,7 +45,7 @@ def score_table(store, evaluation: dict, dimensions: tuple[str, ...] = DIMENSION
     (stored_judgments) is given."""
     if frame is None:
         frame = stored_judgments(store, evaluation, dimensions)
-    records = by_judge(frame, len(judge_labels(evaluation["settings"])))[0]
+    records = by_judge(frame, len(judge_labels(evaluation["settings"])))[0].frame()
     keys = ["session_idx", "round"]
     table = records.groupby(keys, observed=True)["session_id"].first().astype(str).to_frame()
     ok = records[records["status"] == "ok"]

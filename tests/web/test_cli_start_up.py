@@ -38,14 +38,14 @@ def test_a_command_that_scores_nothing_starts_without_numpy(tmp_path):
     assert not {"numpy", "pandas", "scipy", "openai", "aiohttp", "jsonschema"} & _imported(done.stderr)
 
 
-def test_scoring_a_dialogue_file_loads_neither_the_openai_sdk_nor_scipy_stats(tmp_path, judge_server, judge_env):
+def test_scoring_a_dialogue_file_loads_neither_the_openai_sdk_nor_scipy_stats_nor_pandas(tmp_path, judge_server, judge_env):
     source = tmp_path / "log.jsonl"
     source.write_bytes(jsonl(*(marked(session_line(f"s{i}", rounds=3, methods=("A", "B", "C")), f"(session {i}" + " and more" * i + ")")
                                for i in range(8))))
     done = _flask(["score", str(source), "--out", str(tmp_path / "result.json")], tmp_path, judge_env)
     imported = _imported(done.stderr)
     assert "aiohttp" in imported  # the judge did run here
-    assert not {"openai", "httpx2", "scipy.stats", "jsonschema"} & imported
+    assert not {"openai", "httpx2", "scipy.stats", "jsonschema", "pandas"} & imported
     result = json.loads((tmp_path / "result.json").read_text("utf-8"))
     assert result["judge"]["calls"] == 8 * 3 * 3 * 2
     # the paired t-tests and the length bias' interval and rank correlation are there, computed without scipy.stats

@@ -3,7 +3,6 @@
 import json
 
 import numpy as np
-import pandas as pd
 import pytest
 import scipy.stats
 
@@ -271,10 +270,15 @@ def test_missing_required_field_is_an_error():
         score([{"session": "s1", "round": 1, "method": "A", "mode": "fine", "total": 5}])
 
 
-def test_dataframe_input_gives_same_result():
+def test_the_stores_columns_give_the_same_result_as_records():
+    from kinds.dialogue.panel import by_judge
+    from kinds.dialogue.records import judgment_table
+
     records = [fine("s1", 1, 60), fine("s1", 2, 72), fine("s2", 1, 70), binary("s1", 1, 1),
-               binary("s2", 1, 0), fine("s2", 2, None, status="unparsed")]
-    assert score(pd.DataFrame(records)) == score(records)
+               binary("s2", 1, 0), fine("s2", 2, None, status="unparsed"), fine("s10", 1, 65, method="B")]
+    stored = [{**{k: v for k, v in r.items() if k != "session"}, "session_id": r["session"],
+               "session_idx": int(r["session"][1:])} for r in reversed(records)]
+    assert score(by_judge(judgment_table(stored), 1)[0], ("A", "B")) == score(records, ("A", "B"))
 
 
 def test_output_is_plain_json_types():
