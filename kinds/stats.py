@@ -23,8 +23,7 @@ else:
 
 
 DEFAULT_N_BOOT = 1000
-BLOCK = 250_000  # elements of the temporary arrays of resample_weights and of exact resampled_sums (2 MB each)
-SUM_BLOCK = 2_000_000  # elements of resampled_sums' float copy of the weights where the blocks change its last bits
+BLOCK = 250_000  # elements of the temporary arrays of resample_weights and resampled_sums (2 MB each)
 DEFAULT_SEED = 0  # of the kinds' bootstrap intervals (recorded in each result's provenance)
 DEFAULT_LEVEL = 0.95
 
@@ -94,16 +93,19 @@ def resample_indices(n: int, n_boot: int = DEFAULT_N_BOOT, seed: int = 0) -> np.
 def resample_weights(n: int, n_boot: int = DEFAULT_N_BOOT, seed: int = 0) -> np.ndarray:
     """Return an (n_boot, n) matrix of small integers: how often each item is drawn in each resample."""
     rng = np.random.default_rng(seed)
-    # uint16 (a quarter of float64's memory: 25 MB for 12,500 sessions): an item drawn 65,536 times in one resample
-    # is impossible below 65,536 items and has no real chance above.
-    weights = np.empty((n_boot, n), dtype=np.uint16)
+    # uint8 (an eighth of float64's memory: 12.5 MB for 12,500 sessions): an item drawn 256 times in one resample is
+    # impossible below 256 items and has a chance below 1e-500 above; it would widen the matrix, not wrap.
+    weights = np.empty((n_boot, n), dtype=np.uint8)
     block = max(1, BLOCK // max(n, 1))  # resamples drawn at a time: memory of a few blocks, not of n_boot x n
     for first in range(0, n_boot, block):
         rows = min(block, n_boot - first)
         # The same draws as resample_indices (a generator yields the same numbers in pieces as at once); one
         # bincount over row-offset indices instead of one per resample.
         offsets = (rng.integers(0, n, size=(rows, n)) + n * np.arange(rows)[:, None]).ravel()
-        weights[first:first + rows] = np.bincount(offsets, minlength=rows * n).reshape(rows, n)
+        counts = np.bincount(offsets, minlength=rows * n)
+        if counts.max(initial=0) > np.iinfo(weights.dtype).max:
+            weights = weights.astype(np.int64)
+        weights[first:first + rows] = counts.reshape(rows, n)
     return weights
 
 
@@ -120,23 +122,15 @@ def percentile_interval(
 
 
 def resampled_sums(weights: np.ndarray, values) -> np.ndarray:
-    """weights @ values in float64, a block of resamples at a time (a float copy of the whole integer weights
-    matrix would take four times its memory)."""
+    """weights @ values in float64, BLOCK elements of the weights at a time (a float copy of the whole integer
+    weights matrix would take four times its memory, and grow with the sessions). Sums of whole numbers are exact;
+    the last bit of others depends on the order BLAS adds them in, which depends on the block's shape."""
     values = np.asarray(values, dtype=float)
     out = np.empty((weights.shape[0],) + values.shape[1:])
-    step = max(1, (BLOCK if _exact_sums(weights, values) else SUM_BLOCK) // max(1, weights.shape[1]))
+    step = max(1, BLOCK // max(1, weights.shape[1]))
     for first in range(0, weights.shape[0], step):
         out[first:first + step] = weights[first:first + step].astype(float) @ values
     return out
-
-
-def _exact_sums(weights: np.ndarray, values: np.ndarray) -> bool:
-    """Whether every product and partial sum of weights @ values is a whole number below 2**53, so exact whatever the
-    order of the additions. BLAS adds a block's rows in an order that depends on the block's shape: blocks of
-    another size could change the last bits of other sums."""
-    if not values.size or weights.dtype.kind not in "ui" or not np.array_equal(values, np.trunc(values)):
-        return False
-    return float(np.abs(values).max()) * float(np.iinfo(weights.dtype).max) * weights.shape[1] < 2.0 ** 53
 
 
 def _weights_for(n: int, n_boot: int, seed: int, weights: np.ndarray | None) -> np.ndarray:
