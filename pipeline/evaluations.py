@@ -21,7 +21,7 @@ from storage import blobs
 from storage.store import Store
 from translations import _
 
-BLOCK_JUDGMENTS = 20_000  # judgments of a block one thread judges (memory does not grow with the evaluation)
+BLOCK_JUDGMENTS = 5_000  # judgments of a block one thread judges (memory does not grow with the evaluation)
 SHARED_BLOCK_JUDGMENTS = 200  # judgments of a block when workers share them, about
 MAX_BLOCKS = 2000  # blocks per evaluation at most when shared (each block reads the upload's file once)
 
