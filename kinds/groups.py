@@ -1,5 +1,5 @@
 """Grouping arrays without pandas, to the bit of what pandas computes: the groups of rows by their keys (pandas'
-groupby), each group's mean (its mean), a Series' mean, and the codes of labels in order of first appearance
+groupby), each group's mean (groupby's mean), a Series' mean, and the codes of labels in order of first appearance
 (pandas.factorize).
 
 Scoring a dialogue evaluation needs only these from pandas, whose import costs a third of a second and some 40 MB
@@ -70,9 +70,7 @@ def grouped(keys: list[np.ndarray], sort: bool = True) -> tuple[np.ndarray, list
         number = number * size + (column - low)
     found, first, inverse = np.unique(number, return_index=True, return_inverse=True)
     if not sort:
-        order = np.argsort(first, kind="stable")
-        rank = np.empty(len(order), dtype=np.int64)
-        rank[order] = np.arange(len(order))
+        order, rank = _appearance(first)
         inverse, found = rank[inverse], found[order]
     decoded = []
     for low, size in zip(reversed(lows), reversed(sizes)):
@@ -99,7 +97,14 @@ def first_appearance_codes(labels) -> tuple[np.ndarray, list]:
     if not labels.size:
         return np.zeros(0, dtype=np.int64), []
     uniques, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    order, rank = _appearance(first)
+    return rank[inverse.ravel()], uniques[order].tolist()
+
+
+def _appearance(first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted unique values put in order of first appearance (`first`: the row each first appears on): that order,
+    and each one's place in it."""
     order = np.argsort(first, kind="stable")
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order))
-    return rank[inverse.ravel()], uniques[order].tolist()
+    return order, rank

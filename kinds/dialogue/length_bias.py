@@ -58,8 +58,8 @@ def length_bias(judgments: Table, lengths: ReplyLengths, methods: list[str]) -> 
     """Correlation of fine totals with reply length, raw and length-controlled differences from the first method
     (when the file separates length from method), and up to POINTS_PER_METHOD (length, total) points per method;
     `judgments` as records.judgment_table."""
-    fine = judgments.rows(judgments["mode"].equals("fine") & judgments["status"].equals("ok")
-                          & ~np.isnan(judgments["total"]))
+    fine = judgments.only("session_idx", "round", "method", "total").rows(
+        judgments["mode"].equals("fine") & judgments["status"].equals("ok") & ~np.isnan(judgments["total"]))
     sizes = lengths.of(fine)
     known = sizes >= 0
     sizes, scores = sizes[known], fine["total"][known]

@@ -396,7 +396,7 @@ def score_methods(
     weights = _WeightCache(n_boot, seed)
     results: dict[str, MethodScores] = {}
     session_means = {}
-    columns = Table({c: table[c] for c in REQUIRED_COLUMNS + value_columns})
+    columns = table.only(*REQUIRED_COLUMNS, *value_columns)
     for name in methods:  # one method's rows at a time: a copy of a method's judgments, not of all of them
         mine = table["method"].equals(name)
         judgments = _Judgments(columns.rows(mine), valid_all[mine])

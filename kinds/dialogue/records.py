@@ -99,6 +99,10 @@ class Table:
     def __contains__(self, name: str) -> bool:
         return name in self.columns
 
+    def only(self, *names: str) -> Table:
+        """The table of these columns (the same arrays, not copies)."""
+        return Table({name: self.columns[name] for name in names})
+
     def rows(self, mask: np.ndarray) -> Table:
         """The rows where `mask` is true."""
         return Table({name: column[mask] for name, column in self.columns.items()})

@@ -100,17 +100,20 @@ def session_rows(records: Table, methods: list[str]) -> list[SessionRow]:
     indexes, first, of_session = np.unique(records["session_idx"], return_index=True, return_inverse=True)
     _, (with_round, _rounds) = grouped([of_session, records["round"]])
     rounds = np.bincount(with_round, minlength=len(indexes))
-    ok = records["status"].equals("ok")  # the columns used, not a copy of the whole table
-    modes, names = records["mode"], records["mode"].names
-    value = np.where(modes.equals("fine"), records["total"], 100.0 * records["verdict"])[ok]
-    groups, (idx, method, mode) = grouped([records["session_idx"][ok], records["method"].codes[ok], modes.codes[ok]])
-    means = dict(zip(zip(idx.tolist(), (records["method"].names[c] for c in method), (names[c] for c in mode)),
-                     group_means(groups, value, len(idx))[0].tolist()))
+    # Each (session, method, question) mean in a session x method x question array, NaN where there is none.
+    keep = records["status"].equals("ok") & records["method"].isin(methods) & records["mode"].isin(["fine", "binary"])
+    fine = records["mode"].equals("fine")
+    value = np.where(fine, records["total"], 100.0 * records["verdict"])[keep]
+    column = np.array([methods.index(m) if m in methods else -1 for m in records["method"].names] + [-1])
+    groups, (session, method, question) = grouped([of_session[keep], column[records["method"].codes[keep]],
+                                                   (~fine[keep]).astype(np.int64)])
+    means = np.full((len(indexes), len(methods), 2), np.nan)
+    means[session, method, question] = group_means(groups, value, len(session))[0]
     session_ids = records["session_id"][first].tolist()
     return [{"index": idx, "session_id": session_id, "rounds": int(count),
-             "methods": {m: {mode: _number(means.get((idx, m, mode))) for mode in ("fine", "binary")}
-                         for m in methods}}
-            for idx, session_id, count in zip(indexes.tolist(), session_ids, rounds)]
+             "methods": {m: {"fine": _number(fine_mean), "binary": _number(binary_mean)}
+                         for m, (fine_mean, binary_mean) in zip(methods, by_method)}}
+            for idx, session_id, count, by_method in zip(indexes.tolist(), session_ids, rounds, means.tolist())]
 
 
 def _number(value: float | None) -> float | None:
