@@ -153,8 +153,8 @@ def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | Tab
     labels = [IMPORTED] if imported else judge_labels(settings)
     dims = rubric.keys
     extended = rubric != DEFAULT  # the default's documents keep their shape from before rubrics, byte for byte
-    frame = judgment_table(judgments, dimensions=dims)
-    per_judge = by_judge(frame, len(labels))
+    table = judgment_table(judgments, dimensions=dims)
+    per_judge = by_judge(table, len(labels))
 
     def scored(per_judge: list) -> Table:
         return per_judge[0] if len(labels) == 1 else panel_records(per_judge, dims)
@@ -203,7 +203,7 @@ def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | Tab
         document["calibration"] = calibration_block(human, reply_cells(records, dims), methods, dims,
                                                     rubric.has_binary, headline, comparisons)
     if settings.get("pairwise"):
-        pair_rows = frame.rows(frame["mode"].isin([m for m in frame["mode"].names if split_mode(m)[0] in PAIR_MODES]))
+        pair_rows = table.rows(table["mode"].isin([m for m in table["mode"].names if split_mode(m)[0] in PAIR_MODES]))
         document["pairwise"] = pairwise_result(pair_rows.records(), methods, labels)
     if samples > 1:
         document["consistency"] = consistency(labels, judge_cells, methods, samples,
@@ -211,6 +211,6 @@ def build_result(evaluation: dict, upload: dict, judgments: Iterable[dict] | Tab
     if reviews:
         document["reviews"] = review_counts(reviews)
         if document["reviews"]["overridden"]:
-            overridden = scored(by_judge(applied(frame, reviews), len(labels)))
+            overridden = scored(by_judge(applied(table, reviews), len(labels)))
             document["overrides"] = {"methods": scores(overridden)[0]}
     return document
