@@ -54,9 +54,9 @@ def reply_cells(record: dict, site: Site, dimensions: tuple[str, ...]) -> dict[t
     """Each judged reply's figures (the rubric's `dimensions` among them), keyed (session index, session id, round,
     method), as the result counts them."""
     store, evaluation_id = site.store, record["id"]
-    frame = judgment_table(store.iter_judgments(evaluation_id, batch=CHUNK, columns=STORED),
+    table = judgment_table(store.iter_judgments(evaluation_id, batch=CHUNK, columns=STORED),
                            size=store.progress(evaluation_id)["total"], dimensions=dimensions)
-    per_judge = by_judge(frame, len(judge_labels(record["settings"])))
+    per_judge = by_judge(table, len(judge_labels(record["settings"])))
     return cells(per_judge[0] if len(per_judge) == 1 else panel_records(per_judge, dimensions), dimensions)
 
 

@@ -49,9 +49,17 @@ class Text:
     @classmethod
     def of(cls, values: list) -> Text:
         """The column of these texts."""
-        names = sorted(set(values))
-        code = {name: n for n, name in enumerate(names)}
-        return cls(np.array([code[v] for v in values], dtype=np.int32), names)
+        found: dict[Any, int] = {}
+        return cls.in_order(np.array([found.setdefault(v, len(found)) for v in values], dtype=np.int32), list(found))
+
+    @classmethod
+    def in_order(cls, codes: np.ndarray, names: list) -> Text:
+        """The column whose rows are `codes` into `names` (in any order; -1 for none), its names put in order."""
+        order = sorted(range(len(names)), key=names.__getitem__)
+        recode = np.empty(len(order) + 1, dtype=np.int32)
+        recode[order] = np.arange(len(order), dtype=np.int32)
+        recode[-1] = -1  # code -1 stays none
+        return cls(recode[codes], [names[i] for i in order])
 
     def __len__(self) -> int:
         return len(self.codes)
@@ -69,11 +77,10 @@ class Text:
         return wanted[self.codes]  # code -1 (none) takes the last entry
 
     def mapped(self, function) -> Text:
-        """Each row's text through `function`, the new texts' codes into their sorted names."""
-        new = [function(name) for name in self.names]
-        names = sorted(set(new))
-        lookup = np.array([names.index(v) for v in new] + [-1], dtype=np.int32)
-        return Text(lookup[self.codes], names)
+        """Each row's text through `function`."""
+        found: dict[Any, int] = {}
+        lookup = np.array([found.setdefault(function(name), len(found)) for name in self.names] + [-1], dtype=np.int32)
+        return Text.in_order(lookup[self.codes], list(found))
 
     def tolist(self) -> list:
         """Each row's text (None for none)."""
@@ -171,14 +178,7 @@ def table_of(rows: Iterable[dict], names: tuple[str, ...], dimensions: tuple[str
     found_columns: dict[str, Column] = {}
     for column in names:
         kept = arrays.pop(column)[:filled]
-        if column in codes:
-            names_found = list(codes[column])
-            order = sorted(range(len(names_found)), key=names_found.__getitem__)
-            recode = np.empty(len(order), dtype=np.int32)
-            recode[order] = np.arange(len(order), dtype=np.int32)
-            found_columns[column] = Text(recode[kept], [names_found[i] for i in order])
-        else:
-            found_columns[column] = kept
+        found_columns[column] = Text.in_order(kept, list(codes[column])) if column in codes else kept
     return Table(found_columns)
 
 
