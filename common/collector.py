@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import gc
 
+from common import allocator
+
 YOUNG_THRESHOLD = 10_000  # allocations (less deallocations) of tracked objects between two young collections
 
 
 def settle_for_judging() -> None:
-    """Freeze what the process holds now out of the collector's rounds (gc.freeze) and space its young collections
-    (call it once the process is set up, before it judges)."""
+    """Freeze what the process holds now out of the collector's rounds (gc.freeze), space its young collections, and
+    have the C allocator give back the memory freed (common/allocator.py); call it once the process is set up, before
+    it judges."""
+    allocator.return_freed_memory()
     gc.freeze()
     gc.set_threshold(YOUNG_THRESHOLD, *gc.get_threshold()[1:])
