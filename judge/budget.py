@@ -449,6 +449,11 @@ class RedisLimiter:
                 self._permits = self._waiting
                 self._slot_announced.notify_all()
 
+    def may_hand_over(self) -> bool:
+        """Whether a caller may pass a slot it holds straight to another of its calls: not in a backoff, not above a
+        lowered capacity."""
+        return time.monotonic() >= self._paused_until and len(self._held) <= self.capacity
+
     def release(self) -> None:
         """Give a slot back: to a call of this process that waits for one, else kept for the process's next call
         for LINGER_S, else (HANDOVERS in a row, or in a backoff) to Redis, announced."""

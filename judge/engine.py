@@ -18,13 +18,14 @@ settings and the prompt's version.
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import math
 import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -52,6 +53,9 @@ KEEP_EVERY_S = 0.005  # at most one cache write per this long in a run
 # run() takes finished judgments in waves this long: each hand-over between the loop and run() costs CPU, and no
 # call waits for one (places are given back on the loop, where the tasks waiting for them are).
 WAVE_S = 0.005
+# Times in a row a slot goes from a call of a run that ends to the next call of the run that waits for one, on the
+# loop (no thread, no Redis): then it goes back to the limiter, where calls of other runs and processes wait too.
+HANDOVERS = 16
 CONNECTION_PROMPT = "Reply with the word OK."
 CONNECTION_MAX_TOKENS = 16
 
@@ -261,6 +265,11 @@ class _Calls:
     place before it takes a slot of the endpoint's limiter, gives the slot back when its HTTP call ends, and its
     place once its answer is cached. Answers are cached together, at most every KEEP_EVERY_S, on the loop (so on
     the thread that runs run()), and a judgment is finished only once its answer is kept.
+
+    A slot a call gives back goes to the next call of the run that waits for one, on the loop (HANDOVERS times in a
+    row, then back to the limiter); while calls wait, one acquire() of the limiter at a time runs on a thread. With a
+    judge answering at once, a thread per slot (and, with a Redis budget, Redis for most) cost a Celery worker a
+    third of its judgments per second.
     """
 
     def __init__(self, judge: Judge) -> None:
@@ -278,6 +287,9 @@ class _Calls:
         self._kept: asyncio.Future | None = None  # done when they are written
         self._last_write = -math.inf
         self._waiter: ThreadPoolExecutor | None = None  # waits for the limiter when no slot is free at once
+        self._asking = False  # the waiter thread is in the limiter's acquire()
+        self._queued: collections.deque[asyncio.Future] = collections.deque()  # calls waiting for a slot, in order
+        self._handovers = 0  # slots handed from call to call since one last went back to the limiter
 
     def start(self, prompt: Prompt, key: str) -> asyncio.Task:
         """Schedule the judgment of one prompt (it starts when the loop runs)."""
@@ -344,7 +356,7 @@ class _Calls:
                     except Exception as exc:  # noqa: BLE001 - every failure becomes a retry or a "failed" verdict
                         error = exc
                     finally:
-                        judge._limiter.release()
+                        self._free_slot()
                     self._tell_breaker(error)
                     latency_ms = round(1000 * (time.monotonic() - started))
                     if error is None:
@@ -392,20 +404,74 @@ class _Calls:
             self.halt()
 
     async def _slot(self) -> bool:
-        """A slot of the endpoint's limiter: at once when one is free, else waited for on a thread (the limiter
-        blocks); False once the run stops."""
-        limiter = self.judge._limiter
-        if isinstance(limiter, EndpointLimiter) and limiter.try_acquire():  # (a RedisLimiter has no try_acquire)
+        """A slot of the endpoint's limiter: at once when one is free, else from a call of this run that ends, or
+        from the limiter, waited for on a thread (it blocks); False once the run stops."""
+        if isinstance(self.judge._limiter, EndpointLimiter) and self.judge._limiter.try_acquire():
             return True
+        handed = self.loop.create_future()
+        self._queued.append(handed)
+        self._ask()
+        try:
+            return await handed
+        except asyncio.CancelledError:
+            if handed.done() and not handed.cancelled() and handed.result():
+                self._free_slot()  # handed over as this call was cancelled
+            raise
+
+    def _next_waiting(self) -> asyncio.Future | None:
+        while self._queued and self._queued[0].done():  # cancelled while waiting
+            self._queued.popleft()
+        return self._queued[0] if self._queued else None
+
+    def _free_slot(self) -> None:
+        """A call's slot: to the next call of this run that waits for one, HANDOVERS times in a row at most and
+        while the limiter allows (no pause, capacity not lowered), else back to the limiter."""
+        limiter = self.judge._limiter
+        if (self._next_waiting() is not None and self._handovers < HANDOVERS and not self.stop.is_set()
+                and limiter.may_hand_over()):
+            self._handovers += 1
+            self._queued.popleft().set_result(True)
+            return
+        self._handovers = 0
+        limiter.release()
+
+    def _ask(self) -> None:
+        """While calls of this run wait for a slot, keep one acquire() of the limiter going on the waiter thread."""
+        if self._asking or self._next_waiting() is None:
+            return
         if self._waiter is None:
             self._waiter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judge-slot")
-        future = self._waiter.submit(limiter.acquire, self.stop)
-        try:
-            return await asyncio.wrap_future(future, loop=self.loop)
-        except asyncio.CancelledError:  # the thread may still take a slot for this cancelled call: give it back
-            future.add_done_callback(
-                lambda f: not f.cancelled() and f.exception() is None and f.result() and limiter.release())
-            raise
+        self._asking = True
+        limiter, loop = self.judge._limiter, self.loop
+
+        def acquired(future: Future) -> None:  # on the waiter thread
+            got = not future.cancelled() and future.exception() is None and future.result()
+            try:
+                loop.call_soon_threadsafe(self._acquired, future)
+            except RuntimeError:  # the loop is closed: no call waits any more
+                if got:
+                    limiter.release()
+
+        self._waiter.submit(limiter.acquire, self.stop).add_done_callback(acquired)
+
+    def _acquired(self, future: Future) -> None:
+        """The waiter thread's acquire() ended: its slot to the first call still waiting (back to the limiter when
+        none waits or the run stops), its error to every call waiting; then ask again while calls wait."""
+        self._asking = False
+        error = None if future.cancelled() else future.exception()
+        if error is None and not future.cancelled() and future.result():
+            if self.stop.is_set() or self._next_waiting() is None:
+                self.judge._limiter.release()
+            else:
+                self._queued.popleft().set_result(True)
+        if error is None and not self.stop.is_set():
+            self._ask()
+            return
+        while self._next_waiting() is not None:
+            if error is None:
+                self._queued.popleft().set_result(False)
+            else:
+                self._queued.popleft().set_exception(error)
 
     async def _keep(self, key: str, verdict: Verdict) -> None:
         """Cache an answer with the others that arrive before the next write (at most one write per KEEP_EVERY_S,
@@ -454,6 +520,7 @@ class _Calls:
         finally:
             if self._waiter is not None:
                 self._waiter.shutdown(wait=True, cancel_futures=True)
+                self.loop.run_until_complete(asyncio.sleep(0))  # the last acquire's slot, if any: to the limiter
             self.loop.close()
 
 

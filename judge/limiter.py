@@ -44,6 +44,10 @@ class EndpointLimiter:
                 return True
             return False
 
+    def may_hand_over(self) -> bool:
+        """Whether a caller may pass a slot it holds straight to another of its calls: not above a lowered capacity."""
+        return self.in_use <= self.capacity
+
     def release(self) -> None:
         """Give a slot back."""
         with self._cond:

@@ -24,6 +24,7 @@ from evaluator import (
     endpoint_limiter,
     retry_after_s,
 )
+from judge.engine import HANDOVERS
 from kinds.dialogue.prompts import (
     DIMENSIONS,
     MODES,
@@ -730,6 +731,47 @@ def test_a_slot_is_given_back_when_the_http_call_ends(judge_server):
         assert [v.status for _tag, v in judge.run(items(3, "fine"))] == ["ok"] * 3
     # With one slot, the next call could start while an answer is being stored: the slot is not what waits.
     assert in_use_at_put == [0, 0, 0]
+
+
+def _counting_acquires(limiter) -> list[int]:
+    """Count the calls of the limiter's blocking acquire() (the one that runs on a thread)."""
+    calls = [0]
+    acquire = limiter.acquire
+
+    def counted(*args, **kwargs):
+        calls[0] += 1
+        return acquire(*args, **kwargs)
+
+    limiter.acquire = counted
+    return calls
+
+
+def test_a_run_passes_slots_from_call_to_call_and_asks_the_limiter_rarely(judge_server):
+    judge_server.latency_s = 0.01
+    with make_judge(judge_server, concurrency=8) as judge:
+        limiter = endpoint_limiter(judge_server.url, 2)  # 8 calls of the run at once for 2 slots: 6 wait
+        acquires = _counting_acquires(limiter)
+        try:
+            verdicts = [v for _tag, v in judge.run(items(40, "fine"))]
+        finally:
+            del limiter.acquire
+        assert limiter.in_use == 0
+    assert [v.status for v in verdicts] == ["ok"] * 40
+    assert judge_server.stats()["max_in_flight"] == 2
+    # Each slot goes from call to call HANDOVERS times in a row, then back to the limiter: one acquire() on a
+    # thread for about every 17 calls (one per waiting call before, 38 of them).
+    assert acquires[0] <= 40 // (HANDOVERS + 1) + 3, acquires[0]
+
+
+def test_a_run_stopped_while_calls_wait_for_a_slot_leaves_none_taken(judge_server):
+    judge_server.latency_s = 0.05
+    with make_judge(judge_server, concurrency=8) as judge:
+        limiter = endpoint_limiter(judge_server.url, 1)
+        results = list(judge.run(items(20, "fine"), should_stop=lambda: judge_server.requests >= 3))
+        assert limiter.in_use == 0
+        assert limiter.acquire()  # the one slot is free
+        limiter.release()
+    assert 3 <= len(results) < 20 and judge_server.stats()["max_in_flight"] == 1
 
 
 def test_stopping_a_run_cuts_backoffs_short_without_retrying(judge_server):

@@ -467,6 +467,32 @@ def test_a_backoff_of_another_process_stops_hand_overs(redis_server):
     mine.release()
 
 
+def test_within_one_process_a_slot_is_not_passed_on_above_a_lowered_capacity():
+    limiter = EndpointLimiter(2)
+    assert limiter.acquire() and limiter.acquire() and limiter.may_hand_over()
+    limiter.set_capacity(1)
+    assert not limiter.may_hand_over()
+    limiter.release()
+    assert limiter.may_hand_over()
+
+
+def test_a_run_may_not_pass_a_slot_between_its_calls_in_a_backoff_or_above_a_lowered_capacity(redis_server):
+    endpoint = f"http://budget-test-{uuid.uuid4().hex}/v1"
+    limiter = RedisLimiter(endpoint, redis_server.url, 2)
+    assert limiter.acquire() and limiter.acquire()
+    assert limiter.may_hand_over()
+    limiter.set_capacity(1)  # two held, one allowed: the slot goes back instead
+    assert not limiter.may_hand_over()
+    limiter.release()
+    assert limiter.may_hand_over()
+    limiter.backoff(0.3)
+    assert not limiter.may_hand_over()
+    time.sleep(0.35)
+    assert limiter.may_hand_over()
+    limiter.release()
+    assert leases_once_kept_ones_are_back(redis_server.url, endpoint) == 0
+
+
 def test_a_slot_handed_to_a_waiter_that_gives_up_goes_back_to_redis(redis_server):
     endpoint = f"http://budget-test-{uuid.uuid4().hex}/v1"
     limiter = RedisLimiter(endpoint, redis_server.url, 1)
