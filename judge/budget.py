@@ -22,7 +22,8 @@ Per endpoint, under `psb:judge:<sha256 of the endpoint URL>:`:
 
 A slot given back while another call of the same process waits is handed to that call without Redis (its
 lease goes on being renewed); given back while none waits, it stays with the process for `LINGER_S`, for the
-process's next call, and then goes back to Redis. A lease goes from one call to the next that way at most
+process's next call, and then goes back to Redis. A run may also pass a slot from one of its calls to the next
+itself (`pass_on`, judge/engine.py). A lease goes from one call to the next in any of these ways at most
 `HANDOVERS` times in a row: then it goes back to Redis, where another process's waiter may take it. A backoff
 (announced to every process) or a capacity change stops hand-overs: the slot goes back, and the next acquire asks
 Redis, which knows both. With a judge answering in milliseconds, the two round trips per call otherwise cost one
@@ -46,6 +47,7 @@ from dataclasses import dataclass
 
 import redis
 
+from judge.limiter import HANDOVERS
 from judge.retry import safe_url
 
 log = logging.getLogger(__name__)
@@ -60,8 +62,6 @@ POLL_S = 0.5
 # Wait between attempts while Redis cannot be reached, and how long an acquire keeps trying before it fails.
 UNREACHABLE_RETRY_S = 1.0
 UNREACHABLE_GIVE_UP_S = 30.0
-# Times in a row a slot goes from one call of a process to the next without Redis.
-HANDOVERS = 16
 # How long a slot given back while no call of the process waits is kept for the process's next call.
 LINGER_S = 0.01
 
@@ -449,10 +449,18 @@ class RedisLimiter:
                 self._permits = self._waiting
                 self._slot_announced.notify_all()
 
-    def may_hand_over(self) -> bool:
-        """Whether a caller may pass a slot it holds straight to another of its calls: not in a backoff, not above a
-        lowered capacity."""
-        return time.monotonic() >= self._paused_until and len(self._held) <= self.capacity
+    def pass_on(self) -> bool:
+        """Whether a caller may pass a slot it holds straight to another of its calls, counted as a hand-over of the
+        lease (False, as release() would send it back to Redis: HANDOVERS in a row, a backoff, a lowered capacity)."""
+        with self._lock:
+            if not self._held or time.monotonic() < self._paused_until or len(self._held) > self.capacity:
+                return False
+            lease = self._held[-1]  # the one release() would give back next
+            handovers = self._handovers.get(lease, HANDOVERS)
+            if handovers >= HANDOVERS:
+                return False
+            self._handovers[lease] = handovers + 1
+            return True
 
     def release(self) -> None:
         """Give a slot back: to a call of this process that waits for one, else kept for the process's next call

@@ -53,9 +53,6 @@ KEEP_EVERY_S = 0.005  # at most one cache write per this long in a run
 # run() takes finished judgments in waves this long: each hand-over between the loop and run() costs CPU, and no
 # call waits for one (places are given back on the loop, where the tasks waiting for them are).
 WAVE_S = 0.005
-# Times in a row a slot goes from a call of a run that ends to the next call of the run that waits for one, on the
-# loop (no thread, no Redis): then it goes back to the limiter, where calls of other runs and processes wait too.
-HANDOVERS = 16
 CONNECTION_PROMPT = "Reply with the word OK."
 CONNECTION_MAX_TOKENS = 16
 
@@ -266,10 +263,10 @@ class _Calls:
     place once its answer is cached. Answers are cached together, at most every KEEP_EVERY_S, on the loop (so on
     the thread that runs run()), and a judgment is finished only once its answer is kept.
 
-    A slot a call gives back goes to the next call of the run that waits for one, on the loop (HANDOVERS times in a
-    row, then back to the limiter); while calls wait, one acquire() of the limiter at a time runs on a thread. With a
-    judge answering at once, a thread per slot (and, with a Redis budget, Redis for most) cost a Celery worker a
-    third of its judgments per second.
+    A slot a call gives back goes to the next call of the run that waits for one, on the loop, as far as the
+    limiter lets it be passed on (pass_on); while calls wait, one acquire() of the limiter at a time runs on a
+    thread. With a judge answering at once, a thread per slot (and, with a Redis budget, Redis for most) cost a
+    Celery worker a third of its judgments per second.
     """
 
     def __init__(self, judge: Judge) -> None:
@@ -289,7 +286,6 @@ class _Calls:
         self._waiter: ThreadPoolExecutor | None = None  # waits for the limiter when no slot is free at once
         self._asking = False  # the waiter thread is in the limiter's acquire()
         self._queued: collections.deque[asyncio.Future] = collections.deque()  # calls waiting for a slot, in order
-        self._handovers = 0  # slots handed from call to call since one last went back to the limiter
 
     def start(self, prompt: Prompt, key: str) -> asyncio.Task:
         """Schedule the judgment of one prompt (it starts when the loop runs)."""
@@ -424,16 +420,12 @@ class _Calls:
         return self._queued[0] if self._queued else None
 
     def _free_slot(self) -> None:
-        """A call's slot: to the next call of this run that waits for one, HANDOVERS times in a row at most and
-        while the limiter allows (no pause, capacity not lowered), else back to the limiter."""
-        limiter = self.judge._limiter
-        if (self._next_waiting() is not None and self._handovers < HANDOVERS and not self.stop.is_set()
-                and limiter.may_hand_over()):
-            self._handovers += 1
+        """A call's slot: to the next call of this run that waits for one, when the limiter lets it be passed on
+        (judge/limiter.py: HANDOVERS times in a row at most, no backoff, capacity not lowered), else back to it."""
+        if self._next_waiting() is not None and not self.stop.is_set() and self.judge._limiter.pass_on():
             self._queued.popleft().set_result(True)
-            return
-        self._handovers = 0
-        limiter.release()
+        else:
+            self.judge._limiter.release()
 
     def _ask(self) -> None:
         """While calls of this run wait for a slot, keep one acquire() of the limiter going on the waiter thread."""

@@ -10,6 +10,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from judge.budget import RedisLimiter
 
+# Times in a row a slot may go from a call that ends straight to another call of the process (pass_on): then it goes
+# back to the limiter, where calls of other runs (and, with the Redis budget, of other processes) wait too.
+HANDOVERS = 16
+
 
 class EndpointLimiter:
     """A semaphore whose capacity can change: at most `capacity` holders at once."""
@@ -18,6 +22,7 @@ class EndpointLimiter:
         self._cond = threading.Condition()
         self.capacity = capacity
         self.in_use = 0
+        self._passed = 0  # slots passed on in a row
 
     def set_capacity(self, capacity: int) -> None:
         """Change the capacity; holders beyond a lowered one finish, newcomers wait below it."""
@@ -44,9 +49,15 @@ class EndpointLimiter:
                 return True
             return False
 
-    def may_hand_over(self) -> bool:
-        """Whether a caller may pass a slot it holds straight to another of its calls: not above a lowered capacity."""
-        return self.in_use <= self.capacity
+    def pass_on(self) -> bool:
+        """Whether a caller may pass a slot it holds straight to another of its calls, counted: not more than
+        HANDOVERS times in a row, nor above a lowered capacity (False: it releases the slot instead)."""
+        with self._cond:
+            if self.in_use > self.capacity or self._passed >= HANDOVERS:
+                self._passed = 0
+                return False
+            self._passed += 1
+            return True
 
     def release(self) -> None:
         """Give a slot back."""

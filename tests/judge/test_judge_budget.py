@@ -467,28 +467,38 @@ def test_a_backoff_of_another_process_stops_hand_overs(redis_server):
     mine.release()
 
 
-def test_within_one_process_a_slot_is_not_passed_on_above_a_lowered_capacity():
+def test_within_one_process_a_slot_is_passed_on_a_bounded_number_of_times_and_not_above_a_lowered_capacity():
     limiter = EndpointLimiter(2)
-    assert limiter.acquire() and limiter.acquire() and limiter.may_hand_over()
+    assert limiter.acquire() and limiter.acquire()
+    assert [limiter.pass_on() for _n in range(judge_budget.HANDOVERS + 1)] == [True] * judge_budget.HANDOVERS + [False]
+    assert limiter.pass_on()  # the count starts again once a slot went back
     limiter.set_capacity(1)
-    assert not limiter.may_hand_over()
+    assert not limiter.pass_on()
     limiter.release()
-    assert limiter.may_hand_over()
+    assert limiter.pass_on()
 
 
-def test_a_run_may_not_pass_a_slot_between_its_calls_in_a_backoff_or_above_a_lowered_capacity(redis_server):
+def test_a_lease_passed_on_within_a_process_counts_as_handed_over_and_then_goes_back_to_redis(redis_server):
     endpoint = f"http://budget-test-{uuid.uuid4().hex}/v1"
     limiter = RedisLimiter(endpoint, redis_server.url, 2)
-    assert limiter.acquire() and limiter.acquire()
-    assert limiter.may_hand_over()
-    limiter.set_capacity(1)  # two held, one allowed: the slot goes back instead
-    assert not limiter.may_hand_over()
+    announcements_delivered(limiter, redis_server.url)
+    assert limiter.acquire()
+    held = lease_ids(redis_server.url, endpoint)
+    assert [limiter.pass_on() for _n in range(judge_budget.HANDOVERS + 1)] == [True] * judge_budget.HANDOVERS + [False]
+    limiter.release()  # HANDOVERS in a row: back to Redis, not kept for the next call
+    assert leases(redis_server.url, endpoint) == 0
+    assert limiter.acquire() and lease_ids(redis_server.url, endpoint) != held
+    assert limiter.acquire() and limiter.pass_on()
+    limiter.set_capacity(1)  # two held, one allowed
+    assert not limiter.pass_on()
     limiter.release()
-    assert limiter.may_hand_over()
+    limiter.release()
+    announcements_delivered(limiter, redis_server.url)
+    assert limiter.acquire()  # (the capacity change stopped hand-overs of the leases then held: a new one)
     limiter.backoff(0.3)
-    assert not limiter.may_hand_over()
+    assert not limiter.pass_on()
     time.sleep(0.35)
-    assert limiter.may_hand_over()
+    assert limiter.pass_on()
     limiter.release()
     assert leases_once_kept_ones_are_back(redis_server.url, endpoint) == 0
 
