@@ -266,7 +266,7 @@ class _Calls:
     A slot a call gives back goes to the next call of the run that waits for one, on the loop, as far as the
     limiter lets it be passed on (pass_on); while calls wait, one acquire() of the limiter at a time runs on a
     thread. With a judge answering at once, a thread per slot (and, with a Redis budget, Redis for most) cost a
-    Celery worker a third of its judgments per second.
+    Celery worker about a fifth of its judgments per second.
     """
 
     def __init__(self, judge: Judge) -> None:
