@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import redis
 
-from judge.limiter import HANDOVERS
+from judge.config import HANDOVERS
 from judge.retry import safe_url
 
 log = logging.getLogger(__name__)

@@ -7,12 +7,10 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from judge.config import HANDOVERS
+
 if TYPE_CHECKING:
     from judge.budget import RedisLimiter
-
-# Times in a row a slot may go from a call that ends straight to another call of the process (pass_on): then it goes
-# back to the limiter, where calls of other runs (and, with the Redis budget, of other processes) wait too.
-HANDOVERS = 16
 
 
 class EndpointLimiter:

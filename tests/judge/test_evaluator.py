@@ -24,7 +24,7 @@ from evaluator import (
     endpoint_limiter,
     retry_after_s,
 )
-from judge.limiter import HANDOVERS
+from judge.config import HANDOVERS
 from kinds.dialogue.prompts import (
     DIMENSIONS,
     MODES,
