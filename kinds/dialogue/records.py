@@ -34,7 +34,7 @@ def columns(dimensions: tuple[str, ...] = DIMENSIONS) -> tuple[str, ...]:
     """The table's columns for a rubric's dimensions: the keys, the total and verdict, then the dimensions."""
     return KEYS + ("total", "verdict") + tuple(dimensions)
 
-# What the table is read from in the store: the dimensions are keys of a judgment's `scores`..
+# What the table is read from in the store: the dimensions are keys of a judgment's `scores`.
 STORED = ("session_idx", "session_id", "round", "method", "mode", "status", "total", "verdict", "scores")
 CHUNK = 2_000
 
