@@ -26,7 +26,7 @@ from __future__ import annotations
 from judge import batch, endpoints
 from judge.breaker import CONNECTION_FAILURES, DEAD_STATUSES, Breaker, Breakers, EndpointDown
 from judge.config import DEFAULT_BASE_URL, LANGUAGES, PLACEHOLDER_API_KEY, JudgeConfig
-from judge.engine import Judge, test_connection
+from judge.engine import Judge, keep_connections, load_client, release_connections, test_connection
 from judge.keys import judge_labels, judge_of, mode_key, panel_settings, sample_version, split_mode
 from judge.limiter import EndpointLimiter, endpoint_limiter
 from judge.prices import prices
@@ -37,6 +37,7 @@ from judge.usage import cost, judge_summary, usage_totals
 __all__ = [
     "CONNECTION_FAILURES", "DEAD_STATUSES", "DEFAULT_BASE_URL", "LANGUAGES", "MAX_WAIT_S", "PLACEHOLDER_API_KEY",
     "Breaker", "Breakers", "EndpointDown", "EndpointLimiter", "Judge", "JudgeConfig", "Parser", "Prompt", "Verdict",
-    "backoff_s", "batch", "cost", "endpoint_limiter", "endpoints", "judge_labels", "judge_of", "judge_summary", "mode_key",
-    "panel_settings", "prices", "retry_after_s", "sample_version", "split_mode", "test_connection", "usage_totals",
+    "backoff_s", "batch", "cost", "endpoint_limiter", "endpoints", "judge_labels", "judge_of", "judge_summary",
+    "keep_connections", "load_client", "mode_key", "panel_settings", "prices", "release_connections", "retry_after_s",
+    "sample_version", "split_mode", "test_connection", "usage_totals",
 ]

@@ -53,6 +53,9 @@ KEEP_EVERY_S = 0.005  # at most one cache write per this long in a run
 # run() takes finished judgments in waves this long: each hand-over between the loop and run() costs CPU, and no
 # call waits for one (places are given back on the loop, where the tasks waiting for them are).
 WAVE_S = 0.005
+# A thread that keeps its connections (keep_connections) reuses them in a run that starts within this long of its
+# last run's end; after that they may have been closed by the server's keep-alive timeout (5 s in uvicorn and Node).
+KEEP_CONNECTIONS_S = 1.0
 CONNECTION_PROMPT = "Reply with the word OK."
 CONNECTION_MAX_TOKENS = 16
 
@@ -246,7 +249,47 @@ class Judge(CachedAnswers):
             raise EndpointDown(self.breaker.reason)
 
     def close(self) -> None:
-        """Nothing to release: each run() opens and closes its own connections."""
+        """Nothing to release: each run() opens and closes its own connections (or keeps them for the thread's next
+        run, see keep_connections)."""
+
+
+class _Kept(threading.local):
+    """The event loop and HTTP client of this thread's last run, for its next one (keep_connections)."""
+
+    def __init__(self) -> None:
+        self.on = False
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.client: ChatClient | None = None
+        self.opening: tuple = ()  # what the client was opened with (_Calls.start)
+        self.ended = -math.inf  # when the last run let go of the client (time.monotonic())
+
+
+_kept = _Kept()
+
+
+def keep_connections() -> None:
+    """From now on, each run of this thread leaves its event loop and connections open for the next run of the thread,
+    which reuses them when it calls the same endpoint with the same key within KEEP_CONNECTIONS_S. For a thread that
+    runs block after block for its whole life (a Celery worker's process): a block of 200 judgments would otherwise
+    connect again to the judge, 64 connections: about a fifth of a worker's judgments per second with a judge
+    answering at once."""
+    _kept.on = True
+
+
+def load_client() -> None:
+    """Load the judge's HTTP client (aiohttp) now rather than at a run's first call: in a process that is there to
+    judge, before it forks the processes that will (they inherit it instead of each loading it for its first call)."""
+    import judge.http  # noqa: F401
+
+
+def release_connections() -> None:
+    """Close the connections and the event loop this thread's runs kept, and keep none any more."""
+    loop, client = _kept.loop, _kept.client
+    _kept.__init__()
+    if loop is not None:
+        if client is not None:
+            loop.run_until_complete(client.close())
+        loop.close()
 
 
 def _settle(future: asyncio.Future) -> None:
@@ -272,8 +315,11 @@ class _Calls:
     def __init__(self, judge: Judge) -> None:
         self.judge = judge
         self.stop = threading.Event()
-        self.loop = asyncio.new_event_loop()
+        if _kept.on and _kept.loop is None:
+            _kept.loop = asyncio.new_event_loop()
+        self.loop = _kept.loop if _kept.on else asyncio.new_event_loop()
         self.client: ChatClient | None = None  # opened for the first call: a run answered from the cache makes none
+        self._opening: tuple = ()  # what the client was opened with: endpoint, key, timeout, connections
         self.room = asyncio.Semaphore(judge.config.concurrency)
         self.probe = asyncio.Lock()  # one call at a time until the endpoint has answered (judge.breaker)
         self.paid: set[asyncio.Task] = set()  # tasks whose call has started: a halt lets them finish
@@ -293,14 +339,26 @@ class _Calls:
             from judge.http import ChatClient  # aiohttp, when a judge first calls; the SDK when a call fails
 
             c = self.judge.config
+            self._opening = (self.judge.endpoint, c.api_key or PLACEHOLDER_API_KEY, c.timeout_s, self.judge.workers)
+            self.client = self._kept_client() or self.loop.run_until_complete(ChatClient.open(*self._opening))
             # A 429 pauses every process of a shared budget: told as it arrives, not after the SDK's import
-            refused = self.judge._refused if c.budget_url else None
-            self.client = self.loop.run_until_complete(ChatClient.open(
-                self.judge.endpoint, c.api_key or PLACEHOLDER_API_KEY, c.timeout_s, self.judge.workers, refused))
+            self.client.refused = self.judge._refused if c.budget_url else None
         task = self.loop.create_task(self._judge(prompt, key))
         self.tasks.add(task)
         task.add_done_callback(self._done)
         return task
+
+    def _kept_client(self) -> ChatClient | None:
+        """The client this thread's last run kept, when it opened to the same endpoint, with the same key, settings
+        and connections, and ended less than KEEP_CONNECTIONS_S ago; else None (and that client is closed)."""
+        if not _kept.on or _kept.client is None:
+            return None
+        client, _kept.client = _kept.client, None
+        if _kept.opening == self._opening and time.monotonic() - _kept.ended < KEEP_CONNECTIONS_S:
+            self.loop.run_until_complete(asyncio.sleep(0))  # connections the server closed meanwhile are seen closed
+            return client
+        self.loop.run_until_complete(client.close())
+        return None
 
     def _done(self, task: asyncio.Task) -> None:
         self.tasks.discard(task)
@@ -507,13 +565,16 @@ class _Calls:
                 self.loop.run_until_complete(asyncio.wait(list(self.tasks)))
             if self._unkept:
                 self._write()
-            if self.client is not None:
+            if self.client is not None and _kept.on and _kept.client is None:  # (a run within a run closes its own)
+                _kept.client, _kept.opening, _kept.ended = self.client, self._opening, time.monotonic()
+            elif self.client is not None:
                 self.loop.run_until_complete(self.client.close())
         finally:
             if self._waiter is not None:
                 self._waiter.shutdown(wait=True, cancel_futures=True)
                 self.loop.run_until_complete(asyncio.sleep(0))  # the last acquire's slot, if any: to the limiter
-            self.loop.close()
+            if not _kept.on:
+                self.loop.close()
 
 
 def test_connection(config: JudgeConfig) -> dict:

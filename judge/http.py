@@ -77,7 +77,7 @@ class ChatClient:
     def __init__(self, endpoint: str, api_key: str, timeout_s: float, connections: int,
                  refused: Callable[[int, Mapping[str, str]], None] | None = None) -> None:
         self.url = endpoint.rstrip("/") + "/chat/completions"
-        self._refused = refused  # told of a non-2xx answer while the SDK is not loaded yet
+        self.refused = refused  # told of a non-2xx answer while the SDK is not loaded yet
         self._headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json",
                          "Accept": "application/json", "User-Agent": USER_AGENT}
         # HTTP(S)_PROXY and NO_PROXY apply, as they do to the SDK's client; read once here, since aiohttp's
@@ -117,8 +117,8 @@ class ChatClient:
             await _errors_loaded()
             raise openai.APIConnectionError(request=self._request(data)) from exc
         if not 200 <= status < 300:
-            if self._refused is not None and not _sdk_loaded:
-                self._refused(status, headers)
+            if self.refused is not None and not _sdk_loaded:
+                self.refused(status, headers)
             await _errors_loaded()
             raise _status_error(status, headers, content, self._request(data))
         try:

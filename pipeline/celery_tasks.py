@@ -35,6 +35,7 @@ from flask import Flask
 from kombu.transport import redis as kombu_redis
 
 from common import collector
+from judge import keep_connections, load_client, release_connections
 from pipeline.celery_backend import Busy, CeleryBackend
 from pipeline.job import J
 from storage.database import database_unreachable
@@ -298,9 +299,10 @@ def _unique_node_names(worker: type) -> type:
 
 @signals.worker_init.connect
 def _on_worker_init(**_kwargs: Any) -> None:
-    """A worker starts, its app built: what it loaded (some 100,000 objects that live as long as the worker) leaves
-    the garbage collector's rounds, and young collections are spaced for judging (common/collector.py); before the
-    pool starts, so that its processes inherit that."""
+    """A worker starts, its app built: the judge's HTTP client is loaded, then what it loaded (some 100,000 objects
+    that live as long as the worker) leaves the garbage collector's rounds, and young collections are spaced for
+    judging (common/collector.py); before the pool starts, so that its processes inherit all that."""
+    load_client()
     collector.settle_for_judging()
 
 
@@ -308,13 +310,22 @@ def _on_worker_init(**_kwargs: Any) -> None:
 def _on_worker_process_init(**_kwargs: Any) -> None:
     """A child of the prefork pool (the worker's default) starts: the database connections it inherited belong to
     the parent, so its engine lets go of them without closing them and opens its own (SQLAlchemy's advice for
-    multiprocessing). The Redis clients notice the fork themselves."""
+    multiprocessing). The Redis clients notice the fork themselves. It runs its tasks one after another on this
+    thread, so a block's judge connections stay open for the next block (judge.engine.keep_connections)."""
     from celery.app import app_or_default
+
+    keep_connections()
 
     workers = workers_of(app_or_default())  # the current Celery app itself, not the proxy of celery.current_app
     engine = getattr(workers.store, "engine", None) if workers else None
     if engine is not None and hasattr(engine, "dispose"):
         engine.dispose(close=False)
+
+
+@signals.worker_process_shutdown.connect
+def _on_worker_process_shutdown(**_kwargs: Any) -> None:
+    """A child of the prefork pool ends: the judge connections its blocks kept are closed."""
+    release_connections()
 
 
 @signals.worker_ready.connect

@@ -589,13 +589,7 @@ class JudgeServer:
         self._stopping.set()
         self._httpd.shutdown()
         self._httpd.server_close()
-        with self._lock:
-            connections = list(self._connections)
-        for conn in connections:
-            try:
-                conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        self.close_connections()
         if self._thread is not None:
             self._thread.join(timeout=5)
         self._httpd = None
@@ -645,6 +639,7 @@ class JudgeServer:
             self.pair_first_always = False
             self.in_flight = 0
             self.max_in_flight = 0
+            self.accepted = 0  # connections opened
             self.last_request: dict | None = None
             self.last_authorization: str | None = None
             self.seen_headers: list[tuple[str, str, dict]] = []
@@ -653,7 +648,8 @@ class JudgeServer:
         """The counters as a dict (also served at GET <url>/_stats for a server in another process)."""
         with self._lock:
             return {"requests": self.requests, "requests_by_mode": dict(self.requests_by_mode),
-                    "in_flight": self.in_flight, "max_in_flight": self.max_in_flight, "faults": dict(self.faults)}
+                    "in_flight": self.in_flight, "max_in_flight": self.max_in_flight, "faults": dict(self.faults),
+                    "accepted": self.accepted, "open_connections": len(self._connections)}
 
     def fail_next(self, n: int, kind: str, match: str | Callable[[dict], bool] | None = None) -> None:
         """Give the next n chat requests (only those matching `match`, when given) the fault `kind`."""
@@ -686,11 +682,22 @@ class JudgeServer:
         with self._lock:
             self._always = kind
 
+    def close_connections(self) -> None:
+        """Close every open connection from this side, as a server does with those idle past its keep-alive."""
+        with self._lock:
+            connections = list(self._connections)
+        for conn in connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
     # -- bookkeeping used by the handler -----------------------------------------------------
 
     def _track(self, conn: socket.socket, opened: bool) -> None:
         with self._lock:
             (self._connections.add if opened else self._connections.discard)(conn)
+            self.accepted += opened
 
     def _begin(self, request: dict) -> str | None:
         """Count the request and choose its fault."""

@@ -108,12 +108,12 @@ class Deployment:
         self.client = self.app.test_client()
         self.workers: dict[str, subprocess.Popen] = {}
 
-    def start_worker(self, name: str) -> subprocess.Popen:
+    def start_worker(self, name: str, pool: str = "threads", concurrency: int = WORKERS) -> subprocess.Popen:
         """`celery -A app:celery_app worker` in its own process, logging to <folder>/<name>.log."""
         log = (self.folder / f"{name}.log").open("wb")
         process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "app:celery_app", "worker", "--pool=threads",
-             f"--concurrency={WORKERS}", "-Q", self.queue, "-n", f"{name}@%h", "--without-heartbeat",
+            [sys.executable, "-m", "celery", "-A", "app:celery_app", "worker", f"--pool={pool}",
+             f"--concurrency={concurrency}", "-Q", self.queue, "-n", f"{name}@%h", "--without-heartbeat",
              "--without-mingle", "--without-gossip", "--loglevel=INFO"],
             cwd=ROOT, env={**os.environ, **self.env}, stdout=log, stderr=subprocess.STDOUT)
         log.close()
@@ -522,6 +522,33 @@ def test_workers_killed_mid_run_finish_without_paying_twice(redis_server, tmp_pa
     assert judge.max_in_flight <= bound, (judge.max_in_flight, why)
 
 
+def test_a_prefork_worker_keeps_its_judge_connections_from_block_to_block(redis_server, tmp_path, reference):
+    # The pool of docs/team-deployment.md's workers (Celery's default), one process: it judges the blocks one after
+    # another on one thread, which keeps its connections (judge.keep_connections) until it ends.
+    judge = Judge(LATENCY_S).start()
+    judge.reset()
+    dep = Deployment(tmp_path, redis_server.url, judge)
+    try:
+        worker = dep.start_worker("w1", pool="prefork", concurrency=1)
+        evaluation_id = dep.evaluate(dep.upload(dialogue(40, " (cancelled)")))  # 800 judgments: 4 blocks
+        body = dep.wait_finished(evaluation_id)
+        assert body["status"] == "done", (body, dep.logs_tail())
+        assert body["result"]["methods"] == reference[40]
+        assert dep.log("w1").count("psb.judge_block") >= 2 * 4  # received and succeeded
+        # the first block's connections, at most one per call in flight; a new client per block: about 8 each
+        assert judge.requests == 800 and judge.accepted <= CONCURRENCY, judge.accepted
+        worker.terminate()  # a warm shutdown: the pool's process closes what it kept
+        worker.wait(30)
+        deadline = time.monotonic() + 10
+        while judge.stats()["open_connections"]:
+            assert time.monotonic() < deadline, judge.stats()
+            time.sleep(0.05)
+        assert "Unclosed" not in dep.log("w1"), dep.log("w1")[-3000:]
+    finally:
+        dep.stop()
+        judge.stop()
+
+
 def test_a_redis_restart_without_persistence_mid_run_is_healed_by_the_sweep(tmp_path, reference):
     broker = Redis(tmp_path / "redis")  # its own server: this test restarts it
     judge = Judge(LATENCY_S).start()
@@ -727,3 +754,11 @@ def test_a_worker_starting_leaves_what_it_loaded_out_of_the_garbage_collectors_r
         gc.set_threshold(*threshold)
         if not before:
             gc.unfreeze()
+
+
+def test_a_worker_loads_the_judges_http_client_before_its_pool_starts():
+    # so that each process of the pool inherits it rather than loading it for its first block
+    code = ("import sys; from celery import signals; import pipeline.celery_tasks; "
+            "assert 'aiohttp' not in sys.modules; signals.worker_init.send(sender=None); "
+            "assert 'judge.http' in sys.modules and 'aiohttp' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
