@@ -38,6 +38,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -87,8 +88,9 @@ def redis_server(folder: Path) -> Iterator[str]:
         stop_process(server.process)
 
 
-def inprocess_run(folder: Path, source: Path, env: dict) -> tuple[float, int]:
-    """Wall time and judgments of one evaluation on the thread runner of this process (bench_cache.timed_run)."""
+def inprocess_run(folder: Path, source: Path, env: dict, warmup: Path | None = None) -> tuple[float, int]:
+    """Wall time and judgments of one evaluation on the thread runner of this process (bench_cache.timed_run), after
+    one of `warmup` (untimed) when given."""
     from kinds import registry
     from pipeline.evaluations import Evaluations
     from pipeline.ingest import ingest
@@ -98,18 +100,19 @@ def inprocess_run(folder: Path, source: Path, env: dict) -> tuple[float, int]:
     folder.mkdir(parents=True)
     store = Store(folder / "db.sqlite", registry.tables())
     runner = ThreadBackend(Evaluations(store, folder / "uploads", folder / "results", lambda: env))
-    with source.open("rb") as f:
-        upload = ingest(f, source.name, store, folder / "uploads")
-    wall, result = timed_run(store, runner, upload["id"], env)
+    for path in ([warmup] if warmup else []) + [source]:
+        with path.open("rb") as f:
+            upload = ingest(f, path.name, store, folder / "uploads")
+        wall, result = timed_run(store, runner, upload["id"], env)
     return wall, result["judge"]["calls"] + result["judge"]["cache_hits"]
 
 
 @contextmanager
 def celery_deployment(folder: Path, redis_url: str, env_judge: dict, threads: int,
-                      storage: dict | None = None, workers: int = WORKERS) -> Iterator[tuple]:
-    """An app with CELERY_BROKER_URL (its test client and store) and `workers` ready worker processes sharing its
-    SQLite database, folders (or the STORAGE_URL of `storage`) and queue; the workers are stopped on the way out,
-    whatever happens."""
+                      storage: dict | None = None, workers: int = WORKERS, pool: str = "threads") -> Iterator[tuple]:
+    """An app with CELERY_BROKER_URL (its test client and store) and `workers` ready workers (`--pool=pool`, each
+    running `threads` tasks at once) sharing its SQLite database, folders (or the STORAGE_URL of `storage`) and queue;
+    the workers are stopped on the way out, whatever happens."""
     from app import create_app
 
     folder.mkdir(parents=True)
@@ -126,7 +129,7 @@ def celery_deployment(folder: Path, redis_url: str, env_judge: dict, threads: in
             log_path = folder / f"w{n + 1}.log"
             with log_path.open("wb") as log:
                 process = subprocess.Popen(
-                    [sys.executable, "-m", "celery", "-A", "app:celery_app", "worker", "--pool=threads",
+                    [sys.executable, "-m", "celery", "-A", "app:celery_app", "worker", f"--pool={pool}",
                      f"--concurrency={threads}", "-Q", queue, "-n", f"bench{n + 1}-{queue}@%h",
                      "--without-heartbeat", "--without-mingle", "--without-gossip", "--loglevel=INFO"],
                     cwd=ROOT, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT)
@@ -144,29 +147,38 @@ def celery_deployment(folder: Path, redis_url: str, env_judge: dict, threads: in
 
 
 def celery_run(folder: Path, redis_url: str, env_judge: dict, source: Path, threads: int,
-               storage: dict | None = None, workers: int = WORKERS) -> tuple[float, int]:
-    """Wall time and judgments of one evaluation started through the API and judged by `workers` Celery workers."""
-    with celery_deployment(folder, redis_url, env_judge, threads, storage, workers) as (client, store, processes):
-        resp = client.post("/api/uploads", data={"file": (io.BytesIO(source.read_bytes()), source.name)},
-                           content_type="multipart/form-data")
-        if resp.status_code != 201:
-            raise SystemExit(f"upload refused: {resp.status_code} {resp.get_json()}")
-        upload_id = resp.get_json()["id"]
-        start = time.perf_counter()
-        resp = client.post("/api/evaluations", json={"upload_id": upload_id})
-        if resp.status_code != 202:
-            raise SystemExit(f"evaluation refused: {resp.status_code} {resp.get_json()}")
-        evaluation_id = resp.get_json()["id"]
-        while (record := store.get_evaluation(evaluation_id, with_result=False))["status"] in ("queued", "running"):
-            if time.perf_counter() - start > TIMEOUT_S or any(p.poll() is not None for p, _log in processes):
-                raise SystemExit("the Celery evaluation did not finish (a worker exited or it timed out):\n"
-                                 + "\n".join(log.read_text(errors="replace")[-2000:] for _p, log in processes))
-            time.sleep(0.05)
-        wall = time.perf_counter() - start
-        if record["status"] != "done":
-            raise SystemExit(f"Celery evaluation ended {record['status']}: {record['error']}")
-        progress = store.progress(evaluation_id)
-        return wall, progress["done"]
+               storage: dict | None = None, workers: int = WORKERS, pool: str = "threads",
+               warmup: Path | None = None) -> tuple[float, int]:
+    """Wall time and judgments of one evaluation started through the API and judged by `workers` Celery workers,
+    after one of `warmup` (untimed) when given."""
+    with celery_deployment(folder, redis_url, env_judge, threads, storage, workers, pool) as deployment:
+        for path in ([warmup] if warmup else []) + [source]:
+            wall, done = _evaluated(*deployment, path)
+        return wall, done
+
+
+def _evaluated(client: Any, store: Any, processes: list, source: Path) -> tuple[float, int]:
+    """Wall time and judgments of one evaluation of `source` started through the API of a Celery deployment."""
+    resp = client.post("/api/uploads", data={"file": (io.BytesIO(source.read_bytes()), source.name)},
+                       content_type="multipart/form-data")
+    if resp.status_code != 201:
+        raise SystemExit(f"upload refused: {resp.status_code} {resp.get_json()}")
+    upload_id = resp.get_json()["id"]
+    start = time.perf_counter()
+    resp = client.post("/api/evaluations", json={"upload_id": upload_id})
+    if resp.status_code != 202:
+        raise SystemExit(f"evaluation refused: {resp.status_code} {resp.get_json()}")
+    evaluation_id = resp.get_json()["id"]
+    while (record := store.get_evaluation(evaluation_id, with_result=False))["status"] in ("queued", "running"):
+        if time.perf_counter() - start > TIMEOUT_S or any(p.poll() is not None for p, _log in processes):
+            raise SystemExit("the Celery evaluation did not finish (a worker exited or it timed out):\n"
+                             + "\n".join(log.read_text(errors="replace")[-2000:] for _p, log in processes))
+        time.sleep(0.05)
+    wall = time.perf_counter() - start
+    if record["status"] != "done":
+        raise SystemExit(f"Celery evaluation ended {record['status']}: {record['error']}")
+    progress = store.progress(evaluation_id)
+    return wall, progress["done"]
 
 
 @contextmanager
