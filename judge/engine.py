@@ -257,6 +257,10 @@ class _Kept(threading.local):
     """The event loop and HTTP client of this thread's last run, for its next one (keep_connections)."""
 
     def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Keep nothing."""
         self.on = False
         self.loop: asyncio.AbstractEventLoop | None = None
         self.client: ChatClient | None = None
@@ -285,7 +289,7 @@ def load_client() -> None:
 def release_connections() -> None:
     """Close the connections and the event loop this thread's runs kept, and keep none any more."""
     loop, client = _kept.loop, _kept.client
-    _kept.__init__()
+    _kept.reset()
     if loop is not None:
         if client is not None:
             loop.run_until_complete(client.close())
@@ -315,9 +319,9 @@ class _Calls:
     def __init__(self, judge: Judge) -> None:
         self.judge = judge
         self.stop = threading.Event()
-        if _kept.on and _kept.loop is None:
-            _kept.loop = asyncio.new_event_loop()
-        self.loop = _kept.loop if _kept.on else asyncio.new_event_loop()
+        self.loop = (_kept.loop if _kept.on else None) or asyncio.new_event_loop()
+        if _kept.on:
+            _kept.loop = self.loop
         self.client: ChatClient | None = None  # opened for the first call: a run answered from the cache makes none
         self._opening: tuple = ()  # what the client was opened with: endpoint, key, timeout, connections
         self.room = asyncio.Semaphore(judge.config.concurrency)
