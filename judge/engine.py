@@ -355,7 +355,7 @@ class _Calls:
     def _kept_client(self) -> ChatClient | None:
         """The client this thread's last run kept, when it opened to the same endpoint, with the same key, settings
         and connections, and ended less than KEEP_CONNECTIONS_S ago; else None (and that client is closed)."""
-        if not _kept.on or _kept.client is None:
+        if _kept.client is None:  # (always, where the thread keeps nothing)
             return None
         client, _kept.client = _kept.client, None
         if _kept.opening == self._opening and time.monotonic() - _kept.ended < KEEP_CONNECTIONS_S:

@@ -28,6 +28,7 @@ def on_a_thread(body: Callable[[], None]) -> None:
     thread = threading.Thread(target=target)
     thread.start()
     thread.join(30)
+    assert not thread.is_alive(), "the runs did not end within 30 s"
     if failure:
         raise failure[0]
 
