@@ -47,7 +47,7 @@ from common.lazy_modules import lazy
 from judge.cache import CachedAnswers, endpoint_url
 from judge.config import JudgeConfig
 from judge.engine import make_client
-from judge.prompt import Prompt, Verdict, duplicate_verdict, verdict_from_response
+from judge.prompt import Prompt, Verdict, duplicate_verdict, request_body, verdict_from_response
 from judge.retry import MAX_WAIT_S, backoff_s, describe_error, is_retryable, retry_after_s, safe_url, scrub
 
 if TYPE_CHECKING:
@@ -187,12 +187,9 @@ def _check_key(key: Key) -> None:
 
 def _line(config: JudgeConfig, custom_id: str, prompt: Prompt) -> bytes:
     """One JSONL request: the body Judge sends for this prompt, to the chat completions endpoint."""
-    body = {"model": config.model, "messages": prompt.messages, "temperature": config.temperature,
-            "max_tokens": config.max_tokens}
-    if prompt.response_format and config.structured_output:
-        body["response_format"] = prompt.response_format
-    request = {"custom_id": custom_id, "method": "POST", "url": ENDPOINT, "body": body}
-    return (json.dumps(request, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    head = json.dumps({"custom_id": custom_id, "method": "POST", "url": ENDPOINT}, ensure_ascii=False,
+                      separators=(",", ":"))
+    return f'{head[:-1]},"body":{request_body(config, prompt)}}}\n'.encode("utf-8")  # the body: its last member
 
 
 def _update(entry: dict, batch: Any, config: JudgeConfig) -> None:

@@ -3,11 +3,10 @@ mode share it, so that both answer the same request from the same entry."""
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any, Literal
 
 from judge.config import DEFAULT_BASE_URL, JudgeConfig
-from judge.prompt import Prompt, Verdict, verdict_from_answer
+from judge.prompt import Prompt, Verdict, scalar_json, verdict_from_answer
 
 
 def endpoint_url(config: JudgeConfig) -> str:
@@ -25,11 +24,12 @@ class CachedAnswers:
         self.endpoint = endpoint_url(config)
 
     def cache_key(self, prompt: Prompt) -> str:
-        """sha256 over (endpoint, model, messages, temperature, max_tokens, prompt version)."""
+        """sha256 over the canonical JSON of [endpoint, model, messages, temperature, max_tokens, prompt version]
+        (the list's encoding made from its items', so that the messages' is the one the request body uses)."""
         c = self.config
-        payload = [self.endpoint, c.model, prompt.messages, c.temperature, c.max_tokens, prompt.version]
-        canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        head = ",".join(scalar_json(item) for item in (self.endpoint, c.model))
+        tail = ",".join(scalar_json(item) for item in (c.temperature, c.max_tokens, prompt.version))
+        return hashlib.sha256(f"[{head},{prompt.messages_json},{tail}]".encode("utf-8")).hexdigest()
 
     def lookup(self, prompt: Prompt, key: str, hit: dict | None | Literal[False] = False) -> Verdict | None:
         """A cached verdict, or None; token counts and attempts are 0 because no call was made. `hit` is the cache

@@ -34,7 +34,7 @@ from judge.breaker import Breaker, EndpointDown
 from judge.cache import CachedAnswers
 from judge.config import DEFAULT_BASE_URL, PLACEHOLDER_API_KEY, JudgeConfig
 from judge.limiter import EndpointLimiter, endpoint_limiter
-from judge.prompt import Prompt, Verdict, answer_text, duplicate_verdict, verdict_from_response
+from judge.prompt import Prompt, Verdict, answer_text, duplicate_verdict, request_body, verdict_from_response
 from judge.retry import MAX_WAIT_S, backoff_s, describe_error, is_retryable, retry_after_s
 from translations import ngettext
 
@@ -121,14 +121,6 @@ class Judge(CachedAnswers):
             answered.clear()
             for tag, prompt, key in keyed:
                 yield tag, prompt, key, hits.get(key) if ahead else False
-
-    def _body(self, prompt: Prompt) -> dict:
-        """The chat completion request of a prompt."""
-        c = self.config
-        body = {"model": c.model, "messages": prompt.messages, "temperature": c.temperature, "max_tokens": c.max_tokens}
-        if prompt.response_format and c.structured_output:
-            body["response_format"] = prompt.response_format
-        return body
 
     def _retry_wait(self, exc: BaseException, retry: int) -> float:
         """Seconds to wait before retry number `retry` (0-based): what the server asked for, else backoff."""
@@ -398,7 +390,7 @@ class _Calls:
         """Attempts until an answer, a final failure or max_retries retries; None when the run stops first."""
         judge, task, client = self.judge, asyncio.current_task(), self.client
         assert task is not None and client is not None  # every judgment runs as a task of the loop (_Calls.start)
-        body = judge._body(prompt)
+        body = request_body(judge.config, prompt).encode("utf-8")
         attempts = 0
         while True:
             probing = await self._probing()

@@ -102,9 +102,9 @@ class ChatClient:
         is called for an HTTP error answer before the SDK's exceptions are first loaded to raise it."""
         return cls(endpoint, api_key, timeout_s, connections, refused)
 
-    async def complete(self, body: Mapping) -> dict:
-        """The JSON object of a 2xx answer to `body`; raises an openai.APIError subclass for anything else."""
-        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    async def complete(self, data: bytes) -> dict:
+        """The JSON object of a 2xx answer to the request body `data` (JSON); raises an openai.APIError subclass for
+        anything else."""
         try:
             # No redirects: the key is sent to the configured endpoint and nowhere else (a 3xx is an error).
             async with self._session.post(self.url, data=data, allow_redirects=False) as response:

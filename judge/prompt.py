@@ -2,16 +2,33 @@
 how a chat completion's JSON becomes a Verdict."""
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from functools import cached_property, lru_cache
+from typing import TYPE_CHECKING, Any
 
 from translations import _
+
+if TYPE_CHECKING:
+    from judge.config import JudgeConfig
 
 # The Verdict fields a prompt's parser may set.
 PROMPT_FIELDS = frozenset({"total", "dims", "verdict"})
 # An answer's parser: answer -> (Verdict fields, None), or (None, why the answer does not parse).
 Parser = Callable[[str], tuple[dict | None, str | None]]
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def canonical_json(value: Any) -> str:
+    """A value as canonical JSON: keys sorted, no spaces, text as it is (not escaped to ASCII)."""
+    return _CANONICAL.encode(value)
+
+
+@lru_cache(maxsize=256, typed=True)  # typed: 1, 1.0 and True are equal keys, and three different texts
+def scalar_json(value: str | float | None) -> str:
+    """`canonical_json` of a text or number, remembered (a judge's settings are encoded for every request)."""
+    return _CANONICAL.encode(value)
 
 
 @dataclass(frozen=True)
@@ -30,6 +47,21 @@ class Prompt:
     version: str
     # a JSON answer's structured-output request ({"type": "json_schema", ...}), sent when the endpoint takes it
     response_format: Mapping | None = None
+
+    @cached_property
+    def messages_json(self) -> str:
+        """The messages as canonical JSON, encoded once for both the cache key and the request body."""
+        return canonical_json(self.messages)
+
+
+def request_body(config: JudgeConfig, prompt: Prompt) -> str:
+    """The JSON body of a prompt's chat completion request under a judge's settings (its structured-output format
+    when the endpoint takes one)."""
+    members = {"model": scalar_json(config.model), "messages": prompt.messages_json,
+               "temperature": scalar_json(config.temperature), "max_tokens": scalar_json(config.max_tokens)}
+    if prompt.response_format and config.structured_output:  # in its own order: a model writes the fields in it
+        members["response_format"] = json.dumps(prompt.response_format, ensure_ascii=False, separators=(",", ":"))
+    return "{" + ",".join(f'"{name}":{value}' for name, value in members.items()) + "}"
 
 
 @dataclass

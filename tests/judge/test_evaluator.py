@@ -2,7 +2,9 @@
 kind's prompts and parsers (kinds/dialogue/prompts.py) as its requests."""
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 import random
 import socket
 import threading
@@ -25,6 +27,7 @@ from evaluator import (
     retry_after_s,
 )
 from judge.config import HANDOVERS
+from judge.prompt import request_body
 from kinds.dialogue.prompts import (
     DIMENSIONS,
     MODES,
@@ -376,6 +379,32 @@ def test_dialogue_cache_keys_are_unchanged():
         ("binary", "en"): "ffa9a8bbc48d48c0fb2fc8d6a944c4cdab567efcbd675e1207a9202de40efdfc",
         ("binary", "zh"): "514e306379db53caa5eee8d436c615b457f4865f0dd9e7ede6d852ac31df68e8",
     }
+
+
+@pytest.mark.parametrize("settings", [
+    {"base_url": "http://judge.invalid/v1/", "model": "gpt-4o-mini", "temperature": 0.0, "max_tokens": 1024},
+    {"base_url": "https://例え.invalid/v1", "model": "模型 \"q\"", "temperature": 0.7, "max_tokens": 7},
+    {"base_url": "http://j.invalid", "model": "m", "temperature": 1e-05, "max_tokens": 1, "structured_output": True},
+])
+def test_keys_and_bodies_are_the_canonical_json_of_what_is_asked(settings):
+    # The key reference, written out: sha256 of json.dumps of the whole list (as keys of cached answers were made).
+    config = JudgeConfig(**settings)
+    asked = [prompt("fine", ctx(reply="Ünïcödé \u2028 </script> \\ \"", user_message="你好"), "zh"),
+             Prompt([{"role": "user", "content": "x", "name": "n"}], lambda a: (None, "-"), "v-2",
+                    {"type": "json_schema", "json_schema": {"name": "s", "schema": {"b": 1, "a": [2.5, None]}}})]
+    with Judge(config) as judge:
+        for p in asked:
+            payload = [config.base_url.rstrip("/"), config.model, p.messages, config.temperature, config.max_tokens,
+                       p.version]
+            canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+            assert judge.cache_key(p) == hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+            body = {"model": config.model, "messages": p.messages, "temperature": config.temperature,
+                    "max_tokens": config.max_tokens}
+            if p.response_format and config.structured_output:
+                body["response_format"] = p.response_format
+            assert json.loads(request_body(config, p)) == body
+            if "response_format" in body:  # its members in their order: the order a model writes them in
+                assert list(json.loads(request_body(config, p))["response_format"]["json_schema"]["schema"]) == ["b", "a"]
 
 
 def test_a_prompt_brings_its_own_parser_and_version(judge_server):

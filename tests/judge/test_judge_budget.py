@@ -269,7 +269,7 @@ def test_a_refusal_is_told_before_the_sdks_exceptions_are_first_loaded(judge_ser
         client = await ChatClient.open(judge_server.url, "key", 5.0, 1,
                                        lambda status, headers: told.append((status, headers.get("Retry-After"))))
         try:
-            await client.complete({"model": "m", "messages": [{"role": "user", "content": "hello"}]})
+            await client.complete(b'{"model": "m", "messages": [{"role": "user", "content": "hello"}]}')
         except Exception as exc:  # noqa: BLE001 - the SDK's exception, whichever it is
             return exc
         finally:
