@@ -10,6 +10,7 @@ DIMENSIONS the default rubric's keys of a fine judgment's stored `scores`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from judge import Prompt
 from kinds import rubrics
@@ -31,6 +32,7 @@ class DialogueContext:
     user_message: str
     reply: str
 
+    @cached_property  # one for every question about the reply: its quoting id is computed once
     def for_rubric(self) -> rubrics.Context:
         """The same, as a rubric's templates read it."""
         return rubrics.Context(self.profile, self.personality, self.history, self.user_message, self.reply)
@@ -44,7 +46,7 @@ def modes(rubric: Rubric) -> tuple[str, ...]:
 def build_messages(mode: str, ctx: DialogueContext, language: str, rubric: Rubric = DEFAULT) -> list[dict]:
     """The chat messages for one judgment under a rubric (the default's: instructions as system, quoted dialogue as
     user); ValueError for a question or language the rubric has no prompt for."""
-    return rubrics.messages(rubric, mode, ctx.for_rubric(), language)
+    return rubrics.messages(rubric, mode, ctx.for_rubric, language)
 
 
 def template(mode: str, language: str, rubric: Rubric = DEFAULT) -> str:
@@ -55,7 +57,7 @@ def template(mode: str, language: str, rubric: Rubric = DEFAULT) -> str:
 
 def prompt(mode: str, ctx: DialogueContext, language: str, rubric: Rubric = DEFAULT) -> Prompt:
     """The judge request of one reply for a question ("fine" or "binary") under a rubric."""
-    return rubrics.prompt(rubric, mode, ctx.for_rubric(), language)
+    return rubrics.prompt(rubric, mode, ctx.for_rubric, language)
 
 
 def _parse_fine(text: str) -> tuple[tuple[float, dict] | None, str | None]:

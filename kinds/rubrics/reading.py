@@ -74,14 +74,15 @@ def read(data: bytes | str, builtin: bool = False) -> Rubric:
 
 def _checked(document: Any, lines: dict[str, int], starts: dict[str, int], builtin: bool) -> Rubric | list[Problem]:
     """The document as a Rubric, or its problems (their lines from `lines` and `starts`)."""
-    # The built-in files ship checked against the schema (tests/kinds/test_rubric_reading.py): read at each start
-    # without it, jsonschema stays unloaded until a user's rubric is checked.
+    # The built-in files ship checked against the schema and their templates rendered (tests/kinds/
+    # test_rubric_reading.py): read at each start without either, jsonschema stays unloaded until a user's rubric is
+    # checked, and a template is compiled when first used (not all nine at every start of a process).
     problems = [] if builtin else list(dict.fromkeys(_schema_problems(document, lines)))  # (one problem once)
     if not problems:
         problems = list(_rule_problems(document, lines))
     if not problems:
         rubric = make(_with_defaults(document), builtin)
-        problems = list(_template_problems(rubric, lines, starts))
+        problems = [] if builtin else list(_template_problems(rubric, lines, starts))
         if not problems:
             return rubric
     return problems

@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from jinja2 import StrictUndefined, Template, meta, nodes, pass_context, pass_eval_context
@@ -229,6 +229,7 @@ class Context:
     message: str
     reply: str
 
+    @cached_property  # when a template first quotes a text; once for all the questions about one reply
     def block_id(self) -> str:
         """A delimiter id derived from the quoted text, so the text cannot forge its own end marker."""
         payload = json.dumps([self.profile, self.personality, self.history, self.message, self.reply],
@@ -236,23 +237,11 @@ class Context:
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:12]
 
 
-class _BlockId:
-    """The context's delimiter id, computed when a template first quotes a text."""
-
-    def __init__(self, ctx: Context) -> None:
-        self.ctx, self.value = ctx, ""
-
-    def get(self) -> str:
-        if not self.value:
-            self.value = self.ctx.block_id()
-        return self.value
-
-
 @pass_context
 def quote(context: Any, text: str, name: str, empty: str = "") -> str:
     """`text|quote(name, empty)`: the text (or `empty` when it is blank) between "<<<name #id>>>" and
     "<<<end name #id>>>" lines, the id a hash of the whole context."""
-    block = context[BLOCK_ID].get()
+    block = context[BLOCK_ID].block_id
     body = text if text and str(text).strip() else empty
     return f"<<<{name} #{block}>>>\n{body}\n<<<end {name} #{block}>>>"
 
@@ -266,7 +255,7 @@ def variables(ctx: Context, declared: tuple[str, ...], dimensions: list[dict]) -
                              "history": [{"user": user, "reply": reply} for user, reply in ctx.history],
                              "message": ctx.message, "reply": ctx.reply}
     return {**{name: found[name] for name in declared}, "round": len(ctx.history) + 1, "dimensions": dimensions,
-            BLOCK_ID: _BlockId(ctx)}
+            BLOCK_ID: ctx}
 
 
 def render(template: Template, values: Mapping[str, Any]) -> str:

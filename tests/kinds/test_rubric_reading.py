@@ -212,11 +212,13 @@ def test_rubrics_read_by_libyaml_are_those_pythons_parser_reads():
     assert reading._quick_document(edit("Warmth", "Warm\x07th")) is None  # a character PyYAML's reader refuses
 
 
-def test_the_built_in_rubrics_pass_the_schema_they_are_read_without():
+def test_the_built_in_rubrics_pass_the_checks_they_are_read_without():
     for path in sorted(rubrics.BUILTIN_FOLDER.glob("*.yaml")):
         document = yaml.safe_load(path.read_text("utf-8"))
         assert list(reading._schema_problems(document, {})) == [], path.name
-        # read as a user's file (the schema checked) it is the same rubric
+        rubric = reading.read(path.read_bytes(), builtin=True)
+        assert list(reading._template_problems(rubric, {}, {})) == [], path.name
+        # read as a user's file (the schema and templates checked) it is the same rubric
         assert reading.read(path.read_bytes()).sha256 == reading.read(path.read_bytes(), builtin=True).sha256
 
 
