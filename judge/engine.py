@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import itertools
 import math
 import random
@@ -56,6 +57,7 @@ WAVE_S = 0.005
 # A thread that keeps its connections (keep_connections) reuses them in a run that starts within this long of its
 # last run's end; after that they may have been closed by the server's keep-alive timeout (5 s in uvicorn and Node).
 KEEP_CONNECTIONS_S = 1.0
+RELEASE_S = 5.0  # the longest release_connections waits for the kept connections to close
 CONNECTION_PROMPT = "Reply with the word OK."
 CONNECTION_MAX_TOKENS = 16
 
@@ -279,12 +281,14 @@ def load_client() -> None:
 
 
 def release_connections() -> None:
-    """Close the connections and the event loop this thread's runs kept, and keep none any more."""
+    """Close the connections and the event loop this thread's runs kept, and keep none any more (waiting at most
+    RELEASE_S for the connections to close: a process on its way out never waits on a peer)."""
     loop, client = _kept.loop, _kept.client
     _kept.reset()
     if loop is not None:
         if client is not None:
-            loop.run_until_complete(client.close())
+            with contextlib.suppress(TimeoutError):
+                loop.run_until_complete(asyncio.wait_for(client.close(), RELEASE_S))
         loop.close()
 
 

@@ -3,6 +3,7 @@ reuse one event loop and one HTTP client, within KEEP_CONNECTIONS_S and for the 
 connection the judge has closed, and release_connections closes them."""
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable
 
@@ -89,3 +90,25 @@ def test_connections_the_judge_closed_between_runs_are_not_used(judge_server, re
 
     on_a_thread(runs)
     assert judge_server.stats()["faults"] == {}
+
+
+def test_releasing_waits_a_bounded_time_for_connections_that_do_not_close(monkeypatch):
+    # A process on its way out (a Celery pool's process) never hangs on a peer: a client whose close never ends is
+    # given up after RELEASE_S, and the loop is closed all the same.
+    monkeypatch.setattr(engine, "RELEASE_S", 0.2)
+
+    class Stuck:
+        async def close(self) -> None:
+            await asyncio.Event().wait()
+
+    loop, released = asyncio.new_event_loop(), []
+
+    def target() -> None:  # a daemon thread: were the release to hang, the test fails instead of hanging
+        engine._kept.loop, engine._kept.client = loop, Stuck()
+        release_connections()
+        released.append((engine._kept.loop, engine._kept.client))
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(5)
+    assert released == [(None, None)] and loop.is_closed()

@@ -538,7 +538,10 @@ def test_a_prefork_worker_keeps_its_judge_connections_from_block_to_block(redis_
         # the first block's connections, at most one per call in flight; a new client per block: about 8 each
         assert judge.requests == 800 and judge.accepted <= CONCURRENCY, judge.accepted
         worker.terminate()  # a warm shutdown: the pool's process closes what it kept
-        worker.wait(30)
+        try:
+            worker.wait(30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the worker did not stop within 30 s of its SIGTERM:\n{dep.log('w1')[-3000:]}")
         deadline = time.monotonic() + 10
         while judge.stats()["open_connections"]:
             assert time.monotonic() < deadline, judge.stats()
