@@ -196,7 +196,7 @@ for _name in LEFT_OUT:
     ENVIRONMENT.filters.pop(_name, None)
     ENVIRONMENT.globals.pop(_name, None)
 ENVIRONMENT.filters.update({_STEPS: _steps, _LIMITED: _limited, "replace": _replace, "join": _join, "format": _format})
-BLOCK_ID = "_block_id"  # the variable holding the context's delimiter id (a name templates do not use)
+BLOCK_ID = "_block_id"  # the variable holding the reply's Context, for its delimiter id (a name templates do not use)
 
 
 def filters() -> list[str]:
