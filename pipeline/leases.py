@@ -89,20 +89,25 @@ def lost_work(client: redis.Redis, queue: str, what: str, sweep_s: float, unfini
               leased: Callable[[str], bool]) -> list[str]:
     """The ids among `unfinished` (jobs of one type, `what`) whose tasks the broker lost: no step holding a lease and
     no task of theirs in the broker, at this sweep and the one before (a task between the queue and its lease is not
-    taken for lost). One worker of the deployment sweeps each `what` per `sweep_s`; [] for the others."""
+    taken for lost), and not sent again by the sweep before. One worker of the deployment sweeps each `what` per
+    `sweep_s`; [] for the others."""
     if not client.set(f"psb:{queue}:sweep:{what}", os.getpid(), nx=True, px=int(sweep_s * 900)):
         return []  # another worker swept a moment ago
     suspects = f"psb:{queue}:orphans:{what}"
     before = {_raw(oid).decode() for oid in client.smembers(suspects)}
     held = in_broker(client, queue)
     orphans = [oid for oid in unfinished if oid.encode() not in held and not leased(oid)]
+    lost = [oid for oid in orphans if oid in before]
+    # What is sent again now starts over: its new tasks pass between the queue and a lease too, and a sweep that
+    # caught one of them there would send it once more.
+    suspected = [oid for oid in orphans if oid not in lost]
     pipe = client.pipeline()
     pipe.delete(suspects)
-    if orphans:
-        pipe.sadd(suspects, *orphans)
+    if suspected:
+        pipe.sadd(suspects, *suspected)
         pipe.expire(suspects, math.ceil(3 * sweep_s))
     pipe.execute()
-    return [oid for oid in orphans if oid in before]
+    return lost
 
 
 def in_broker(client: redis.Redis, queue: str) -> bytes:
