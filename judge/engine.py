@@ -57,7 +57,7 @@ WAVE_S = 0.005
 # A thread that keeps its connections (keep_connections) reuses them in a run that starts within this long of its
 # last run's end; after that they may have been closed by the server's keep-alive timeout (5 s in uvicorn and Node).
 KEEP_CONNECTIONS_S = 1.0
-RELEASE_S = 5.0  # the longest release_connections waits for the kept connections to close
+RELEASE_S = 5.0  # the longest a kept client's connections are waited for when it is closed
 CONNECTION_PROMPT = "Reply with the word OK."
 CONNECTION_MAX_TOKENS = 16
 
@@ -287,9 +287,14 @@ def release_connections() -> None:
     _kept.reset()
     if loop is not None:
         if client is not None:
-            with contextlib.suppress(TimeoutError):
-                loop.run_until_complete(asyncio.wait_for(client.close(), RELEASE_S))
+            _close_kept(loop, client)
         loop.close()
+
+
+def _close_kept(loop: asyncio.AbstractEventLoop, client: ChatClient) -> None:
+    """Close a kept client on its loop, waiting RELEASE_S at most for its connections to close."""
+    with contextlib.suppress(TimeoutError):
+        loop.run_until_complete(asyncio.wait_for(client.close(), RELEASE_S))
 
 
 def _settle(future: asyncio.Future) -> None:
@@ -350,14 +355,15 @@ class _Calls:
 
     def _kept_client(self) -> ChatClient | None:
         """The client this thread's last run kept, when it opened to the same endpoint, with the same key, settings
-        and connections, and ended less than KEEP_CONNECTIONS_S ago; else None (and that client is closed)."""
+        and connections, and ended less than KEEP_CONNECTIONS_S ago; else None (and that client is closed, within
+        RELEASE_S)."""
         if _kept.client is None:  # (always, where the thread keeps nothing)
             return None
         client, _kept.client = _kept.client, None
         if _kept.opening == self._opening and time.monotonic() - _kept.ended < KEEP_CONNECTIONS_S:
             self.loop.run_until_complete(asyncio.sleep(0))  # connections the server closed meanwhile are seen closed
             return client
-        self.loop.run_until_complete(client.close())
+        _close_kept(self.loop, client)
         return None
 
     def _done(self, task: asyncio.Task) -> None:
