@@ -10,18 +10,16 @@ is protected by default. Changing anything under ADMIN_PREFIXES (the judge setti
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
 from urllib.parse import urlsplit
 
 from flask import Blueprint, Flask, abort, current_app, g, jsonify, redirect, render_template, request, url_for
-from flask_limiter import Limiter
 from flask_login import LoginManager, UserMixin, current_user, login_user, logout_user
 
 from kinds import registry
 from kinds.kind import OwnPages
 from translations import _
 from web import accounts, errors, get_csrf, get_store, share
+from web.attempts import Attempts
 
 PUBLIC_ENDPOINTS = frozenset({"static", "pages.plotly_js", "pages.set_language", "auth.login", "api.openapi_document",
                               *share.SHARED_ENDPOINTS.values(),
@@ -52,14 +50,11 @@ def register(app: Flask) -> None:
         raise accounts.AuthConfigError(_("Unknown AUTH mode %(mode)r.", mode=app.config["AUTH"]))
     login_manager.init_app(app)
     app.register_blueprint(bp)
-    limiter = Limiter(lambda: "address:" + (request.remote_addr or ""), app=app,
-                      storage_uri=app.config["RATELIMIT_STORAGE_URI"])
-    # One limiter per app, so its counts are too; two limits on sign-in, keyed by address and by name.
-    view: Callable[..., Any] = app.view_functions["auth.login"]  # Flask's type: a sync or an async view
-    for key in (None, lambda: "name:" + request.form.get("name", "").strip().lower()):
-        view = limiter.limit(app.config["LOGIN_RATE_LIMIT"], key_func=key, methods=["POST"],
-                             error_message=lambda: _("Too many sign-in attempts. Wait a minute and try again."))(view)
-    app.view_functions["auth.login"] = view
+    # one count per app, kept where every web process sees it (app.py: RATELIMIT_STORAGE_URI)
+    attempts = app.extensions["sign_in_attempts"] = Attempts(app.config["LOGIN_RATE_LIMIT"],
+                                                             app.config["RATELIMIT_STORAGE_URI"])
+    if app.config["AUTH"] == "on":
+        attempts.check()  # a wrong setting stops the server here, not at the first sign-in
     app.before_request(guard)
 
 
@@ -166,6 +161,11 @@ def login():
     target = safe_next(request.values.get("next"))
     if request.method == "GET":
         return render_template("login.html", next=target)
+    wait_s = current_app.extensions["sign_in_attempts"].refused(
+        "address:" + (request.remote_addr or ""), "name:" + request.form.get("name", "").strip().lower())
+    if wait_s is not None:
+        body, status = errors.respond(429, _("Too many sign-in attempts. Wait a minute and try again."))
+        return body, status, {"Retry-After": str(wait_s)}
     user = accounts.check_password(get_store(), request.form.get("name", ""), request.form.get("password", ""))
     if user is None:
         return render_template("login.html", next=target, name=request.form.get("name", ""),

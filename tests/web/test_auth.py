@@ -11,6 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from tests.conftest import ROOT, jsonl
+from tests.services import free_port
 from tests.web.test_api import scored_session, upload
 from tests.web.test_share import create_share, evaluate, share_path
 from web import accounts
@@ -243,6 +244,7 @@ def test_sign_in_is_rate_limited_per_address(auth_app):
         assert "Wrong user name" in client.post("/login", data={"name": "max", "password": "wrong"}).get_data(True)
     resp = client.post("/login", data={"name": "ada", "password": PASSWORD})  # even the right one, for a while
     assert resp.status_code == 429 and "Too many sign-in attempts" in resp.get_data(as_text=True)
+    assert 1 <= int(resp.headers["Retry-After"]) <= 60  # the rest of the minute
     other = auth_app.test_client()
     other.environ_base.update(ELSEWHERE)
     assert other.post("/login", data={"name": "ada", "password": PASSWORD}).status_code == 302
@@ -257,6 +259,26 @@ def test_sign_in_is_rate_limited_per_user_name(auth_app):
                                        environ_base={"REMOTE_ADDR": "10.0.1.1"})
     assert resp.status_code == 429
     assert auth_app.test_client().get("/login").status_code == 200  # the form itself is not limited
+
+
+def test_sign_in_works_while_the_attempts_storage_is_unreachable(make_app, judge_env, caplog):
+    # a Redis being restarted: the attempt is let through and logged, not answered with an error page
+    app = make_app(judge_env, AUTH="on", RATELIMIT_STORAGE_URI=f"redis://:secret@127.0.0.1:{free_port()}/0")
+    accounts.create_user(app.extensions["store"], "ada", PASSWORD)
+    client = app.test_client()
+    wrong = client.post("/login", data={"name": "ada", "password": "wrong"})
+    assert wrong.status_code == 200 and "Wrong user name" in wrong.get_data(as_text=True)
+    assert client.post("/login", data={"name": "ada", "password": PASSWORD}).status_code == 302
+    warnings = [r.getMessage() for r in caplog.records if r.name == "web.attempts"]
+    assert len(warnings) == 2 and "sign-in attempts not counted" in warnings[0] and "secret" not in warnings[0]
+
+
+@pytest.mark.parametrize("setting", [{"RATELIMIT_STORAGE_URI": "redsi://127.0.0.1:6379"},
+                                     {"LOGIN_RATE_LIMIT": "5 per fortnight"}])
+def test_a_wrong_sign_in_limit_setting_stops_the_app_naming_it(make_app, setting):
+    (name, value), = setting.items()
+    with pytest.raises(ValueError, match=f"{name}={value!r}"):
+        make_app(AUTH="on", **setting)
 
 
 def test_passwords_are_hashed_with_scrypt(auth_app):
