@@ -1,12 +1,13 @@
 """Sign-in attempts counted where every web process sees them: a fixed window per client address and per user name.
 
-The counting is the `limits` library's (memory:// in one process, redis:// shared by all). It is loaded on the first
-attempt, so the CLI and the workers, which sign nobody in, never import it.
+The counting is the `limits` library's (memory:// in one process, redis:// shared by all). It is loaded only where
+people sign in (AUTH=on, at the app's start, to check the settings), so the CLI and the workers do not import it.
 """
 from __future__ import annotations
 
 import logging
 import math
+import re
 import time
 from functools import cached_property
 
@@ -31,9 +32,10 @@ class Attempts:
         """Read the rate and the storage's address now; ValueError naming both if either is wrong."""
         try:
             self._window  # noqa: B018 (built and kept)
-        except Exception as exc:  # limits' ConfigurationError or ValueError, or a client library missing
-            raise ValueError(f"Sign-in attempts cannot be counted with LOGIN_RATE_LIMIT={self.rate!r} at "
-                             f"RATELIMIT_STORAGE_URI={self.storage_uri!r}: {exc}") from exc
+        except Exception as exc:  # limits' ConfigurationError or ValueError, or a client library missing; not
+            # chained: its message may hold the address's password
+            raise ValueError(_hide_passwords(f"Sign-in attempts cannot be counted with LOGIN_RATE_LIMIT={self.rate!r} "
+                                             f"at RATELIMIT_STORAGE_URI={self.storage_uri!r}: {exc}")) from None
 
     def refused(self, *keys: str) -> int | None:
         """Count one attempt under each key in turn; the seconds until the first full key's window ends, else None.
@@ -48,5 +50,10 @@ class Attempts:
                     reset = limiter.get_window_stats(item, NAMESPACE, key).reset_time
                     return max(1, math.ceil(reset - time.time()))
         except Exception as exc:  # whatever the storage's client raises when it cannot be reached
-            log.warning("sign-in attempts not counted, %s unreachable: %s", self.storage_uri.split("@")[-1], exc)
+            log.warning(_hide_passwords(f"sign-in attempts not counted, {self.storage_uri} unreachable: {exc}"))
         return None
+
+
+def _hide_passwords(text: str) -> str:
+    """`text` with the user and password of every address in it (scheme://user:password@host) left out."""
+    return re.sub(r"(?<=://)[^/@\s]*@", "***@", text)

@@ -273,6 +273,12 @@ def test_sign_in_works_while_the_attempts_storage_is_unreachable(make_app, judge
     assert len(warnings) == 2 and "sign-in attempts not counted" in warnings[0] and "secret" not in warnings[0]
 
 
+def test_a_wrong_storage_address_is_named_without_its_password(make_app):
+    with pytest.raises(ValueError, match=r"RATELIMIT_STORAGE_URI='redsi://\*\*\*@127.0.0.1:6379'") as refused:
+        make_app(AUTH="on", RATELIMIT_STORAGE_URI="redsi://:secret@127.0.0.1:6379")
+    assert "secret" not in str(refused.value) and refused.value.__cause__ is None and refused.value.__suppress_context__
+
+
 @pytest.mark.parametrize("setting", [{"RATELIMIT_STORAGE_URI": "redsi://127.0.0.1:6379"},
                                      {"LOGIN_RATE_LIMIT": "5 per fortnight"}])
 def test_a_wrong_sign_in_limit_setting_stops_the_app_naming_it(make_app, setting):
