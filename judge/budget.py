@@ -64,6 +64,9 @@ UNREACHABLE_RETRY_S = 1.0
 UNREACHABLE_GIVE_UP_S = 30.0
 # How long a slot given back while no call of the process waits is kept for the process's next call.
 LINGER_S = 0.01
+# Kept slots whose time is up within this long of each other go back to Redis together, in one round trip (a run's
+# last calls end within a few milliseconds: one announcement for all of their slots, not one each).
+TOGETHER_S = 0.002
 
 _ACQUIRE = """
 -- KEYS: leases, capacity, until. ARGV: lease id, lease ms, capacity when none is stored.
@@ -352,8 +355,7 @@ class RedisLimiter:
                     # hand its slot over (or for any announcement, or POLL_S), then look again.
                     full_here = (not paused and self._stored_capacity is not None
                                  and len(self._held) >= self._stored_capacity)
-                for lease in spare:  # a backoff came after they were handed over: Redis has the say again
-                    self._give_back(lease)
+                self._give_back(*spare)  # a backoff came after they were handed over: Redis has the say again
                 if full_here:
                     self._wait_for_slot(POLL_S, cancel)
                     with self._lock:
@@ -394,8 +396,7 @@ class RedisLimiter:
                 self._permits = min(self._permits, self._waiting)
                 spare = self._handed[self._waiting:]  # handed to a waiter that gave up (cancelled)
                 del self._handed[self._waiting:]
-            for lease in spare:
-                self._give_back(lease)
+            self._give_back(*spare)
 
     def _unreachable(self, exc: Exception, since: float | None) -> float:
         now = time.monotonic()
@@ -429,12 +430,14 @@ class RedisLimiter:
                 self._woken.wait(min(left, POLL_S))
 
     def _announced(self, kind: str) -> None:
-        """A message on the endpoint's wake channel: a release (one more waiter may try), a backoff ("pause:<ms>": no
-        hand-over meanwhile) or a capacity change (every waiter tries; each slot goes back to Redis once)."""
+        """A message on the endpoint's wake channel: a release ("release", or "release:<n>" for n slots: as many more
+        waiters may try), a backoff ("pause:<ms>": no hand-over meanwhile) or a capacity change (every waiter tries;
+        each slot goes back to Redis once)."""
         with self._lock:
-            if kind == "release":
-                self._permits = min(self._permits + 1, self._waiting)
-                self._slot_announced.notify()
+            if kind == "release" or kind.startswith("release:"):
+                freed = int(kind[8:]) if kind[8:].isdigit() else 1
+                self._permits = min(self._permits + freed, self._waiting)
+                self._slot_announced.notify(freed)
             elif kind.startswith("pause:"):
                 try:
                     seconds = float(kind[6:]) / 1000
@@ -492,22 +495,25 @@ class RedisLimiter:
         the next one is up, or None when none is kept."""
         with self._lock:
             now = time.monotonic()
-            due = [lease for deadline, lease in self._lingering if everything or deadline <= now]
+            due = [lease for deadline, lease in self._lingering if everything or deadline <= now + TOGETHER_S]
             self._lingering = [(deadline, lease) for deadline, lease in self._lingering
-                               if not everything and deadline > now]
+                               if not everything and deadline > now + TOGETHER_S]
             upcoming = min((deadline for deadline, _lease in self._lingering), default=None)
-        for lease in due:
-            self._give_back(lease)
+        self._give_back(*due)
         return upcoming
 
-    def _give_back(self, lease: str) -> None:
-        """Remove a lease from Redis and announce the free slot."""
+    def _give_back(self, *leases: str) -> None:
+        """Remove leases from Redis and announce the free slots, in one round trip (a run's slots, kept for its next
+        call, go back together when it ends)."""
+        if not leases:
+            return
         with self._lock:
-            self._handovers.pop(lease, None)
+            for lease in leases:
+                self._handovers.pop(lease, None)
         try:
             pipe = self._hub.client.pipeline(transaction=False)
-            pipe.zrem(self.keys.leases, lease)
-            pipe.publish(self.keys.wake, "release")
+            pipe.zrem(self.keys.leases, *leases)
+            pipe.publish(self.keys.wake, "release" if len(leases) == 1 else f"release:{len(leases)}")
             pipe.execute()
         except redis.RedisError as exc:  # the lease expires by itself
             log.warning("judge budget: could not give a slot back at %s (%s); it frees itself within %g s",

@@ -357,6 +357,34 @@ def test_a_release_in_one_process_hands_the_slot_to_a_waiter_in_another(redis_se
     assert leases_once_kept_ones_are_back(redis_server.url, endpoint) == 0
 
 
+def test_slots_given_back_together_are_one_announcement_that_wakes_as_many_waiters_elsewhere(redis_server, monkeypatch):
+    monkeypatch.setattr(judge_budget, "LINGER_S", 0.3)  # the three releases below are kept, then go back together
+    monkeypatch.setattr(judge_budget, "TOGETHER_S", 0.1)  # (however slowly a busy machine runs the three)
+    endpoint = f"http://budget-test-{uuid.uuid4().hex}/v1"
+    first, second = RedisLimiter(endpoint, redis_server.url, 3), RedisLimiter(endpoint, redis_server.url, 3)
+    announcements_delivered(second, redis_server.url)
+    channel = redis.Redis.from_url(redis_server.url).pubsub(ignore_subscribe_messages=True)
+    channel.subscribe(BudgetKeys.of(endpoint).wake)
+    assert all(first.acquire() for _n in range(3))
+    waiters = [_waiting_acquire(second, threading.Event()) for _n in range(3)]
+    time.sleep(0.2)
+    assert [outcome for _thread, outcome in waiters] == [[], [], []]
+    for _n in range(3):
+        first.release()  # no call of `first` waits: kept for its next call, LINGER_S
+    for thread, _outcome in waiters:
+        thread.join(judge_budget.LINGER_S + 2)
+    assert [outcome for _thread, outcome in waiters] == [[True], [True], [True]]
+    assert leases(redis_server.url, endpoint) == 3
+    announced, deadline = [], time.monotonic() + 0.5
+    while time.monotonic() < deadline:  # (None also for the confirmation of the subscription, which is skipped)
+        if (message := channel.get_message(timeout=0.1)) is not None:
+            announced.append(message["data"])
+    assert announced == [b"release:3"]  # one round trip gave the three back
+    for _n in range(3):
+        second.release()
+    assert leases_once_kept_ones_are_back(redis_server.url, endpoint) == 0
+
+
 def test_a_slot_given_back_while_no_call_waits_is_kept_for_the_next_call_then_returned(redis_server, monkeypatch):
     monkeypatch.setattr(judge_budget, "LINGER_S", 0.5)
     endpoint = f"http://budget-test-{uuid.uuid4().hex}/v1"
