@@ -516,8 +516,8 @@ class RedisLimiter:
             pipe.publish(self.keys.wake, "release" if len(leases) == 1 else f"release:{len(leases)}")
             pipe.execute()
         except redis.RedisError as exc:  # the lease expires by itself
-            log.warning("judge budget: could not give a slot back at %s (%s); it frees itself within %g s",
-                        safe_url(self.url), exc, self.lease_s)
+            log.warning("judge budget: could not give %d slot(s) back at %s (%s); they free themselves within %g s",
+                        len(leases), safe_url(self.url), exc, self.lease_s)
 
     def wake(self) -> None:
         """Make every waiter check its `cancel` event."""
