@@ -47,6 +47,7 @@ if not CHROMIUM.exists() and __name__ != "__main__":
     pytest.skip(f"browser tests need Chromium at {CHROMIUM} (Debian package `chromium`; CI's .ci/run installs it)",
                 allow_module_level=True)
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError  # noqa: E402
 from playwright.sync_api import expect, sync_playwright  # noqa: E402  (after the skip)
 
 SAMPLE_METHODS = ["Base", "CoT", "PersonaSteer"]
@@ -210,9 +211,17 @@ def wait_for_chart(page, chart: str, timeout: float = TIMEOUT_MS) -> None:
 
 
 def wait_for_charts(page, timeout: float = RUN_TIMEOUT_MS) -> None:
-    """Wait until the result page has reloaded itself as finished and Plotly drew every chart."""
-    for chart in CHARTS:
-        wait_for_chart(page, chart, timeout)
+    """Wait until the result page has reloaded itself as finished and Plotly drew every chart; when they do not come,
+    fail with what the page and the API say of the evaluation (still running, finished without its charts...)."""
+    try:
+        for chart in CHARTS:
+            wait_for_chart(page, chart, timeout)
+    except PlaywrightTimeoutError:
+        status = page.locator("#status").all_inner_texts()
+        api = page.request.get(re.sub(r"/evaluations/", "/api/evaluations/", page.url, count=1))
+        state = api.json() if api.ok else {"error": api.status}
+        pytest.fail(f"no charts on {page.url} within {timeout / 1000:g} s; the page's status {status}, the API's "
+                    f"{ {key: state.get(key) for key in ('status', 'progress', 'error')} }")
 
 
 def draw_every_chart(page) -> None:
