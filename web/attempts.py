@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 import time
 from functools import cached_property
+
+from judge.retry import safe_url
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +35,8 @@ class Attempts:
             self._window  # noqa: B018 (built and kept)
         except Exception as exc:  # limits' ConfigurationError or ValueError, or a client library missing; not
             # chained: its message may hold the address's password
-            raise ValueError(_hide_passwords(f"Sign-in attempts cannot be counted with LOGIN_RATE_LIMIT={self.rate!r} "
-                                             f"at RATELIMIT_STORAGE_URI={self.storage_uri!r}: {exc}")) from None
+            raise ValueError(safe_url(f"Sign-in attempts cannot be counted with LOGIN_RATE_LIMIT={self.rate!r} at "
+                                      f"RATELIMIT_STORAGE_URI={self.storage_uri!r}: {exc}")) from None
 
     def refused(self, *keys: str) -> int | None:
         """Count one attempt under each key in turn; the seconds until the first full key's window ends, else None.
@@ -50,10 +51,6 @@ class Attempts:
                     reset = limiter.get_window_stats(item, NAMESPACE, key).reset_time
                     return max(1, math.ceil(reset - time.time()))
         except Exception as exc:  # whatever the storage's client raises when it cannot be reached
-            log.warning(_hide_passwords(f"sign-in attempts not counted, {self.storage_uri} unreachable: {exc}"))
+            log.warning(safe_url(f"sign-in attempts not counted, {self.storage_uri} unreachable: {exc}"))
         return None
 
-
-def _hide_passwords(text: str) -> str:
-    """`text` with the user and password of every address in it (scheme://user:password@host) left out."""
-    return re.sub(r"(?<=://)[^/@\s]*@", "***@", text)

@@ -274,7 +274,7 @@ def test_sign_in_works_while_the_attempts_storage_is_unreachable(make_app, judge
 
 
 def test_a_wrong_storage_address_is_named_without_its_password(make_app):
-    with pytest.raises(ValueError, match=r"RATELIMIT_STORAGE_URI='redsi://\*\*\*@127.0.0.1:6379'") as refused:
+    with pytest.raises(ValueError, match=r"RATELIMIT_STORAGE_URI='redsi://127.0.0.1:6379'") as refused:
         make_app(AUTH="on", RATELIMIT_STORAGE_URI="redsi://:secret@127.0.0.1:6379")
     assert "secret" not in str(refused.value) and refused.value.__cause__ is None and refused.value.__suppress_context__
 
