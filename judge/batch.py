@@ -189,7 +189,7 @@ def _line(config: JudgeConfig, custom_id: str, prompt: Prompt) -> bytes:
     """One JSONL request: the body Judge sends for this prompt, to the chat completions endpoint."""
     head = json.dumps({"custom_id": custom_id, "method": "POST", "url": ENDPOINT}, ensure_ascii=False,
                       separators=(",", ":"))
-    return f'{head[:-1]},"body":{request_body(config, prompt)}}}\n'.encode("utf-8")  # the body: its last member
+    return b"".join((f'{head[:-1]},"body":'.encode("utf-8"), request_body(config, prompt), b"}\n"))  # its last member
 
 
 def _update(entry: dict, batch: Any, config: JudgeConfig) -> None:

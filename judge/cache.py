@@ -29,7 +29,8 @@ class CachedAnswers:
         c = self.config
         head = ",".join(scalar_json(item) for item in (self.endpoint, c.model))
         tail = ",".join(scalar_json(item) for item in (c.temperature, c.max_tokens, prompt.version))
-        return hashlib.sha256(f"[{head},{prompt.messages_json},{tail}]".encode("utf-8")).hexdigest()
+        return hashlib.sha256(b"".join((f"[{head},".encode("utf-8"), prompt.messages_json,
+                                        f",{tail}]".encode("utf-8")))).hexdigest()
 
     def lookup(self, prompt: Prompt, key: str, hit: dict | None | Literal[False] = False) -> Verdict | None:
         """A cached verdict, or None; token counts and attempts are 0 because no call was made. `hit` is the cache

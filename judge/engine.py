@@ -400,7 +400,7 @@ class _Calls:
         """Attempts until an answer, a final failure or max_retries retries; None when the run stops first."""
         judge, task, client = self.judge, asyncio.current_task(), self.client
         assert task is not None and client is not None  # every judgment runs as a task of the loop (_Calls.start)
-        body = request_body(judge.config, prompt).encode("utf-8")
+        body = request_body(judge.config, prompt)
         attempts = 0
         while True:
             probing = await self._probing()

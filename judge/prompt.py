@@ -8,6 +8,8 @@ from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from translations import _
 
 if TYPE_CHECKING:
@@ -23,6 +25,19 @@ _CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",
 def canonical_json(value: Any) -> str:
     """A value as canonical JSON: keys sorted, no spaces, text as it is (not escaped to ASCII)."""
     return _CANONICAL.encode(value)
+
+
+def messages_json(messages: list[dict]) -> bytes:
+    """Chat messages as `canonical_json` in UTF-8. orjson writes the same bytes for texts (every character, control
+    characters escaped alike: tests/judge/test_prompt.py) about five times as fast as json on a judge prompt's few kB,
+    which each judgment encodes once for its cache key and request body; messages holding anything else (a number,
+    whose exponent orjson writes differently) are encoded by json."""
+    if all(type(value) is str for message in messages for value in message.values()):
+        try:
+            return orjson.dumps(messages, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:  # a lone surrogate, which UTF-8 cannot hold: fails below as it always did
+            pass
+    return canonical_json(messages).encode("utf-8")
 
 
 @lru_cache(maxsize=256, typed=True)  # typed: 1, 1.0 and True are equal keys, and three different texts
@@ -49,19 +64,19 @@ class Prompt:
     response_format: Mapping | None = None
 
     @cached_property
-    def messages_json(self) -> str:
-        """The messages as canonical JSON, encoded once for both the cache key and the request body."""
-        return canonical_json(self.messages)
+    def messages_json(self) -> bytes:
+        """The messages as canonical JSON in UTF-8, encoded once for both the cache key and the request body."""
+        return messages_json(self.messages)
 
 
-def request_body(config: JudgeConfig, prompt: Prompt) -> str:
-    """The JSON body of a prompt's chat completion request under a judge's settings (its structured-output format
-    when the endpoint takes one)."""
-    members = {"model": scalar_json(config.model), "messages": prompt.messages_json,
-               "temperature": scalar_json(config.temperature), "max_tokens": scalar_json(config.max_tokens)}
+def request_body(config: JudgeConfig, prompt: Prompt) -> bytes:
+    """The JSON body (UTF-8) of a prompt's chat completion request under a judge's settings: model, messages,
+    temperature, max_tokens and, when the endpoint takes one, the structured-output format."""
+    tail = f',"temperature":{scalar_json(config.temperature)},"max_tokens":{scalar_json(config.max_tokens)}'
     if prompt.response_format and config.structured_output:  # in its own order: a model writes the fields in it
-        members["response_format"] = json.dumps(prompt.response_format, ensure_ascii=False, separators=(",", ":"))
-    return "{" + ",".join(f'"{name}":{value}' for name, value in members.items()) + "}"
+        tail += ',"response_format":' + json.dumps(prompt.response_format, ensure_ascii=False, separators=(",", ":"))
+    return b"".join((f'{{"model":{scalar_json(config.model)},"messages":'.encode("utf-8"), prompt.messages_json,
+                     f"{tail}}}".encode("utf-8")))
 
 
 @dataclass
