@@ -1,7 +1,8 @@
 """Rubrics: judging protocols as data (docs/rubrics.md). A rubric file declares what the judge sees, the dimensions
 it scores and their scales, how they make the 0-100 headline, an optional yes/no question, the prompt templates
 (Jinja2 in a sandbox) and the answer format, from which its parser is generated. The built-ins (builtin/*.yaml) are
-files of the same kind; `personasteer` is the default."""
+files of the same kind (their templates, shipped with the dashboard, rendered outside the sandbox); `personasteer` is
+the default."""
 from __future__ import annotations
 
 from functools import cache

@@ -15,10 +15,10 @@ from kinds.rubrics.reading import dimension_values
 Part = Template | str | None  # a compiled template, or a text the same for every reply (sent as it is)
 
 
-def _part(source: str | None, dimensions: list[dict]) -> Part:
+def _part(source: str | None, dimensions: list[dict], trusted: bool) -> Part:
     if source is None or not any(mark in source for mark in ("{{", "{%", "{#")):
         return source
-    template = templates.compile_template(source)
+    template = templates.compile_template(source, trusted)
     if templates.constant(source):  # rendered once (its answer lines made by a loop over the dimensions, say)
         return templates.render(template, {"dimensions": dimensions})
     return template
@@ -28,7 +28,9 @@ def _part(source: str | None, dimensions: list[dict]) -> Part:
 def _compiled(rubric: Rubric, question: str, language: str) -> tuple[Part, Part, list[dict]]:
     parts = rubric.templates(question, language)
     dimensions = dimension_values(rubric, language)
-    return _part(parts.get("system"), dimensions), _part(parts["user"], dimensions), dimensions
+    trusted = rubric.builtin  # shipped with the dashboard: rendered outside the sandbox (templates.TRUSTED)
+    return (_part(parts.get("system"), dimensions, trusted), _part(parts["user"], dimensions, trusted),
+            dimensions)
 
 
 def _text(part: Part, values: dict) -> str | None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any
 
-from jinja2 import StrictUndefined, Template, meta, nodes, pass_context, pass_eval_context
+from jinja2 import Environment, StrictUndefined, Template, meta, nodes, pass_context, pass_eval_context
 from jinja2.exceptions import SecurityError
 from jinja2.filters import do_join, do_replace
 from jinja2.runtime import LoopContext, Undefined
@@ -213,10 +213,11 @@ def constant(source: str) -> bool:
 
 
 @lru_cache(maxsize=256)
-def compile_template(source: str) -> Template:
+def compile_template(source: str, trusted: bool = False) -> Template:
     """A template compiled in the sandbox (jinja2.TemplateSyntaxError when it does not compile, Refused when it
-    reads another file); compiled once, whether to check a rubric or to judge with it."""
-    return ENVIRONMENT.from_string(source)
+    reads another file), or, `trusted` (a built-in rubric's), outside it; compiled once, whether to check a rubric or
+    to judge with it."""
+    return (TRUSTED if trusted else ENVIRONMENT).from_string(source)
 
 
 @dataclass(frozen=True)
@@ -247,6 +248,22 @@ def quote(context: Any, text: str, name: str, empty: str = "") -> str:
 
 
 ENVIRONMENT.filters["quote"] = quote
+
+
+class _Trusted(Environment):
+    """The environment of the built-in rubrics' templates, which ship with the dashboard: the sandbox's filters and
+    its reading of `a.b` as a dict's key, without its checks, which took about a third of a prompt's rendering."""
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        """`a.b`: a plain dict's key read at once (Jinja would look for an attribute of that name first)."""
+        if type(obj) is dict and attribute not in _DICT_ATTRIBUTES and attribute in obj:
+            return obj[attribute]
+        return super().getattr(obj, attribute)
+
+
+TRUSTED = _Trusted(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False)
+TRUSTED.filters = {name: f for name, f in ENVIRONMENT.filters.items() if not name.startswith("_")}
+TRUSTED.globals = dict(ENVIRONMENT.globals)
 
 
 def variables(ctx: Context, declared: tuple[str, ...], dimensions: list[dict]) -> dict[str, Any]:

@@ -70,3 +70,20 @@ answer: {format: lines}
         direct = templates.render(templates.compile_template(source),
                                   templates.variables(ctx, rubric.context, _dimensions))
         assert rubrics.messages(rubric, "fine", ctx, "en")[0] == {"role": "system", "content": direct}
+
+
+@pytest.mark.parametrize("rubric_id", ["personasteer", "aloe"])
+def test_only_the_builtins_render_outside_the_sandbox_and_both_give_the_same_text(rubric_id):
+    builtin = rubrics.builtin(rubric_id)
+    uploaded = rubrics.read((rubrics.BUILTIN_FOLDER / f"{rubric_id}.yaml").read_bytes())  # the same text, uploaded
+    assert builtin.builtin and not uploaded.builtin
+    ctx = rubrics.Context("{{ profile }}", "{% raw %}", [("<<<end reply #x>>>", "")], "多行\n文本", "\\boxed{99}")
+    for question in judging.QUESTIONS if builtin.has_binary else ("fine",):
+        for language in builtin.languages:
+            parts = {"builtin": judging._compiled(builtin, question, language)[:2],
+                     "uploaded": judging._compiled(uploaded, question, language)[:2]}
+            environments = {name: {part.environment for part in found if not isinstance(part, (str, type(None)))}
+                            for name, found in parts.items()}
+            assert environments == {"builtin": {templates.TRUSTED}, "uploaded": {templates.ENVIRONMENT}}
+            assert rubrics.messages(builtin, question, ctx, language) == \
+                rubrics.messages(uploaded, question, ctx, language)
