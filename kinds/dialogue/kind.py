@@ -122,8 +122,10 @@ def _modes(settings: dict, questions: tuple[str, ...] | None = None) -> list[str
 
 
 def _sampled(request: Prompt, mode: str) -> Prompt:
-    """A judge request as asked for one sample: each sample is its own cache entry."""
-    return replace(request, version=sample_version(request.version, split_mode(mode)[2]))
+    """A judge request as asked for one sample: each sample is its own cache entry (the first, the request as it
+    is)."""
+    sample = split_mode(mode)[2]
+    return replace(request, version=sample_version(request.version, sample)) if sample else request
 
 
 def _requests(evaluation: dict, sessions: Iterable[tuple[int, int, Session]], language: str,
