@@ -50,9 +50,10 @@ else:
 
 LOOKAHEAD = 256  # requests whose cache entries run() reads in one query
 _STOP_POLL_S = 0.1  # how often run() checks should_stop() while it waits for calls
-KEEP_EVERY_S = 0.005  # at most one cache write per this long in a run
-# run() takes finished judgments in waves this long: each hand-over between the loop and run() costs CPU, and no
-# call waits for one (places are given back on the loop, where the tasks waiting for them are).
+KEEP_EVERY_S = 0.005  # at most one cache write per this long in a run (sooner when every judgment left waits on it)
+# run() takes finished judgments in waves this long (shorter when the last of them ends): each hand-over between the
+# loop and run() costs CPU, and no call waits for one (places are given back on the loop, where the tasks waiting for
+# them are).
 WAVE_S = 0.005
 # A thread that keeps its connections (keep_connections) reuses them in a run that starts within this long of its
 # last run's end; after that they may have been closed by the server's keep-alive timeout (5 s in uvicorn and Node).
@@ -330,9 +331,11 @@ class _Calls:
         self.paid: set[asyncio.Task] = set()  # tasks whose call has started: a halt lets them finish
         self.tasks: set[asyncio.Task] = set()
         self.finished: list[asyncio.Task] = []
-        self._arrived: asyncio.Future | None = None
+        self._arrived: asyncio.Future | None = None  # settled when a judgment ends
+        self._wave: asyncio.Future | None = None  # settled when the last one in flight ends
         self._unkept: list[tuple[str, Verdict]] = []  # answers waiting for the next cache write
         self._kept: asyncio.Future | None = None  # done when they are written
+        self._next_write: asyncio.TimerHandle | None = None  # the write they wait for
         self._last_write = -math.inf
         self._waiter: ThreadPoolExecutor | None = None  # waits for the limiter when no slot is free at once
         self._asking = False  # the waiter thread is in the limiter's acquire()
@@ -374,27 +377,35 @@ class _Calls:
             # Seen: run() raises the first failure (a cache write with the database down fails every judgment
             # waiting on it), and asyncio would log each other one when its task is collected, on any thread, later.
             task.exception()
-        if self._arrived is not None and not self._arrived.done():
-            self._arrived.set_result(None)
+        if self._arrived is not None:
+            _settle(self._arrived)
+        if self._wave is not None and not self.tasks:
+            _settle(self._wave)
 
     def wait(self, stopping: Callable[[], bool]) -> list[asyncio.Task]:
         """Run the loop until some judgments have finished (checking should_stop() first and every _STOP_POLL_S);
         those."""
         stopping()
         while not self.finished:
-            arrived = self._arrived = self.loop.create_future()
-            timer = self.loop.call_later(_STOP_POLL_S, _settle, arrived)
-            try:
-                self.loop.run_until_complete(arrived)
-            finally:
-                timer.cancel()
-                self._arrived = None
+            self._arrived = self.loop.create_future()
+            self._run_until(self._arrived, _STOP_POLL_S)
+            self._arrived = None
             if not self.finished:
                 stopping()
         if self.tasks:  # others may end within the wave: one hand-over to run() for all of them
-            self.loop.run_until_complete(asyncio.sleep(WAVE_S))
+            self._wave = self.loop.create_future()
+            self._run_until(self._wave, WAVE_S)
+            self._wave = None
         finished, self.finished = self.finished, []
         return finished
+
+    def _run_until(self, future: asyncio.Future, seconds: float) -> None:
+        """Run the loop until the future is settled, for `seconds` at most."""
+        timer = self.loop.call_later(seconds, _settle, future)
+        try:
+            self.loop.run_until_complete(future)
+        finally:
+            timer.cancel()
 
     async def _judge(self, prompt: Prompt, key: str) -> Verdict | None:
         """Attempts until an answer, a final failure or max_retries retries; None when the run stops first."""
@@ -531,17 +542,23 @@ class _Calls:
 
     async def _keep(self, key: str, verdict: Verdict) -> None:
         """Cache an answer with the others that arrive before the next write (at most one write per KEEP_EVERY_S,
-        since each is a database transaction)."""
+        since each is a database transaction; at once when every judgment left in the run waits on it, as the last
+        ones of a run do, since none would join it)."""
         if self._kept is None:
             self._kept = self.loop.create_future()
-            self.loop.call_at(max(self.loop.time(), self._last_write + KEEP_EVERY_S), self._write)
+            self._next_write = self.loop.call_at(max(self.loop.time(), self._last_write + KEEP_EVERY_S), self._write)
+        kept = self._kept
         self._unkept.append((key, verdict))
-        await asyncio.shield(self._kept)
+        if len(self._unkept) >= len(self.tasks):
+            self._write()
+        await asyncio.shield(kept)
 
     def _write(self) -> None:
         """Write the answers waiting to be kept; their judgments then finish (or raise the write's error)."""
         batch, kept = self._unkept, self._kept
         self._unkept, self._kept = [], None
+        if self._next_write is not None:
+            self._next_write.cancel()
         self._last_write = self.loop.time()
         try:
             self.judge.store(batch)
