@@ -56,6 +56,7 @@ FAST_JUDGMENTS = 4_000
 MAX_RATIO = 1.3
 MAX_S3_OVER_LOCAL = 1.2  # with --storage s3: the S3 run's wall time over the local-folder run's
 TIMEOUT_S = 1800
+POLL_S = 0.005  # how often the end of a Celery evaluation is looked for: its time is known to this much
 
 
 def judge_env(url: str, concurrency: int) -> dict:
@@ -173,7 +174,7 @@ def _evaluated(client: Any, store: Any, processes: list, source: Path) -> tuple[
         if time.perf_counter() - start > TIMEOUT_S or any(p.poll() is not None for p, _log in processes):
             raise SystemExit("the Celery evaluation did not finish (a worker exited or it timed out):\n"
                              + "\n".join(log.read_text(errors="replace")[-2000:] for _p, log in processes))
-        time.sleep(0.05)
+        time.sleep(POLL_S)
     wall = time.perf_counter() - start
     if record["status"] != "done":
         raise SystemExit(f"Celery evaluation ended {record['status']}: {record['error']}")
