@@ -29,9 +29,9 @@ def canonical_json(value: Any) -> str:
 
 def messages_json(messages: list[dict]) -> bytes:
     """Chat messages as `canonical_json` in UTF-8. orjson writes the same bytes for texts (every character, control
-    characters escaped alike: tests/judge/test_prompt.py) about five times as fast as json on a judge prompt's few kB,
-    which each judgment encodes once for its cache key and request body; messages holding anything else (a number,
-    whose exponent orjson writes differently) are encoded by json."""
+    characters escaped alike: tests/judge/test_messages_json.py) about five times as fast as json on a judge prompt's
+    few kB, which each judgment encodes once for its cache key and request body; messages holding anything else (a
+    number, whose exponent orjson writes differently) are encoded by json."""
     if all(type(value) is str for message in messages for value in message.values()):
         try:
             return orjson.dumps(messages, option=orjson.OPT_SORT_KEYS)

@@ -129,7 +129,18 @@ def _format(value: Any, *args: Any, **kwargs: Any) -> str:
     return _limited(str(value) % (kwargs or args))
 
 
-class _Sandbox(ImmutableSandboxedEnvironment):
+class _DictKeys:
+    """An environment's reading of `a.b`: a plain dict's key read at once when dict has no attribute of that name (as
+    Jinja would read it, after looking for the attribute first), else as the environment reads it."""
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        """`a.b`: a dict's key, or as the environment reads it."""
+        if type(obj) is dict and attribute not in _DICT_ATTRIBUTES and attribute in obj:
+            return obj[attribute]
+        return super().getattr(obj, attribute)  # type: ignore[misc]  # the environment's, mixed in after this class
+
+
+class _Sandbox(_DictKeys, ImmutableSandboxedEnvironment):
     """Jinja2's immutable sandbox with no attribute access at all (items only), no other file, and bounded work."""
 
     intercepted_binops = frozenset({"*", "**", "+", "%"})
@@ -155,13 +166,6 @@ class _Sandbox(ImmutableSandboxedEnvironment):
         if safe is None:
             safe = _SAFE[key] = isinstance(obj, _TEMPLATE_HELPERS) and super().is_safe_attribute(obj, attr, value)
         return safe
-
-    def getattr(self, obj: Any, attribute: str) -> Any:
-        """`a.b`: a plain dict's key read at once when dict has no attribute of that name (as Jinja would read it,
-        after looking for the attribute first), else as the sandbox reads it."""
-        if type(obj) is dict and attribute not in _DICT_ATTRIBUTES and attribute in obj:
-            return obj[attribute]
-        return super().getattr(obj, attribute)
 
     def unsafe_undefined(self, obj: Any, attribute: str) -> Undefined:
         """An attribute a template may not read: refused at once, naming it."""
@@ -250,15 +254,9 @@ def quote(context: Any, text: str, name: str, empty: str = "") -> str:
 ENVIRONMENT.filters["quote"] = quote
 
 
-class _Trusted(Environment):
+class _Trusted(_DictKeys, Environment):
     """The environment of the built-in rubrics' templates, which ship with the dashboard: the sandbox's filters and
     its reading of `a.b` as a dict's key, without its checks, which took about a third of a prompt's rendering."""
-
-    def getattr(self, obj: Any, attribute: str) -> Any:
-        """`a.b`: a plain dict's key read at once (Jinja would look for an attribute of that name first)."""
-        if type(obj) is dict and attribute not in _DICT_ATTRIBUTES and attribute in obj:
-            return obj[attribute]
-        return super().getattr(obj, attribute)
 
 
 TRUSTED = _Trusted(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False)
