@@ -4,6 +4,9 @@ and no other judgment can change (401, 403, 404 on the chat path) or on CONNECTI
 row. Timeouts, 429 and 5xx are not its business: the judge's retries and backoff heal those as they always have."""
 from __future__ import annotations
 
+import math
+import time
+
 from common.lazy_modules import lazy
 from judge.cache import endpoint_url
 from judge.config import JudgeConfig
@@ -19,6 +22,9 @@ CONNECTION_FAILURES = 5
 # Answers of the chat path that the next call would get too: a refused key (401), a key without access to the model
 # (403), a wrong URL or model name (404).
 DEAD_STATUSES = frozenset({401, 403, 404})
+# A run's breakers go on to its next block in the same process (a Celery worker's next task) without a new probe when
+# every endpoint answered less than this long ago and none opened.
+PROBED_S = 10.0
 
 
 class EndpointDown(Exception):
@@ -44,6 +50,7 @@ class Breaker:
     def __init__(self, endpoint: str, secret: str | None, timeout_s: float) -> None:
         self.endpoint, self._secret, self._timeout_s = endpoint, secret, timeout_s
         self.reached = False
+        self.answered_at = -math.inf  # time.monotonic() of its last answer
         self.failures = 0  # connection failures since the last answer
         self.reason: str | None = None
 
@@ -59,7 +66,7 @@ class Breaker:
                          "the evaluation.", reason=self._describe(error)))
             return
         if error is None or not is_connection_failure(error):  # an answer, or a timeout: retried as ever
-            self.reached, self.failures = True, 0
+            self.reached, self.failures, self.answered_at = True, 0, time.monotonic()
             return
         self.failures += 1
         if self.failures >= CONNECTION_FAILURES:
@@ -88,3 +95,10 @@ class Breakers:
         if key not in self._made:
             self._made[key] = Breaker(endpoint, config.api_key, config.timeout_s)
         return self._made[key]
+
+    def recent(self) -> bool:
+        """Whether every endpoint of the run answered less than PROBED_S ago and none opened (its next block need not
+        probe again)."""
+        now = time.monotonic()
+        return bool(self._made) and all(b.reason is None and now - b.answered_at < PROBED_S
+                                        for b in self._made.values())

@@ -50,7 +50,8 @@ class Pipeline:
         self.results = blobs.at(results)
         self.environ = environ  # called at each run, so settings saved meanwhile (and the key) apply
         # Each run's breakers (judge/breaker.py) by evaluation: made anew when a run opens it, so that a resumed run
-        # probes its endpoints again (the key may have been fixed meanwhile).
+        # probes its endpoints again (the key may have been fixed meanwhile); kept while they are recent, for the
+        # next block of the same run that this process judges (a Celery worker opens the evaluation for each).
         self._breakers: dict[str, Breakers] = {}
 
     def load(self, evaluation_id: str) -> tuple[Scored, Job] | None:
@@ -73,7 +74,9 @@ class Pipeline:
             if None in job.judges:
                 return None
             job.config = job.judges[0]
-            self._breakers[evaluation_id] = Breakers()
+            kept = self._breakers.get(evaluation_id)
+            if kept is None or not kept.recent():
+                self._breakers[evaluation_id] = Breakers()
         return kind, job
 
     def plan(self, kind: Judged, job: Job, given: Iterable[tuple[tuple, dict]] = ()) -> None:

@@ -8,6 +8,7 @@ import socket
 import pytest
 
 from judge import CONNECTION_FAILURES, Breaker, Breakers, EndpointDown, Judge, JudgeConfig, Prompt
+from judge import breaker as breaker_module
 from tests.judge_server import JudgeServer
 
 FAST = {"max_retries": 3, "timeout_s": 0.5, "retry_base_s": 0.01, "retry_max_s": 0.05, "concurrency": 8}
@@ -104,6 +105,17 @@ def test_a_run_probes_each_endpoint_model_and_key_once(judge_server):
     judge_server.latency_s = 0.05
     run(config, 20, breaker)  # a second block of the same run: no probe, the calls go out together at once
     assert judge_server.max_in_flight > 1
+
+
+def test_a_runs_breakers_are_recent_while_every_endpoint_answered_within_probed_s(judge_server, monkeypatch):
+    # what lets a process's next block of the run go on without a probe (tests/pipeline/test_dead_judge.py)
+    config = JudgeConfig(base_url=judge_server.url, api_key="sk-a", model="m1", **FAST)
+    breakers = Breakers()
+    assert not breakers.recent()  # nothing asked yet: the run's first block probes
+    run(config, 3, breakers.of(config))
+    assert breakers.recent()
+    monkeypatch.setattr(breaker_module, "PROBED_S", 0.0)
+    assert not breakers.recent()  # answered too long ago: probed again
 
 
 def test_the_manual_says_what_opens_the_breaker():

@@ -190,3 +190,39 @@ def test_progress_never_runs_backwards_while_a_rerun_asks_failed_judgments_again
         time.sleep(0.02)
     assert body["status"] == "done" and body["progress"]["failed"] == 0
     assert seen and set(seen) == {16}, seen  # never "14 of 16"
+
+
+def test_a_process_goes_on_with_a_runs_breakers_from_block_to_block_until_one_opens(judge_server, tmp_path):
+    # A Celery worker opens the evaluation again for each block it takes. Within PROBED_S of the endpoint's last
+    # answer the next block goes on with the run's breakers, its calls together at once (the thread runner's blocks
+    # share their run's too); once a breaker opened, the next opening probes again (a resumed run, the key fixed).
+    from kinds import registry
+    from kinds.kind import JobFailed
+    from pipeline.evaluation_steps import Pipeline
+    from pipeline.evaluations import create_evaluation
+    from pipeline.ingest import ingest
+    from storage.store import Store
+
+    env = {"JUDGE_BASE_URL": judge_server.url, "JUDGE_API_KEY": "sk-probe-key", "JUDGE_MODEL": "judge-test",
+           "JUDGE_CONCURRENCY": "8"}
+    store = Store(tmp_path / "db.sqlite", registry.tables())
+    upload = ingest(io.BytesIO(sessions()), "log.jsonl", store, tmp_path / "uploads")
+    evaluation_id = create_evaluation(store, upload["id"], environ=env)["id"]
+    pipeline = Pipeline(store, tmp_path / "uploads", tmp_path / "results", lambda: env)
+    pipeline.plan(*pipeline.load(evaluation_id))
+
+    def block(first: int, last: int) -> None:
+        kind, job = pipeline.load(evaluation_id)
+        pipeline.judge(kind, job, store.pending_keys(evaluation_id, first, last), lambda: False, None)
+
+    block(0, 9)  # the run's first block: answered
+    judge_server.reset()
+    judge_server.fail_always("401")
+    with pytest.raises(JobFailed, match="HTTP 401"):
+        block(10, 19)
+    assert judge_server.requests > 1  # no probe: the block's calls went out together
+    judge_server.reset()
+    judge_server.fail_always("401")
+    with pytest.raises(JobFailed, match="HTTP 401"):
+        block(20, 29)
+    assert judge_server.requests == 1  # the breaker had opened: the probe alone
