@@ -434,8 +434,9 @@ class RedisLimiter:
         waiters may try), a backoff ("pause:<ms>": no hand-over meanwhile) or a capacity change (every waiter tries;
         each slot goes back to Redis once)."""
         with self._lock:
-            if kind == "release" or kind.startswith("release:"):
-                freed = int(kind[8:]) if kind[8:].isdigit() else 1
+            name, _colon, count = kind.partition(":")
+            if name == "release":
+                freed = int(count) if count.isdigit() else 1
                 self._permits = min(self._permits + freed, self._waiting)
                 self._slot_announced.notify(freed)
             elif kind.startswith("pause:"):

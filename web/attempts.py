@@ -53,4 +53,3 @@ class Attempts:
         except Exception as exc:  # whatever the storage's client raises when it cannot be reached
             log.warning(safe_url(f"sign-in attempts not counted, {self.storage_uri} unreachable: {exc}"))
         return None
-

@@ -11,6 +11,9 @@ a huge value (MAX_OUTPUT_ITEMS, MAX_POWER), a text or list made longer than MAX_
 above MAX_WIDTH and more than MAX_STEPS loop turns and calls in one rendering are refused. The filters that only pad or
 shuffle (center, indent, wordwrap, batch, slice, random) and the random `lipsum` are left out: the same reply always
 gets the same prompt. Everything refused raises Refused, which says what and, when known, where.
+
+The built-in rubrics' templates, which ship with the dashboard, compile in TRUSTED instead: the same filters and the
+same reading of keys, without the sandbox's checks.
 """
 from __future__ import annotations
 
