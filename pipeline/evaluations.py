@@ -12,7 +12,7 @@ from typing import Callable, Mapping
 
 from kinds import registry
 from kinds.host import new_id
-from kinds.kind import Job, Judged, Scored, StartError, StartRequest, calls_judge
+from kinds.kind import Job, JobFailed, Judged, Scored, StartError, StartRequest, calls_judge
 from pipeline.evaluation_steps import Pipeline
 from pipeline.job import Block, Progress
 from pipeline.judge_requests import RequestError, check_judges
@@ -22,10 +22,21 @@ from storage.store import Store
 from translations import _
 
 BLOCK_JUDGMENTS = 5_000  # judgments of a block one thread judges (memory does not grow with the evaluation)
-SHARED_BLOCK_JUDGMENTS = 200  # judgments of a block when workers share them, about
+SHARED_BLOCK_JUDGMENTS = 1_000  # judgments of a block when workers share them, about (CELERY_BLOCK_JUDGMENTS)
 MAX_BLOCKS = 2000  # blocks per evaluation at most when shared (each block reads the upload's file once)
 
 Work = tuple[Scored, Job]  # what running an evaluation needs: its kind, and its job with its judges
+
+
+def shared_block_judgments(environ: Mapping[str, str]) -> int:
+    """CELERY_BLOCK_JUDGMENTS: about how many judgments a block has when workers share an evaluation (default
+    SHARED_BLOCK_JUDGMENTS); JobFailed when it is not a whole number > 0."""
+    raw = str(environ.get("CELERY_BLOCK_JUDGMENTS") or "").strip()
+    if not raw:
+        return SHARED_BLOCK_JUDGMENTS
+    if not raw.isdigit() or int(raw) < 1:
+        raise JobFailed(_("CELERY_BLOCK_JUDGMENTS must be a whole number > 0, got %(value)s.", value=repr(raw)))
+    return int(raw)
 
 
 def create_evaluation(store: Store, upload_id: str, methods: list[str] | None = None,
@@ -123,7 +134,7 @@ class Evaluations:
 
     def plan(self, work: Work, shared: bool) -> list[Block]:
         """Plan the judgments once (a kind without a judge plans none: it is only scored), then the blocks of
-        sessions with judgments pending: of about SHARED_BLOCK_JUDGMENTS judgments, the same blocks at every plan
+        sessions with judgments pending: of about CELERY_BLOCK_JUDGMENTS judgments, the same blocks at every plan
         of the evaluation, when shared; else of about BLOCK_JUDGMENTS. Batch mode is one block: one Batch API run."""
         kind, job = work
         if job.config is None or not isinstance(kind, Judged):
@@ -151,7 +162,8 @@ class Evaluations:
         name = f"grid:{evaluation_id}"
         span = self.store.get_setting(name)
         if span is None:
-            span = max(1, round(SHARED_BLOCK_JUDGMENTS * len(pending) / max(1, sum(pending.values()))))
+            size = shared_block_judgments(self.pipeline.environ())
+            span = max(1, round(size * len(pending) / max(1, sum(pending.values()))))
             span = max(span, math.ceil((max(pending, default=0) + 1) / MAX_BLOCKS))
             self.store.set_setting(name, span)
         return int(span)

@@ -44,6 +44,7 @@ SESSIONS, ROUNDS, METHODS, MODES = 150, 5, ("A", "B"), 2
 TOTAL = SESSIONS * ROUNDS * len(METHODS) * MODES  # 3,000 judgments
 FAILED_RETRY_S = 3  # JUDGE_FAILED_RETRY_S: pauses of 0.3, 0.6, 1.2 and 0.9 s before asking failed judgments again
 SWEEP_S = 1  # CELERY_SWEEP_S: an evaluation whose tasks were lost is sent again within two sweeps
+BLOCK_JUDGMENTS = 200  # CELERY_BLOCK_JUDGMENTS: the tests' evaluations of a few hundred judgments make several blocks
 
 
 def dialogue(sessions: int, tag: str = "") -> bytes:
@@ -100,7 +101,7 @@ class Deployment:
         self.env = {**database, "UPLOAD_FOLDER": str(folder / "uploads"), "RESULTS_FOLDER": str(folder / "results"),
                     "CELERY_BROKER_URL": redis_url, "CELERY_QUEUE": self.queue,
                     "CELERY_VISIBILITY_TIMEOUT": str(VISIBILITY_S), "CELERY_SWEEP_S": str(SWEEP_S),
-                    **(extra or {}), **judge_env(judge)}
+                    "CELERY_BLOCK_JUDGMENTS": str(BLOCK_JUDGMENTS), **(extra or {}), **judge_env(judge)}
         self.app = create_app({**{k: v for k, v in self.env.items() if not k.startswith("JUDGE_")},
                                "TESTING": True, "SECRET_KEY": "test", "JUDGE_KEY_FILE": str(folder / "judge_api_key"),
                                "WTF_CSRF_ENABLED": False, "JUDGE_ENV": judge_env(judge)})

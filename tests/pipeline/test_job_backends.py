@@ -41,7 +41,7 @@ CONCURRENCY = 4  # JUDGE_CONCURRENCY: the most calls a killed process can have h
 # once in the killed process: one per block a worker thread judges (test_celery.WORKERS threads), and a simulation's
 # speakers (the simulated user, two methods) each on a run of their own.
 SPEAKERS = 3
-SESSIONS = 12  # of an evaluation: 12 x 5 rounds x 2 methods x 2 modes = 240 judgments (2 blocks on Celery)
+SESSIONS = 12  # of an evaluation: 12 x 5 rounds x 2 methods x 2 modes = 240 judgments (2 blocks on Celery, of 200)
 PEOPLE, ROUNDS = 10, 4  # of a simulation: 10 x 4 rounds x SPEAKERS = 120 turns (3 blocks of personas on Celery)
 BACKENDS = ("thread", "celery")
 
@@ -82,7 +82,8 @@ class Site(Deployment):
         self.judge_env = {"JUDGE_BASE_URL": server.url, "JUDGE_API_KEY": "sk-test", "JUDGE_MODEL": "judge-test",
                           "JUDGE_CONCURRENCY": str(CONCURRENCY), "JUDGE_MAX_RETRIES": "0", "JUDGE_TIMEOUT_S": "10"}
         celery = {"CELERY_BROKER_URL": broker_url, "CELERY_QUEUE": self.queue, "CELERY_VISIBILITY_TIMEOUT": "3",
-                  "CELERY_SWEEP_S": "1", "CELERY_REQUEUE_ON_START": "0"} if broker_url else {"CELERY_BROKER_URL": ""}
+                  "CELERY_SWEEP_S": "1", "CELERY_REQUEUE_ON_START": "0",
+                  "CELERY_BLOCK_JUDGMENTS": "200"} if broker_url else {"CELERY_BROKER_URL": ""}
         self.config = {"DATABASE": str(folder / "db.sqlite"), "UPLOAD_FOLDER": str(folder / "uploads"),
                        "RESULTS_FOLDER": str(folder / "results"), **celery}
         self.env = {**self.config, **self.judge_env}  # the workers' environment

@@ -34,7 +34,7 @@ from tests.services import Redis, free_port, wait_for_port
 
 CONCURRENCY = 6
 SESSIONS, ROUNDS, METHODS, MODES = 48, 5, 2, 2
-TOTAL = SESSIONS * ROUNDS * METHODS * MODES  # 960 judgments: five blocks of the queue (BLOCK_JUDGMENTS, 200)
+TOTAL = SESSIONS * ROUNDS * METHODS * MODES  # 960 judgments: five blocks (CELERY_BLOCK_JUDGMENTS 200)
 SWEEP_S = 2
 FAULTS = 2  # a worker killed, Redis restarted
 PASSWORD = "multi-machine-pw-1"
@@ -119,7 +119,7 @@ def test_two_webs_and_two_workers_share_only_the_services(tmp_path, postgres_ser
               "STORAGE_URL": f"s3://{bucket}/team", **s3_server.environ,
               "JUDGE_BASE_URL": judge.url, "JUDGE_API_KEY": "sk-test", "JUDGE_MODEL": "judge-test",
               "JUDGE_CONCURRENCY": str(CONCURRENCY), "JUDGE_MAX_RETRIES": "0", "JUDGE_TIMEOUT_S": "10",
-              "CELERY_SWEEP_S": str(SWEEP_S)}
+              "CELERY_SWEEP_S": str(SWEEP_S), "CELERY_BLOCK_JUDGMENTS": "200"}
     admin = subprocess.run(["flask", "--app", "app", "users", "create", "alice", "--admin", "--password-stdin"],
                            cwd=ROOT, env=shared, input=PASSWORD + "\n", text=True, capture_output=True, timeout=60)
     assert admin.returncode == 0, admin.stderr
