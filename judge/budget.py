@@ -23,11 +23,11 @@ Per endpoint, under `psb:judge:<sha256 of the endpoint URL>:`:
 A slot given back while another call of the same process waits is handed to that call without Redis (its
 lease goes on being renewed); given back while none waits, it stays with the process for `LINGER_S`, for the
 process's next call, and then goes back to Redis. A run may also pass a slot from one of its calls to the next
-itself (`pass_on`, judge/engine.py). A lease goes from one call to the next in any of these ways at most
-`HANDOVERS` times in a row: then it goes back to Redis, where another process's waiter may take it. A backoff
-(announced to every process) or a capacity change stops hand-overs: the slot goes back, and the next acquire asks
-Redis, which knows both. With a judge answering in milliseconds, the two round trips per call otherwise cost one
-Celery worker half its judgments per second.
+itself (`pass_on`, judge/engine.py). A lease goes from one call to the next in any of these ways for `HOLD_S`
+after it was taken from Redis: then it goes back, where another process's waiter may take it (a judge that takes a
+second or more to answer: after each call). A backoff (announced to every process) or a capacity change stops
+hand-overs: the slot goes back, and the next acquire asks Redis, which knows both. With a judge answering in
+milliseconds, the two round trips per call otherwise cost one Celery worker half its judgments per second.
 
 All times come from Redis (`TIME` in the scripts), so the machines' clocks need not agree.
 """
@@ -36,6 +36,7 @@ from __future__ import annotations
 import atexit
 import hashlib
 import logging
+import math
 import os
 import random
 import socket
@@ -47,7 +48,6 @@ from dataclasses import dataclass
 
 import redis
 
-from judge.config import HANDOVERS
 from judge.retry import safe_url
 
 log = logging.getLogger(__name__)
@@ -62,6 +62,10 @@ POLL_S = 0.5
 # Wait between attempts while Redis cannot be reached, and how long an acquire keeps trying before it fails.
 UNREACHABLE_RETRY_S = 1.0
 UNREACHABLE_GIVE_UP_S = 30.0
+# How long a lease may go from call to call within the process after it was taken from Redis, before it goes back
+# there for any process to take (a time, not a number of calls: as fair to other processes with a slow judge as with
+# a fast one, and a fast judge's calls do not pay Redis every few calls).
+HOLD_S = 1.0
 # How long a slot given back while no call of the process waits is kept for the process's next call.
 LINGER_S = 0.01
 # Kept slots whose time is up within this long of each other go back to Redis together, in one round trip (a run's
@@ -284,7 +288,7 @@ class RedisLimiter:
         self._held: list[str] = []  # lease ids this process's calls hold
         self._handed: list[str] = []  # leases given back while a call of this process waited: for that call
         self._lingering: list[tuple[float, str]] = []  # (monotonic deadline, lease) kept for the next call
-        self._handovers: dict[str, int] = {}  # times in a row each lease went from one call to the next
+        self._taken: dict[str, float] = {}  # when (monotonic) each lease held was taken from Redis
         self._paused_until = 0.0  # (monotonic) a backoff is known: no hand-over before this
         self._stored_capacity: int | None = None  # the capacity Redis last answered with (None: not known)
         self._waiting = 0  # threads inside acquire()
@@ -305,7 +309,7 @@ class RedisLimiter:
             if os.getpid() != self._pid:
                 self._pid = os.getpid()
                 self._lease_prefix = f"{socket.gethostname()}:{self._pid}:"
-                self._held, self._handed, self._lingering, self._handovers = [], [], [], {}
+                self._held, self._handed, self._lingering, self._taken = [], [], [], {}
                 self._hub = _hub(self.url)
                 self._hub.add(self)
 
@@ -381,7 +385,7 @@ class RedisLimiter:
                     self._stored_capacity = int(stored[0]) if stored else None
                     if status == 1:
                         self._held.append(lease)
-                        self._handovers[lease] = 0
+                        self._taken[lease] = time.monotonic()
                         return True
                 if status == 2:  # a backoff: everyone waits it out, each with a little jitter
                     seconds = wait_ms / 1000
@@ -447,35 +451,32 @@ class RedisLimiter:
                 self._paused_until = max(self._paused_until, time.monotonic() + seconds)
                 self._send_back_kept()
             else:
-                self._handovers = dict.fromkeys(self._handovers, HANDOVERS)
+                self._taken = dict.fromkeys(self._taken, -math.inf)
                 self._send_back_kept()
                 self._stored_capacity = None
                 self._permits = self._waiting
                 self._slot_announced.notify_all()
 
+    def _kept_on(self, lease: str, now: float) -> bool:
+        """(Holding the lock) whether a lease may go on to another call of this process: taken from Redis less than
+        HOLD_S ago, no backoff known, the capacity not lowered since."""
+        return now - self._taken.get(lease, -math.inf) < HOLD_S and now >= self._paused_until
+
     def pass_on(self) -> bool:
-        """Whether a caller may pass a slot it holds straight to another of its calls, counted as a hand-over of the
-        lease (False, as release() would send it back to Redis: HANDOVERS in a row, a backoff, a lowered capacity)."""
+        """Whether a caller may pass a slot it holds straight to another of its calls (False, as release() would send
+        it back to Redis: held HOLD_S, a backoff, a lowered capacity)."""
         with self._lock:
-            if not self._held or time.monotonic() < self._paused_until or len(self._held) > self.capacity:
-                return False
-            lease = self._held[-1]  # the one release() would give back next
-            handovers = self._handovers.get(lease, HANDOVERS)
-            if handovers >= HANDOVERS:
-                return False
-            self._handovers[lease] = handovers + 1
-            return True
+            return bool(self._held) and len(self._held) <= self.capacity and \
+                self._kept_on(self._held[-1], time.monotonic())  # the one release() would give back next
 
     def release(self) -> None:
         """Give a slot back: to a call of this process that waits for one, else kept for the process's next call
-        for LINGER_S, else (HANDOVERS in a row, or in a backoff) to Redis, announced."""
+        for LINGER_S, else (held HOLD_S, or in a backoff) to Redis, announced."""
         with self._lock:
             if not self._held:
                 return
             lease = self._held.pop()
-            handovers = self._handovers.pop(lease, HANDOVERS)
-            if handovers < HANDOVERS and time.monotonic() >= self._paused_until:
-                self._handovers[lease] = handovers + 1
+            if self._kept_on(lease, time.monotonic()):
                 if self._waiting > len(self._handed):
                     self._handed.append(lease)
                     self._slot_announced.notify()
@@ -510,7 +511,7 @@ class RedisLimiter:
             return
         with self._lock:
             for lease in leases:
-                self._handovers.pop(lease, None)
+                self._taken.pop(lease, None)
         try:
             pipe = self._hub.client.pipeline(transaction=False)
             pipe.zrem(self.keys.leases, *leases)

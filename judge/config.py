@@ -17,10 +17,6 @@ LANGUAGES = ("en", "zh")  # the languages prompts are written in (JudgeConfig.la
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Local OpenAI-compatible servers (vLLM, Ollama, ...) accept any key; the SDK insists on one.
 PLACEHOLDER_API_KEY = "EMPTY"
-# Times in a row a slot may go from a call that ends straight to another call of the process (the limiters'
-# pass_on): then it goes back to the limiter, where calls of other runs (and, with the Redis budget, of other
-# processes) wait too.
-HANDOVERS = 16
 
 
 def _as_text(name: str, value: object) -> str:

@@ -496,7 +496,8 @@ class _Calls:
 
     def _free_slot(self) -> None:
         """A call's slot: to the next call of this run that waits for one, when the limiter lets it be passed on
-        (HANDOVERS times in a row at most, no backoff, capacity not lowered), else back to it."""
+        (HANDOVERS times in a row, or for HOLD_S with the Redis budget; no backoff, capacity not lowered), else
+        back to it."""
         if self._next_waiting() is not None and not self.stop.is_set() and self.judge._limiter.pass_on():
             self._queued.popleft().set_result(True)
         else:

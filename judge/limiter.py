@@ -7,10 +7,12 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from judge.config import HANDOVERS
-
 if TYPE_CHECKING:
     from judge.budget import RedisLimiter
+
+# Times in a row a slot may go from a call that ends straight to another call of the process (pass_on): then it goes
+# back to the limiter, where calls of other runs wait too. (The Redis budget's limit is a time: judge.budget.HOLD_S.)
+HANDOVERS = 16
 
 
 class EndpointLimiter:

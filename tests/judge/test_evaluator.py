@@ -26,7 +26,7 @@ from evaluator import (
     endpoint_limiter,
     retry_after_s,
 )
-from judge.config import HANDOVERS
+from judge.limiter import HANDOVERS
 from judge.prompt import request_body
 from kinds.dialogue.prompts import (
     DIMENSIONS,
