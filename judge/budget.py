@@ -66,8 +66,9 @@ UNREACHABLE_GIVE_UP_S = 30.0
 # there for any process to take (a time, not a number of calls: as fair to other processes with a slow judge as with
 # a fast one, and a fast judge's calls do not pay Redis every few calls).
 HOLD_S = 1.0
-# How long a slot given back while no call of the process waits is kept for the process's next call.
-LINGER_S = 0.01
+# How long a slot given back while no call of the process waits is kept for the process's next call (long enough
+# for a Celery worker's next block of the same run to start: its calls then take the slots without Redis).
+LINGER_S = 0.05
 # Kept slots whose time is up within this long of each other go back to Redis together, in one round trip (a run's
 # last calls end within a few milliseconds: one announcement for all of their slots, not one each).
 TOGETHER_S = 0.002
