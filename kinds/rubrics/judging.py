@@ -25,12 +25,15 @@ def _part(source: str | None, dimensions: list[dict], trusted: bool) -> Part:
 
 
 @lru_cache(maxsize=64)
-def _compiled(rubric: Rubric, question: str, language: str) -> tuple[Part, Part, list[dict]]:
+def _compiled(rubric: Rubric, question: str, language: str) -> tuple[Part, Part, list[dict], tuple[str, ...]]:
+    """A question's system and user templates in a language, its dimensions and the rubric's declared context, made
+    once; ValueError (each time: an error is not cached) for a question or language the rubric has none of."""
+    _check(rubric, question, language)
     parts = rubric.templates(question, language)
     dimensions = dimension_values(rubric, language)
     trusted = rubric.builtin  # shipped with the dashboard: rendered outside the sandbox (templates.TRUSTED)
     return (_part(parts.get("system"), dimensions, trusted), _part(parts["user"], dimensions, trusted),
-            dimensions)
+            dimensions, rubric.context)
 
 
 def _text(part: Part, values: dict) -> str | None:
@@ -58,9 +61,8 @@ def template_text(rubric: Rubric, question: str, language: str) -> str:
 
 def messages(rubric: Rubric, question: str, ctx: templates.Context, language: str) -> list[dict]:
     """The chat messages of one judgment: the system template (when the rubric has one) and the user template."""
-    _check(rubric, question, language)
-    system, user, dimensions = _compiled(rubric, question, language)
-    values = templates.variables(ctx, rubric.context, dimensions)
+    system, user, dimensions, declared = _compiled(rubric, question, language)
+    values = templates.variables(ctx, declared, dimensions)
     found = [{"role": "system", "content": _text(system, values)}] if system else []
     return found + [{"role": "user", "content": _text(user, values)}]
 

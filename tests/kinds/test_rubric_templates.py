@@ -62,7 +62,7 @@ prompts:
     user: "{{ reply|quote('reply') }}"
 answer: {format: lines}
 """)
-    system, user, _dimensions = judging._compiled(rubric, "fine", "en")
+    system, user, _dimensions, _declared = judging._compiled(rubric, "fine", "en")
     assert system == "Answer with:\nWarmth: n/7\nBrevity: n/7" and not isinstance(user, str)
     for reply in ("one", "two"):
         ctx = rubrics.Context("", "", [], "", reply)
