@@ -134,7 +134,8 @@ def _format(value: Any, *args: Any, **kwargs: Any) -> str:
 
 class _DictKeys:
     """An environment's reading of `a.b`: a plain dict's key read at once when dict has no attribute of that name (as
-    Jinja would read it, after looking for the attribute first), else as the environment reads it."""
+    Jinja would read it, after looking for the attribute first), else as the environment reads it; and its templates'
+    globals as one dict."""
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         """`a.b`: a dict's key, or as the environment reads it."""
