@@ -9,6 +9,7 @@ so evaluations made before panels existed read unchanged.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _MODE = re.compile(r"^(?P<base>[^@#]+)(?:@(?P<judge>[1-9]\d*))?(?:#(?P<sample>[1-9]\d*))?$")
 
@@ -18,6 +19,7 @@ def mode_key(base: str, judge: int = 0, sample: int = 0) -> str:
     return base + (f"@{judge}" if judge else "") + (f"#{sample}" if sample else "")
 
 
+@lru_cache(maxsize=1024)  # asked for every judgment, of a few modes
 def split_mode(mode: str) -> tuple[str, int, int]:
     """(question, judge, sample) of a stored mode; ValueError when it is not one."""
     found = _MODE.match(mode)

@@ -216,6 +216,27 @@ class Database:
             driver = self._local.driver = pooled.dbapi_connection
         return self._fetch_one(driver.cursor(), statement, params, names)
 
+    def _select(self, sql: str, params: dict) -> list[dict]:
+        """`_all` on the driver's cursor, for the reads of a run's every judgment (the judge cache's, a result's):
+        SQLAlchemy's result rows cost more than the database takes to find them (as in `_lookup`)."""
+        keys, rows = self._fetch(sql, params)
+        return [dict(zip(keys, row)) for row in rows]
+
+    def _tuples(self, sql: str, params: dict) -> list[tuple]:
+        """`_select`'s rows as tuples."""
+        return [tuple(row) for row in self._fetch(sql, params)[1]]
+
+    def _fetch(self, sql: str, params: dict) -> tuple[list[str], Sequence]:
+        """The column names and rows of a query, run on the driver's cursor."""
+        statement, names = self._compiled(sql)
+        with self._connection() as con:
+            cursor = con.connection.cursor()
+            try:
+                cursor.execute(statement, params if names is None else tuple(params[n] for n in names))
+                return [d[0] for d in cursor.description], cursor.fetchall()
+            finally:
+                cursor.close()
+
     @staticmethod
     def _fetch_one(cursor, statement: str, params: dict, names: tuple[str, ...] | None) -> dict | None:
         try:

@@ -32,7 +32,11 @@ def count_judgments(con: Connection, evaluation_id: str, status: str, n: int, ca
 
 
 def judgment_dicts(result) -> list[dict]:
-    rows = dict_rows(result)
+    return decoded(dict_rows(result))
+
+
+def decoded(rows: list[dict]) -> list[dict]:
+    """Judgment rows with their `scores` JSON read."""
     for row in rows:
         if row.get("scores") is not None:
             row["scores"] = json.loads(row["scores"])
@@ -55,12 +59,9 @@ class Judgments(Database):
 
     def pending_keys(self, evaluation_id: str, first: int = 0, last: int | None = None) -> set[tuple[int, int, str, str]]:
         """(session index, round, method, mode) of judgments not made yet, of sessions first..last (default all)."""
-        with self._connection() as con:
-            rows = con.execute(text_query("SELECT session_idx, round, method, mode FROM judgments"
-                                    " WHERE evaluation_id = :eid AND status = 'pending'"
-                                    " AND session_idx BETWEEN :first AND :last"),
-                               {"eid": evaluation_id, "first": first, "last": 2 ** 62 if last is None else last})
-            return {tuple(r) for r in rows}
+        return set(self._tuples("SELECT session_idx, round, method, mode FROM judgments"
+                                " WHERE evaluation_id = :eid AND status = 'pending' AND session_idx BETWEEN :first AND :last",
+                                {"eid": evaluation_id, "first": first, "last": 2 ** 62 if last is None else last}))
 
     def pending_by_session(self, evaluation_id: str) -> dict[int, int]:
         """Session index -> how many of its judgments are not made yet (sessions with none left out)."""
@@ -135,8 +136,7 @@ class Judgments(Database):
                " ORDER BY session_idx, round, method, mode LIMIT :n")
         after = {"s": -1, "r": -1, "m": "", "mode": ""}
         while True:
-            with self._connection() as con:
-                rows = judgment_dicts(con.execute(text_query(sql), {"eid": evaluation_id, "n": batch, **after}))
+            rows = decoded(self._select(sql, {"eid": evaluation_id, "n": batch, **after}))
             yield from rows
             if len(rows) < batch:
                 return

@@ -10,7 +10,7 @@ import json
 from typing import Iterable, overload
 
 from storage.access import Access
-from storage.database import SET_SETTING, dict_rows, now, text_query, text_query_in
+from storage.database import SET_SETTING, now, text_query, text_query_in
 from storage.datasets import Datasets
 from storage.judgments import Judgments
 from storage.run_lists import RunLists, write_figures
@@ -21,6 +21,7 @@ UNFINISHED = ("queued", "running")
 # automatic retries of its failed judgments, how many judgments are asked again (pipeline/evaluation_steps.py) and
 # the state of scoring it again (pipeline/rescores.py: asked, and done); kinds declare their own with their tables.
 EVALUATION_SETTINGS = ("planned", "grid", "retry", "again", "rescore", "rescored")
+CACHE_READ = 500  # judge cache keys read in one query (the judge asks for 256 at a time)
 _JSON_COLUMNS = {"summary", "warnings", "methods", "settings", "result", "tags", "headline"}
 
 # The columns each record has, in this order (the JSON API shows them so); the ordering column `seq` is not one.
@@ -264,12 +265,15 @@ class Store(Judgments, Simulations, Access, RunLists, Datasets):
 
     def cache_get_many(self, keys: list[str]) -> dict[str, dict]:
         """The cached judge answers of several keys in one query: {key: answer} for the keys found."""
-        if not keys:
-            return {}
-        with self._connection() as con:
-            rows = dict_rows(con.execute(text_query_in("SELECT key, answer, prompt_tokens, completion_tokens FROM judge_cache"
-                                              " WHERE key IN :keys", "keys"), {"keys": list(keys)}))
-        return {row.pop("key"): row for row in rows}
+        found: dict[str, dict] = {}
+        for first in range(0, len(keys), CACHE_READ):
+            chunk = keys[first:first + CACHE_READ]
+            # one statement per number of keys, compiled once (`_compiled`), rather than an expanding IN each time
+            places = ", ".join(f":k{i}" for i in range(len(chunk)))
+            rows = self._select("SELECT key, answer, prompt_tokens, completion_tokens FROM judge_cache"
+                                f" WHERE key IN ({places})", {f"k{i}": key for i, key in enumerate(chunk)})
+            found.update((row.pop("key"), row) for row in rows)
+        return found
 
     def cache_put(self, key: str, value: dict) -> None:
         """Store a judge answer under its cache key."""

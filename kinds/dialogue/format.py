@@ -121,9 +121,10 @@ def dialogue_lines(dialogues: Iterable[Dialogue]) -> bytes:
                               ensure_ascii=False) + "\n" for d in dialogues).encode("utf-8")
 
 
-def parse_session(obj: object, line: int = 1) -> Session:
-    """Normalise one parsed line of a validated file; raise ValueError on a problem."""
-    state = _FileState()
+def parse_session(obj: object, line: int = 1, limits: Limits | None = None) -> Session:
+    """Normalise one parsed line of a validated file under `limits` (default: those in force now); raise ValueError
+    on a problem."""
+    state = _FileState() if limits is None else _FileState(limits=limits)
     session = _read_session(obj, line, state)
     if session is None:
         raise ValueError(state.report.problems[0].message)
@@ -492,6 +493,7 @@ def iter_sessions_with_offsets(path: str | Path | StoredFile, idx: int = 0,
                                offset: int = 0) -> Iterator[tuple[int, int, Session]]:
     """(index, byte offset, session) for every session of an already validated dialogue file, from session number
     `idx`, which starts at byte `offset` (as iter_sessions_with_offsets gave them)."""
+    limits = current()  # read once: from the environment, it costs more than a short session's reading
     with open_file(path) as f:
         f.seek(offset)
         for line in f:
@@ -500,7 +502,7 @@ def iter_sessions_with_offsets(path: str | Path | StoredFile, idx: int = 0,
                 line, start = line[3:], 3
             if not line.strip():
                 continue
-            yield idx, start, parse_session(json.loads(line))
+            yield idx, start, parse_session(json.loads(line), limits=limits)
             idx += 1
 
 

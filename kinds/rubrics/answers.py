@@ -58,18 +58,18 @@ def _score(dimension: Dimension, raw: str) -> float:
 
 
 def _lines(rubric: Rubric) -> Parser:
-    patterns = [(d, _line_pattern(d.answer_label)) for d in rubric.dimensions]
+    patterns = [(d, _line_pattern(d.answer_label), _plain(d.high)) for d in rubric.dimensions]
 
     def scores(text: str) -> tuple[dict, str | None]:
         found: dict = {}
-        for dimension, pattern in patterns:
+        for dimension, pattern, high in patterns:
             matches = pattern.findall(text)
             if not matches:
                 return found, _("%(dimension)s score not found", dimension=dimension.answer_label)
             number, denominator = matches[-1]
-            if denominator and denominator != _plain(dimension.high):
+            if denominator and denominator != high:
                 return found, _("%(dimension)s score %(score)s is not out of %(max)s", dimension=dimension.answer_label,
-                                score=f"{number}/{denominator}", max=_plain(dimension.high))
+                                score=f"{number}/{denominator}", max=high)
             try:
                 found[dimension.key] = _score(dimension, number)
             except _Unparsed as exc:

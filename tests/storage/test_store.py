@@ -182,10 +182,25 @@ def test_judgments_are_read_in_batches_in_key_order(store):
     rows = [(i, f"s{i}", r, m, mode) for i in (3, 0, 12) for r in (2, 1) for m in ("B", "A") for mode in ("fine", "binary")]
     store.add_pending("e", rows)
     store.add_pending("other", rows[:5])
+    store.save_judgments("e", [((0, 2, "A", "fine"), {"status": "ok", "total": 61.5, "scores": {"style": 14},
+                                                      "prompt_tokens": 900, "answer": "Style: 14/20"})])
     expected = store.judgments("e")
     assert len(expected) == 24
+    assert [r["scores"] for r in expected if r["status"] == "ok"] == [{"style": 14}]
     for batch in (1, 5, 24, 100):
         assert list(store.iter_judgments("e", batch=batch)) == expected
+
+
+def test_the_judge_cache_reads_many_keys_at_once(store):
+    from storage.store import CACHE_READ
+
+    keys = [f"{i:064x}" for i in range(2 * CACHE_READ + 7)]  # three reads: two whole, one of 7
+    store.cache_put_many({key: {"answer": f"answer {i}", "prompt_tokens": i, "completion_tokens": 1}
+                          for i, key in enumerate(keys) if i % 3 == 0})
+    found = store.cache_get_many(keys + ["missing"])
+    assert found == {key: {"answer": f"answer {i}", "prompt_tokens": i, "completion_tokens": 1}
+                     for i, key in enumerate(keys) if i % 3 == 0}
+    assert store.cache_get_many([]) == {} and store.cache_get_many(keys[1:3]) == {}
 
 
 def counted(store, evaluation_id: str) -> dict:

@@ -34,7 +34,7 @@ def test_a_late_block_reads_only_its_sessions_and_asks_the_same(tmp_path, monkey
 
     parsed = []
     real_parse = dialogue_format.parse_session
-    monkeypatch.setattr(dialogue_format, "parse_session", lambda obj, line=1: parsed.append(obj) or real_parse(obj))
+    monkeypatch.setattr(dialogue_format, "parse_session", lambda obj, line=1, limits=None: parsed.append(obj) or real_parse(obj, line, limits))
     asked = [(k, p.messages) for k, p in kind.requests(job, block)]
 
     assert asked == from_the_top and {k for k, _m in asked} == block
