@@ -11,13 +11,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import operator
 import sqlite3
 import threading
 import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from sqlalchemy import bindparam, create_engine, event, text
 from sqlalchemy.engine import URL, Connection, Engine, make_url
@@ -140,6 +141,14 @@ def _engine(url: URL) -> Engine:
     return create_engine(url, pool_pre_ping=True)
 
 
+@functools.lru_cache(maxsize=256)
+def _picker(names: tuple[str, ...]) -> Callable[[Mapping], tuple]:
+    """A row's parameters in these names' order, for a driver that takes them by position."""
+    if len(names) < 2:  # itemgetter gives one value, not a tuple, for one name
+        return lambda row: tuple(row[name] for name in names)
+    return operator.itemgetter(*names)
+
+
 class Database:
     """Connections to one database, safe across threads and processes.
 
@@ -254,7 +263,7 @@ class Database:
         changed = 0
         try:
             for batch in in_batches(rows):
-                cursor.executemany(statement, batch if names is None else [tuple(r[n] for n in names) for r in batch])
+                cursor.executemany(statement, batch if names is None else list(map(_picker(names), batch)))
                 changed += max(cursor.rowcount, 0)
         finally:
             cursor.close()

@@ -17,7 +17,9 @@ from storage.database import SET_SETTING, Database, dict_rows, text_query, text_
 RESULT_COLUMNS = ("status", "total", "verdict", "scores", "answer", "error",
                   "prompt_tokens", "completion_tokens", "cached", "attempts", "latency_ms", "retryable")
 ACCUMULATED = ("prompt_tokens", "completion_tokens", "attempts")
-COUNTER_DEFAULTS = {"prompt_tokens": 0, "completion_tokens": 0, "attempts": 0, "cached": 0, "retryable": 0}
+# what a result column a verdict leaves out is stored as
+RESULT_DEFAULTS = {**dict.fromkeys(RESULT_COLUMNS), "prompt_tokens": 0, "completion_tokens": 0, "attempts": 0,
+                   "cached": 0, "retryable": 0}
 JUDGMENT = ("evaluation_id, session_idx, session_id, round, method, mode, status, total, verdict, answer, error,"
             " prompt_tokens, completion_tokens, cached, attempts, scores, latency_ms")
 
@@ -82,7 +84,7 @@ class Judgments(Database):
         """Write a batch of finished judgments ((key, fields) pairs) in one transaction."""
         # Tokens and attempts add up over re-runs: an unparsed answer was paid for even if asked again.
         sets = ", ".join(f"{c} = {c} + :{c}" if c in ACCUMULATED else f"{c} = :{c}" for c in RESULT_COLUMNS)
-        rows: list[dict[str, Any]] = [{**{c: fields.get(c, COUNTER_DEFAULTS.get(c)) for c in RESULT_COLUMNS}, "eid": evaluation_id,
+        rows: list[dict[str, Any]] = [{**RESULT_DEFAULTS, **fields, "eid": evaluation_id,
                  "s": key[0], "r": key[1], "m": key[2], "mode": key[3],
                  "scores": json.dumps(fields["scores"]) if fields.get("scores") else None} for key, fields in results]
         with self._writing() as con:
