@@ -264,7 +264,7 @@ class Store(Judgments, Simulations, Access, RunLists, Datasets):
                             {"key": key})
 
     def cache_get_many(self, keys: list[str]) -> dict[str, dict]:
-        """The cached judge answers of several keys in one query: {key: answer} for the keys found."""
+        """The cached judge answers of several keys, CACHE_READ keys a query: {key: answer} for the keys found."""
         found: dict[str, dict] = {}
         for first in range(0, len(keys), CACHE_READ):
             chunk = keys[first:first + CACHE_READ]
