@@ -191,8 +191,9 @@ class Database:
             yield con
 
     def _all(self, sql: str, params: dict | None = None) -> list[dict]:
-        with self._connection() as con:
-            return dict_rows(con.execute(text_query(sql), params or {}))
+        """Every row of a query, as dicts."""
+        keys, rows = self._fetch(sql, params or {})
+        return [dict(zip(keys, row)) for row in rows]
 
     def _one(self, sql: str, params: dict | None = None) -> dict | None:
         with self._connection() as con:
@@ -225,18 +226,14 @@ class Database:
             driver = self._local.driver = pooled.dbapi_connection
         return self._fetch_one(driver.cursor(), statement, params, names)
 
-    def _select(self, sql: str, params: dict) -> list[dict]:
-        """`_all` on the driver's cursor, for the reads of a run's every judgment (the judge cache's, a result's):
-        SQLAlchemy's result rows cost more than the database takes to find them (as in `_lookup`)."""
-        keys, rows = self._fetch(sql, params)
-        return [dict(zip(keys, row)) for row in rows]
-
     def _tuples(self, sql: str, params: dict) -> list[tuple]:
-        """`_select`'s rows as tuples."""
+        """`_all`'s rows as tuples."""
         return [tuple(row) for row in self._fetch(sql, params)[1]]
 
     def _fetch(self, sql: str, params: dict) -> tuple[list[str], Sequence]:
-        """The column names and rows of a query, run on the driver's cursor."""
+        """The column names and rows of a query, run on the driver's cursor (as in `_lookup`): SQLAlchemy's result
+        rows cost more than the database takes to find them, which the reads of a run's every judgment (the judge
+        cache's, a result's) would pay."""
         statement, names = self._compiled(sql)
         with self._connection() as con:
             cursor = con.connection.cursor()

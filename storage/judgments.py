@@ -138,7 +138,7 @@ class Judgments(Database):
                " ORDER BY session_idx, round, method, mode LIMIT :n")
         after = {"s": -1, "r": -1, "m": "", "mode": ""}
         while True:
-            rows = decoded(self._select(sql, {"eid": evaluation_id, "n": batch, **after}))
+            rows = decoded(self._all(sql, {"eid": evaluation_id, "n": batch, **after}))
             yield from rows
             if len(rows) < batch:
                 return

@@ -270,7 +270,7 @@ class Store(Judgments, Simulations, Access, RunLists, Datasets):
             chunk = keys[first:first + CACHE_READ]
             # one statement per number of keys, compiled once (`_compiled`), rather than an expanding IN each time
             places = ", ".join(f":k{i}" for i in range(len(chunk)))
-            rows = self._select("SELECT key, answer, prompt_tokens, completion_tokens FROM judge_cache"
+            rows = self._all("SELECT key, answer, prompt_tokens, completion_tokens FROM judge_cache"
                                 f" WHERE key IN ({places})", {f"k{i}": key for i, key in enumerate(chunk)})
             found.update((row.pop("key"), row) for row in rows)
         return found
